@@ -1,0 +1,137 @@
+/* rd_proto.h - wire protocol v1: frame layout, encode and decode. No IO here.
+ *
+ * Every frame is a 32-byte header followed by `length` payload bytes. All integers are
+ * little endian (every machine we target is, so encoding is a copy on the hot path).
+ *
+ *   off size field
+ *     0    4 magic     "RDP\xb1"
+ *     4    1 version   RD_PROTO_VERSION
+ *     5    1 type      enum rd_frame_type
+ *     6    2 flags     RD_FLAG_*; unknown bits are an error
+ *     8    4 length    payload bytes
+ *    12    4 reserved  0
+ *    16    8 seq       DATA: 0,1,2,... ; other frames 0
+ *    24    8 checksum  XXH3-64 of the payload
+ */
+#ifndef RD_PROTO_H
+#define RD_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RD_PROTO_VERSION 1
+#define RD_FRAME_HDR 32u
+#define RD_MAGIC "RDP\xb1"
+#define RD_NONCE_LEN 32u
+#define RD_MAC_LEN 32u
+#define RD_MAX_CHUNK (256u << 20)   /* largest chunk either side will agree to */
+#define RD_MIN_CHUNK 4096u
+#define RD_MAX_DEPTH 1024u
+
+enum rd_frame_type {
+    RD_HELLO = 1,      /* sender -> receiver: parameters wanted + nonce */
+    RD_CHALLENGE = 2,  /* receiver -> sender: its nonce, agreed parameters, its MAC */
+    RD_AUTH = 3,       /* sender -> receiver: sender's MAC */
+    RD_ACCEPT = 4,     /* receiver -> sender: authenticated, data ring posted, go */
+    RD_REJECT = 5,     /* either way during the handshake: reason code + text */
+    RD_DATA = 6,       /* payload = stream bytes */
+    RD_END = 7,        /* sender -> receiver: total bytes + stream hash */
+    RD_CONFIRM = 8,    /* receiver -> sender: everything written and flushed */
+    RD_ABORT = 9,      /* either way mid-stream: reason code + text */
+};
+
+enum rd_frame_flags {
+    RD_FLAG_COMPRESSED = 1u << 0,   /* reserved for zstd payloads (not used in v1 yet) */
+    RD_FLAG_ENCRYPTED = 1u << 1,    /* reserved for AES-256-GCM payloads (not used in v1 yet) */
+};
+#define RD_FLAGS_KNOWN 0u           /* flags this build understands: none of the reserved ones */
+
+struct rd_frame {
+    uint8_t type;
+    uint16_t flags;
+    uint32_t length;
+    uint64_t seq;
+    uint64_t checksum;
+    const uint8_t *payload;   /* points into the buffer the frame was decoded from */
+};
+
+/* HELLO payload */
+struct rd_hello {
+    uint16_t version_min, version_max;   /* protocol versions the sender speaks */
+    uint32_t caps;                       /* RD_FLAG_* the sender could use */
+    uint32_t chunk_size;                 /* wanted payload bytes per DATA frame */
+    uint32_t depth;                      /* wanted frames in flight */
+    uint8_t nonce[RD_NONCE_LEN];
+};
+#define RD_HELLO_LEN (2 + 2 + 4 + 4 + 4 + RD_NONCE_LEN)
+
+/* CHALLENGE payload: agreed parameters + receiver nonce + receiver MAC */
+struct rd_challenge {
+    uint32_t caps, chunk_size, depth;
+    uint8_t nonce[RD_NONCE_LEN];
+    uint8_t mac[RD_MAC_LEN];
+};
+#define RD_CHALLENGE_LEN (4 + 4 + 4 + RD_NONCE_LEN + RD_MAC_LEN)
+#define RD_AUTH_LEN RD_MAC_LEN
+
+/* END / CONFIRM payload */
+struct rd_end {
+    uint64_t total_bytes;
+    uint64_t frames;
+    uint64_t stream_hash;
+};
+#define RD_END_LEN 24u
+
+/* REJECT / ABORT payload: code (an rd_err) + text */
+struct rd_reason {
+    uint32_t code;
+    char text[200];
+};
+
+enum rd_proto_err {
+    RD_P_OK = 0,
+    RD_P_SHORT = -1,        /* fewer bytes than the header or its declared length */
+    RD_P_MAGIC = -2,        /* not an rdpipe frame */
+    RD_P_VERSION = -3,      /* rdpipe, but another protocol version */
+    RD_P_TYPE = -4,         /* unknown frame type */
+    RD_P_FLAGS = -5,        /* flags this build does not understand */
+    RD_P_LENGTH = -6,       /* length larger than allowed / payload size wrong for the type */
+    RD_P_CHECKSUM = -7,     /* payload does not match its checksum */
+    RD_P_SEQUENCE = -8,     /* DATA frame out of order */
+};
+const char *rd_proto_strerror(int e);
+const char *rd_frame_type_name(int type);
+
+/* Write a header for a payload of `length` bytes that already sits at buf + RD_FRAME_HDR;
+ * computes the checksum. Returns the frame length (header + payload). */
+size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length, uint64_t seq);
+/* Same, with a precomputed checksum of the payload. */
+size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length,
+                         uint64_t seq, uint64_t checksum);
+/* Parse and validate the header of the frame in buf[0..len). Checks magic, version, type,
+ * flags, that len == header + length, and length <= max_payload. Does NOT verify the
+ * checksum (that is the expensive part, done by whichever thread writes the payload). */
+int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f);
+/* Verify the payload checksum of a parsed frame. */
+int rd_frame_verify(const struct rd_frame *f);
+uint64_t rd_checksum(const void *p, size_t n);
+
+/* Payload encoders write into out (enough room assumed) and return bytes written;
+ * decoders return RD_P_OK or RD_P_LENGTH. */
+size_t rd_hello_encode(const struct rd_hello *h, uint8_t *out);
+int rd_hello_decode(const uint8_t *p, size_t n, struct rd_hello *h);
+size_t rd_challenge_encode(const struct rd_challenge *c, uint8_t *out);
+int rd_challenge_decode(const uint8_t *p, size_t n, struct rd_challenge *c);
+size_t rd_end_encode(const struct rd_end *e, uint8_t *out);
+int rd_end_decode(const uint8_t *p, size_t n, struct rd_end *e);
+size_t rd_reason_encode(const struct rd_reason *r, uint8_t *out);
+int rd_reason_decode(const uint8_t *p, size_t n, struct rd_reason *r);
+
+/* Whole-stream hash: XXH3-64 over the (seq, length, checksum) of every DATA frame, in
+ * order. Each chunk is already covered by its own checksum, so hashing the checksums
+ * covers every byte and order without a second pass over the data. */
+struct rd_stream_hash { uint64_t state; };
+void rd_stream_hash_init(struct rd_stream_hash *h);
+void rd_stream_hash_add(struct rd_stream_hash *h, uint64_t seq, uint32_t length, uint64_t checksum);
+
+#endif

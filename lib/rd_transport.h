@@ -1,0 +1,103 @@
+/* rd_transport.h - the one interface every transport implements (TCP, RDMA verbs).
+ *
+ * A transport moves whole messages ("frames") of bytes between two peers, in order, and owns
+ * every buffer that touches the wire: on RDMA they are registered once and reused. The engine
+ * never allocates wire buffers; it borrows them with get_send_buf / recv and gives them back
+ * with send / release. A transport never looks inside a frame (the protocol does that).
+ *
+ * Life cycle of a connection:
+ *   connect / accept        a small control pool exists (>= 4 frames of RD_CTRL_FRAME bytes
+ *                           each direction) for the handshake.
+ *   setup_ring(dir, size, depth)   after authentication only: the data ring, `depth` frames of
+ *                           `size` bytes, in direction `dir` (SEND on the sender, RECV on the
+ *                           receiver). The other direction keeps its control pool.
+ *   get_send_buf / send     borrow a free frame of the sending pool, fill b->len bytes, post it.
+ *                           send() may return before the bytes are on the wire; the frame comes
+ *                           back through a later get_send_buf. Flow control (RDMA credits) is the
+ *                           transport's business: send blocks while the peer has no free buffer.
+ *   recv / release          the next frame in arrival order, in the buffer it landed in; release
+ *                           hands the buffer back (RDMA: reposts it and returns a credit).
+ *   drain                   wait until every posted send has left (before close).
+ *   shutdown                from any thread: make blocked calls on both ends fail promptly.
+ *   close                   free everything (also the listener).
+ *
+ * Threading: get_send_buf and send may be called from two different threads (a reader thread
+ * borrows, the network thread posts); recv and release likewise (the network thread receives,
+ * the writer thread releases). shutdown may be called from any thread at any time.
+ *
+ * Every call returns RD_OK or an rd_err code after recording a one-line message with rd_fail().
+ */
+#ifndef RD_TRANSPORT_H
+#define RD_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RD_CTRL_FRAME 4096u       /* size of a control-pool frame (handshake, END, CONFIRM) */
+#define RD_BUF_ALIGN 4096u        /* every frame buffer is page aligned (O_DIRECT needs it) */
+
+struct rd_buf {
+    uint8_t *data;   /* frame start; page aligned */
+    size_t cap;      /* capacity in bytes */
+    size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
+    unsigned slot;   /* index inside the transport's pool (transport private meaning) */
+    void *owner;     /* transport private */
+};
+
+enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
+
+/* Where to connect or listen; strings owned by the caller. */
+struct rd_addr {
+    const char *host;     /* peer host name or literal (connect); NULL or bind address (listen) */
+    const char *port;     /* decimal port */
+    const char *bind;     /* local source address for connect, or listen address; may be NULL */
+    const char *device;   /* RDMA device name to pin (-d), or NULL */
+    int timeout_ms;       /* connect: total time allowed, retrying refused connections; -1 = default */
+    int verbose;          /* >0: the transport may print what it chose on stderr */
+};
+
+struct rd_transport;
+
+struct rd_transport_ops {
+    const char *name;    /* "tcp", "rdma" */
+    /* Passive side: bind and listen on addr->bind (NULL = any, IPv4 and IPv6) : addr->port. */
+    int (*listen)(struct rd_transport *lis, const struct rd_addr *addr);
+    /* Wait up to timeout_ms (-1 = forever) for the next connection; *conn is a new transport. */
+    int (*accept)(struct rd_transport *lis, struct rd_transport **conn, int timeout_ms);
+    /* A file descriptor that polls readable when accept() has something to do, so one
+     * receiver can listen on TCP and RDMA at once (--transport auto). */
+    int (*listen_fd)(struct rd_transport *lis);
+    /* Active side. */
+    int (*connect)(struct rd_transport *tp, const struct rd_addr *addr);
+    int (*setup_ring)(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth);
+    int (*get_send_buf)(struct rd_transport *tp, struct rd_buf **out);
+    int (*send)(struct rd_transport *tp, struct rd_buf *b);
+    /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
+     * timeout, RD_ESTREAM when the peer went away. */
+    int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
+    void (*release)(struct rd_transport *tp, struct rd_buf *b);
+    int (*drain)(struct rd_transport *tp);
+    void (*shutdown)(struct rd_transport *tp);
+    void (*close)(struct rd_transport *tp);
+};
+
+struct rd_transport {
+    const struct rd_transport_ops *ops;
+    char peer[128];      /* printable peer address, e.g. "10.0.0.2:40112" or "[::1]:5000" */
+    char desc[128];      /* what -v prints, e.g. "tcp" or "rdma rxe_a port 1" */
+    void *priv;
+};
+
+extern const struct rd_transport_ops rd_tcp_ops;
+extern const struct rd_transport_ops rd_verbs_ops;
+
+/* Allocate an unconnected transport of the given kind; NULL on out of memory. */
+struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
+
+/* Does this machine have any RDMA device at all? (cheap, no connection) */
+int rd_verbs_available(void);
+
+/* Helpers shared by transports. */
+void *rd_alloc_aligned(size_t size);   /* page aligned, zeroed; free() it */
+
+#endif
