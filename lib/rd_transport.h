@@ -98,6 +98,8 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
 int rd_verbs_available(void);
 
 /* Helpers shared by transports. */
+struct sockaddr;
+void rd_sockaddr_str(const struct sockaddr *sa, char *out, size_t n);   /* "1.2.3.4:5" / "[::1]:5" */
 void *rd_alloc_aligned(size_t size);   /* page aligned, zeroed; free() it */
 
 #endif

@@ -1,0 +1,435 @@
+/* rd_tcp.c - the TCP transport: length-prefixed frames over one stream socket.
+ *
+ * Each frame travels as a 4-byte little-endian length followed by the frame, sent with one
+ * writev and read straight into a pool buffer. Socket buffers are left to Linux autotuning
+ * (setting SO_SNDBUF/SO_RCVBUF would cap them at rmem_max/wmem_max, far below what
+ * autotuning reaches). Keepalive and TCP_USER_TIMEOUT make a dead or unreachable peer an
+ * error within seconds even when no data is moving.
+ */
+#include "rd_error.h"
+#include "rd_pool.h"
+#include "rd_transport.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TCP_CTRL_FRAMES 4
+#define TCP_CONNECT_DEFAULT_MS 10000   /* retry "connection refused" this long by default */
+#define TCP_USER_TIMEOUT_MS 20000
+
+struct tcp_conn {
+    int fd;
+    struct rd_pool send_pool, recv_pool;
+    int have_send_pool, have_recv_pool;
+    atomic_int down;   /* shutdown() was called */
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rd_sockaddr_str(const struct sockaddr *sa, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const void *)sa;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+        port = ntohs(s4->sin_port);
+        snprintf(out, n, "%s:%u", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const void *)sa;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+        port = ntohs(s6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+            snprintf(out, n, "%s:%u", host + 7, port);
+        else
+            snprintf(out, n, "[%s]:%u", host, port);
+    } else {
+        snprintf(out, n, "?");
+    }
+}
+
+static void tune_socket(int fd)
+{
+    int one = 1, idle = 5, intvl = 2, cnt = 3, uto = TCP_USER_TIMEOUT_MS;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
+}
+
+static int conn_init(struct rd_transport *tp, int fd)
+{
+    struct tcp_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return rd_fail(RD_EIO, "out of memory");
+    c->fd = fd;
+    if (rd_pool_init(&c->send_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp) ||
+        rd_pool_init(&c->recv_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp)) {
+        free(c);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    c->have_send_pool = c->have_recv_pool = 1;
+    tp->priv = c;
+    tune_socket(fd);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rd_sockaddr_str((struct sockaddr *)&ss, tp->peer, sizeof tp->peer);
+    snprintf(tp->desc, sizeof tp->desc, "tcp");
+    return RD_OK;
+}
+
+/* ---- listening ---- */
+
+static int tcp_listen(struct rd_transport *lis, const struct rd_addr *a)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE }, *res = NULL;
+    int fd = -1, err = 0;
+    int rc = getaddrinfo(a->bind, a->port, &hints, &res);
+    if (rc)
+        return rd_fail(RD_ECONNECT, "cannot listen on %s port %s: %s", a->bind ? a->bind : "*",
+                       a->port, gai_strerror(rc));
+    /* without a bind address prefer one dual-stack IPv6 socket: it serves IPv4 too */
+    struct addrinfo *order[16];
+    int n = 0;
+    for (struct addrinfo *ai = res; ai && n < 16; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET6) order[n++] = ai;
+    for (struct addrinfo *ai = res; ai && n < 16; ai = ai->ai_next)
+        if (ai->ai_family != AF_INET6) order[n++] = ai;
+    for (int i = 0; i < n && fd < 0; i++) {
+        struct addrinfo *ai = order[i];
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int one = 1, zero = 0;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (ai->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 16)) {
+            err = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        if (err == EADDRINUSE)
+            return rd_fail(RD_ECONNECT, "port %s is already in use", a->port);
+        return rd_fail(RD_ECONNECT, "cannot listen on %s port %s: %s", a->bind ? a->bind : "*",
+                       a->port, strerror(err));
+    }
+    struct tcp_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    c->fd = fd;
+    lis->priv = c;
+    return RD_OK;
+}
+
+static int tcp_listen_fd(struct rd_transport *lis)
+{
+    return ((struct tcp_conn *)lis->priv)->fd;
+}
+
+static int tcp_accept(struct rd_transport *lis, struct rd_transport **out, int timeout_ms)
+{
+    struct tcp_conn *l = lis->priv;
+    struct pollfd pfd = { .fd = l->fd, .events = POLLIN };
+    int rc = poll(&pfd, 1, timeout_ms);
+    if (rc == 0)
+        return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
+    if (rc < 0)
+        return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
+    int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return rd_fail(RD_ECONNECT, "accept: %s", strerror(errno));
+    struct rd_transport *tp = rd_transport_new(&rd_tcp_ops);
+    if (!tp) {
+        close(fd);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    int e = conn_init(tp, fd);
+    if (e) {
+        close(fd);
+        free(tp);
+        return e;
+    }
+    *out = tp;
+    return RD_OK;
+}
+
+/* ---- connecting ---- */
+
+/* One non-blocking connect attempt bounded by deadline; returns 0 or an errno value. */
+static int connect_once(const struct addrinfo *ai, const struct sockaddr *src, socklen_t srclen,
+                        long long deadline, int *fd_out)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return errno;
+    if (src && bind(fd, src, srclen)) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+    long long left = deadline - now_ms();
+    int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc <= 0) {
+        close(fd);
+        return ETIMEDOUT;
+    }
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+    if (soerr) {
+        close(fd);
+        return soerr;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fd_out = fd;
+    return 0;
+}
+
+static int tcp_connect(struct rd_transport *tp, const struct rd_addr *a)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL,
+                    *src = NULL;
+    int rc = getaddrinfo(a->host, a->port, &hints, &res);
+    if (rc)
+        return rd_fail(RD_ECONNECT, "cannot resolve host '%s': %s", a->host, gai_strerror(rc));
+    if (a->bind) {
+        struct addrinfo sh = { .ai_family = res->ai_family, .ai_socktype = SOCK_STREAM,
+                               .ai_flags = AI_PASSIVE };
+        rc = getaddrinfo(a->bind, NULL, &sh, &src);
+        if (rc) {
+            freeaddrinfo(res);
+            return rd_fail(RD_ECONNECT, "cannot use bind address '%s': %s", a->bind, gai_strerror(rc));
+        }
+    }
+    long long deadline = now_ms() + (a->timeout_ms >= 0 ? a->timeout_ms : TCP_CONNECT_DEFAULT_MS);
+    int fd = -1, err = 0;
+    for (;;) {
+        for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+            err = connect_once(ai, src ? src->ai_addr : NULL, src ? src->ai_addrlen : 0, deadline, &fd);
+        }
+        /* refused: the receiver may simply not be listening yet; keep trying until the deadline */
+        if (fd >= 0 || err != ECONNREFUSED || now_ms() + 100 >= deadline)
+            break;
+        struct timespec pause = { 0, 100 * 1000000L };
+        nanosleep(&pause, NULL);
+    }
+    freeaddrinfo(res);
+    if (src)
+        freeaddrinfo(src);
+    if (fd < 0) {
+        if (err == ETIMEDOUT)
+            return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: timed out", a->host, a->port);
+        return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: %s", a->host, a->port, strerror(err));
+    }
+    int e = conn_init(tp, fd);
+    if (e)
+        close(fd);
+    return e;
+}
+
+/* ---- data path ---- */
+
+static int tcp_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
+{
+    struct tcp_conn *c = tp->priv;
+    struct rd_pool *p = dir == RD_DIR_SEND ? &c->send_pool : &c->recv_pool;
+    /* the control frames are all back in the pool by now: the handshake is strictly
+     * request/response, so the pool can simply be replaced */
+    rd_pool_destroy(p);
+    if (rd_pool_init(p, depth, frame_size, tp))
+        return rd_fail(RD_EIO, "cannot allocate %u buffers of %zu bytes", depth, frame_size);
+    return RD_OK;
+}
+
+static int tcp_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
+{
+    struct tcp_conn *c = tp->priv;
+    *out = rd_pool_get(&c->send_pool);
+    return *out ? RD_OK : rd_fail(RD_ESTREAM, "transfer aborted");
+}
+
+static int io_error(struct rd_transport *tp, int err, const char *what)
+{
+    struct tcp_conn *c = tp->priv;
+    if (atomic_load(&c->down))
+        return rd_fail(RD_ESTREAM, "transfer aborted");
+    if (err == 0)
+        return rd_fail(RD_ESTREAM, "connection to %s closed by peer %s", tp->peer, what);
+    if (err == ETIMEDOUT)
+        return rd_fail(RD_ESTREAM, "connection to %s timed out %s", tp->peer, what);
+    return rd_fail(RD_ESTREAM, "connection to %s lost %s: %s", tp->peer, what, strerror(err));
+}
+
+static int tcp_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct tcp_conn *c = tp->priv;
+    uint8_t prefix[4] = { (uint8_t)b->len, (uint8_t)(b->len >> 8), (uint8_t)(b->len >> 16),
+                          (uint8_t)(b->len >> 24) };
+    struct iovec iov[2] = { { prefix, 4 }, { b->data, b->len } };
+    int iovcnt = 2, idx = 0, rc = RD_OK;
+    while (idx < iovcnt) {
+        ssize_t n = writev(c->fd, iov + idx, iovcnt - idx);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = io_error(tp, errno, "while sending");
+            break;
+        }
+        while (idx < iovcnt && (size_t)n >= iov[idx].iov_len) {
+            n -= (ssize_t)iov[idx].iov_len;
+            idx++;
+        }
+        if (idx < iovcnt) {
+            iov[idx].iov_base = (uint8_t *)iov[idx].iov_base + n;
+            iov[idx].iov_len -= (size_t)n;
+        }
+    }
+    rd_pool_put(&c->send_pool, b);
+    return rc;
+}
+
+/* Read exactly n bytes; with timeout_ms >= 0 the whole read must finish by then. */
+static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what)
+{
+    struct tcp_conn *c = tp->priv;
+    while (n) {
+        if (deadline >= 0) {
+            struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+            long long left = deadline - now_ms();
+            int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+            if (rc == 0)
+                return rd_fail(RD_ECONNECT, "timed out waiting for %s", tp->peer);
+            if (rc < 0 && errno != EINTR)
+                return io_error(tp, errno, what);
+            if (rc < 0)
+                continue;
+        }
+        ssize_t r = read(c->fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return io_error(tp, r == 0 ? 0 : errno, what);
+        p += r;
+        n -= (size_t)r;
+    }
+    return RD_OK;
+}
+
+static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
+{
+    struct tcp_conn *c = tp->priv;
+    long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+    uint8_t prefix[4];
+    int rc = read_full(tp, prefix, 4, deadline, "while receiving");
+    if (rc)
+        return rc;
+    size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
+                 (size_t)prefix[3] << 24;
+    struct rd_buf *b = rd_pool_get(&c->recv_pool);
+    if (!b)
+        return rd_fail(RD_ESTREAM, "transfer aborted");
+    if (len > b->cap) {
+        rd_pool_put(&c->recv_pool, b);
+        return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
+                       tp->peer, len, b->cap);
+    }
+    rc = read_full(tp, b->data, len, deadline, "in the middle of a frame");
+    if (rc) {
+        rd_pool_put(&c->recv_pool, b);
+        return rc;
+    }
+    b->len = len;
+    *out = b;
+    return RD_OK;
+}
+
+static void tcp_release(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct tcp_conn *c = tp->priv;
+    rd_pool_put(&c->recv_pool, b);
+}
+
+static int tcp_drain(struct rd_transport *tp)
+{
+    return RD_OK;   /* send() returns only once the kernel has the bytes */
+}
+
+static void tcp_shutdown(struct rd_transport *tp)
+{
+    struct tcp_conn *c = tp->priv;
+    if (!c)
+        return;
+    atomic_store(&c->down, 1);
+    shutdown(c->fd, SHUT_RDWR);
+    if (c->have_send_pool)
+        rd_pool_close(&c->send_pool);
+    if (c->have_recv_pool)
+        rd_pool_close(&c->recv_pool);
+}
+
+static void tcp_close(struct rd_transport *tp)
+{
+    struct tcp_conn *c = tp->priv;
+    if (c) {
+        if (c->fd >= 0)
+            close(c->fd);
+        if (c->have_send_pool)
+            rd_pool_destroy(&c->send_pool);
+        if (c->have_recv_pool)
+            rd_pool_destroy(&c->recv_pool);
+        free(c);
+    }
+    free(tp);
+}
+
+const struct rd_transport_ops rd_tcp_ops = {
+    .name = "tcp",
+    .listen = tcp_listen,
+    .accept = tcp_accept,
+    .listen_fd = tcp_listen_fd,
+    .connect = tcp_connect,
+    .setup_ring = tcp_setup_ring,
+    .get_send_buf = tcp_get_send_buf,
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .release = tcp_release,
+    .drain = tcp_drain,
+    .shutdown = tcp_shutdown,
+    .close = tcp_close,
+};

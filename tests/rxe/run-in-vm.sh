@@ -1,0 +1,102 @@
+#!/bin/bash
+# run-in-rxe-vm.sh - run a command inside a throw-away QEMU (TCG) VM that has Soft-RoCE (rdma_rxe) devices.
+#
+# usage: run-in-rxe-vm.sh SHARE_DIR COMMAND [ARGS...]
+#   SHARE_DIR is mounted read-write at the same path in the guest; COMMAND (joined like ssh does) runs there
+#   under bash as root, cwd=SHARE_DIR. The rest of the host's / is visible read-only (host binaries and libs:
+#   rdma-core, perftest, your compiled test...). Stdout/stderr stream back; the exit status is the command's
+#   (124 = command timed out in guest, 125 = VM/setup failure).
+# guest network: veth pair va(10.0.0.1, rxe_a) <-> vb(10.0.0.2, rxe_b), MTU 9000 (RoCE MTU 4096), RoCEv2
+#   GID index 1. Connecting to 10.0.0.1 with source 10.0.0.2 bound (rdma_resolve_addr src, rping -I,
+#   perftest --source_ip) goes over the veth via rxe_b; unbound it is same-device loopback on rxe_a.
+#   Exported: RXE_SERVER_IP RXE_CLIENT_IP RXE_SERVER_DEV RXE_CLIENT_DEV RXE_GID_INDEX.
+# env: RXE_TIMEOUT (s, default 600), RXE_MEM (MiB, 2048), RXE_CPUS (2), RXE_LAB (/tmp/rxe-lab), RXE_KEEP=1
+# host packages: qemu-system-x86 busybox-static kmod cpio (image build, cached in $RXE_LAB/cache)
+#   + whatever the command uses in the guest, e.g. rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
+#     perftest iproute2 (iproute2 with `rdma` is required for the setup).
+set -euo pipefail
+LAB=${RXE_LAB:-/tmp/rxe-lab}; CACHE=$LAB/cache
+TIMEOUT=${RXE_TIMEOUT:-600}; MEM=${RXE_MEM:-2048}; CPUS=${RXE_CPUS:-2}
+# KVM when /dev/kvm is usable (10x faster boot and run), otherwise TCG; RXE_ACCEL=tcg forces emulation
+if [ "${RXE_ACCEL:-auto}" != tcg ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then ACCEL="-accel kvm -cpu host"
+else ACCEL="-accel tcg,thread=multi -cpu max"; fi
+MODS="virtio_pci 9pnet_virtio 9p crc32_generic veth rdma_rxe rdma_ucm"   # no crc32_pclmul: 2x slower under TCG
+die() { echo "run-in-rxe-vm: $*" >&2; exit 125; }
+[ $# -ge 2 ] || { sed -n '2,18p' "$0" >&2; exit 125; }
+SHARE=$(realpath -e "$1") || die "no such dir: $1"; shift; [ -d "$SHARE" ] || die "not a dir: $SHARE"
+for t in qemu-system-x86_64 busybox depmod modprobe cpio gzip dpkg apt-get rdma; do
+  command -v $t >/dev/null || die "missing $t (apt-get install qemu-system-x86 busybox-static kmod cpio iproute2)"; done
+
+build_image() {  # Debian kernel + initramfs (busybox-static + the few modules), cached
+  local w; w=$(mktemp -d "$LAB/build.XXXXXX"); chmod 755 "$w"
+  local pkg; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  [ -n "$pkg" ] || die "cannot resolve linux-image-amd64 (run apt-get update)"
+  (cd "$w" && apt-get download "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
+  dpkg -x "$w"/*.deb "$w/k"; local KV; KV=$(ls "$w/k/lib/modules"); depmod -b "$w/k" "$KV"
+  local i=$w/i; mkdir -p "$i"/{bin,proc,sys,dev,host,lib/modules/$KV}
+  cp "$(command -v busybox)" "$i/bin/busybox"
+  for a in $("$i/bin/busybox" --list); do [ "$a" = busybox ] || ln -s busybox "$i/bin/$a"; done
+  for m in $MODS; do modprobe -d "$w/k" -S "$KV" --show-depends $m; done | awk '$1=="insmod"{print $2}' | sort -u |
+    while read -r p; do r=${p#"$w/k/"}; mkdir -p "$i/$(dirname "$r")"; cp "$p" "$i/$r"; done
+  cp "$w/k/lib/modules/$KV"/modules.{order,builtin,builtin.modinfo} "$i/lib/modules/$KV/"; depmod -b "$i" "$KV"
+  cat > "$i/init" <<EOF
+#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in $MODS; do modprobe \$m || echo "init: modprobe \$m failed"; done
+O=trans=virtio,version=9p2000.L,msize=512000
+mount -t 9p -o \$O,ro,cache=loose hostroot /host || { echo "init: mount hostroot failed"; poweroff -f; }
+mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
+mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm
+for d in tmp run var/tmp root; do mount -t tmpfs tmpfs /host/\$d; done
+mkdir -p /host/run/rxe-ctl; mount -t 9p -o \$O ctl /host/run/rxe-ctl || { echo "init: mount ctl failed"; poweroff -f; }
+exec chroot /host /bin/sh /run/rxe-ctl/guest.sh
+EOF
+  chmod +x "$i/init"; (cd "$i" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$w/initrd.gz"
+  cp "$w/k/boot/vmlinuz-$KV" "$w/vmlinuz"; mkdir -p "$CACHE"; mv "$w/vmlinuz" "$w/initrd.gz" "$CACHE/"; rm -rf "$w"
+}
+mkdir -p "$LAB"; [ -s "$CACHE/vmlinuz" ] && [ -s "$CACHE/initrd.gz" ] || build_image
+
+RUN=$(mktemp -d "$LAB/run.XXXXXX")
+printf 'SHARE=%q\nTIMEOUT=%q\n' "$SHARE" "$TIMEOUT" > "$RUN/env"
+printf '%s\n' "$*" > "$RUN/cmd.sh"; : > "$RUN/out.log"
+cat > "$RUN/guest.sh" <<'EOF'
+#!/bin/sh
+C=/run/rxe-ctl; . $C/env; export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+( set -ex; ulimit -l unlimited
+  mkdir -p "$SHARE"; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$SHARE"
+  ip link set lo up
+  ip link add va mtu 9000 type veth peer name vb mtu 9000
+  ip addr add 10.0.0.1/24 dev va; ip addr add 10.0.0.2/24 dev vb; ip link set va up; ip link set vb up
+  # force src-bound traffic between the two local IPs over the veth "cable" instead of lo
+  ip rule add pref 100 lookup local; ip rule del pref 0
+  ip rule add pref 10 from 10.0.0.1 to 10.0.0.2 iif lo lookup 201; ip route add 10.0.0.2 dev va src 10.0.0.1 table 201
+  ip rule add pref 11 from 10.0.0.2 to 10.0.0.1 iif lo lookup 202; ip route add 10.0.0.1 dev vb src 10.0.0.2 table 202
+  ip neigh add 10.0.0.1 lladdr "$(cat /sys/class/net/va/address)" dev vb nud permanent
+  ip neigh add 10.0.0.2 lladdr "$(cat /sys/class/net/vb/address)" dev va nud permanent
+  for i in all va vb; do echo 1 > /proc/sys/net/ipv4/conf/$i/accept_local; echo 0 > /proc/sys/net/ipv4/conf/$i/rp_filter; done
+  rdma link add rxe_a type rxe netdev va; rdma link add rxe_b type rxe netdev vb
+  rdma link ) > $C/setup.log 2>&1
+[ $? -eq 0 ] || { echo 125 > $C/rc; sync; echo o > /proc/sysrq-trigger; sleep 60; }
+ulimit -l unlimited; cd "$SHARE"
+export HOME=/root RXE_SERVER_IP=10.0.0.1 RXE_CLIENT_IP=10.0.0.2 RXE_SERVER_DEV=rxe_a RXE_CLIENT_DEV=rxe_b RXE_GID_INDEX=1
+timeout -k 5 "$TIMEOUT" bash $C/cmd.sh > $C/out.log 2>&1 < /dev/null; echo $? > $C/rc
+sync; echo o > /proc/sysrq-trigger; sleep 60
+EOF
+QPID=; TPID=
+cleanup() { [ -n "$QPID" ] && kill "$QPID" 2>/dev/null; [ -n "$TPID" ] && kill "$TPID" 2>/dev/null
+  [ "${RXE_KEEP:-0}" = 1 ] && echo "run dir kept: $RUN" >&2 || rm -rf "$RUN"; }
+trap cleanup EXIT; trap 'exit 130' INT TERM
+timeout $((TIMEOUT + 180)) qemu-system-x86_64 $ACCEL -smp "$CPUS" -m "$MEM" \
+  -display none -monitor none -serial "file:$RUN/console.log" -no-reboot -nic none \
+  -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.gz" -append "console=ttyS0 panic=-1 quiet mitigations=off" \
+  -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+  -virtfs "local,path=$RUN,mount_tag=ctl,security_model=none" \
+  -virtfs "local,path=$SHARE,mount_tag=share,security_model=none,multidevs=remap" </dev/null &
+QPID=$!
+tail -n +1 -s 0.2 -f --pid=$QPID "$RUN/out.log" & TPID=$!
+wait $QPID || true; QPID=; wait $TPID || true; TPID=
+rc=$(cat "$RUN/rc" 2>/dev/null || echo 125)
+if [ "$rc" = 125 ]; then echo "run-in-rxe-vm: VM/setup failed; setup log + console:" >&2
+  cat "$RUN/setup.log" "$RUN/console.log" 2>/dev/null | tail -40 >&2; fi
+exit "$rc"
