@@ -7,6 +7,14 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 SAN     ?= 0
+V       ?= 0
+ifeq ($(V),0)
+  Q := @
+  say = @printf '  %-4s %s\n' $(1) $(2);
+else
+  Q :=
+  say =
+endif
 
 ifeq ($(SAN),1)
   OUT      ?= build-san
@@ -37,19 +45,19 @@ all: $(TOOL_BINS) $(LIB_A) $(UNIT_BINS)
 
 $(OUT)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)$(AR) rcs $@ $^
 
 $(BINDIR)/%: tools/%.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 $(OUT)/tests/%: tests/unit/%.c $(UNIT_HELP) $(wildcard tests/unit/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_HELP) $(LIB_A) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_HELP) $(LIB_A) $(LDLIBS)
 
 test: all
 	tests/run

@@ -31,6 +31,7 @@ struct rd_opts {
     int json;
     int direct;             /* --direct: O_DIRECT on FILE */
     int sync;               /* --sync: fdatasync the output before confirming */
+    int ready_fd;           /* rdrecv --ready-fd N: write the listening port to fd N, close it */
 };
 
 #define RD_CLI_EXIT_OK (-1)   /* --help or --version was printed: exit 0 */

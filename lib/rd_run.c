@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void summarize(const struct rd_opts *o, const char *tool, struct rd_transport *tp,
                       const struct rd_params *p, uint64_t bytes, double seconds, int rc)
@@ -125,7 +126,12 @@ int rd_run_recv(const struct rd_opts *o)
     if (rc)
         goto wipe_key;
     if (o->verbose)
-        rd_warn("listening on port %s (%s)", o->port, lis.count == 2 ? "rdma and tcp" : lis.lis[0]->ops->name);
+        rd_warn("listening on port %u (%s)", lis.lis[0]->local_port,
+                lis.count == 2 ? "tcp and rdma" : lis.lis[0]->ops->name);
+    if (o->ready_fd >= 0) {
+        dprintf(o->ready_fd, "%u\n", lis.lis[0]->local_port);
+        close(o->ready_fd);
+    }
     double deadline = o->timeout_s >= 0 ? rd_now() + o->timeout_s : -1;
     for (;;) {
         int left_ms = -1;

@@ -85,17 +85,21 @@ int rd_listen_any(const struct rd_opts *o, struct rd_listener *l)
             return rd_fail(RD_ENODEV, "no RDMA device");
         return add_listener(l, &rd_verbs_ops, &a);
     }
+    int rc = add_listener(l, &rd_tcp_ops, &a);
+    if (rc)
+        return rc;
     if (o->transport == RD_T_AUTO && rd_verbs_available()) {
+        /* same port number on RDMA, also when the TCP port was picked by the kernel */
+        char port[16];
+        snprintf(port, sizeof port, "%u", l->lis[0]->local_port);
+        a.port = port;
         if (add_listener(l, &rd_verbs_ops, &a) != RD_OK) {
             if (o->verbose)
                 rd_warn("not listening on RDMA (%s); TCP only", rd_error_msg());
             rd_error_clear();
         }
     }
-    int rc = add_listener(l, &rd_tcp_ops, &a);
-    if (rc)
-        rd_listener_close(l);
-    return rc;
+    return RD_OK;
 }
 
 int rd_accept_any(struct rd_listener *l, struct rd_transport **out, int timeout_ms)

@@ -148,6 +148,11 @@ static int tcp_listen(struct rd_transport *lis, const struct rd_addr *a)
     }
     c->fd = fd;
     lis->priv = c;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        lis->local_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                         : ((struct sockaddr_in *)&ss)->sin_port);
     return RD_OK;
 }
 

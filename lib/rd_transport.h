@@ -85,6 +85,7 @@ struct rd_transport {
     const struct rd_transport_ops *ops;
     char peer[128];      /* printable peer address, e.g. "10.0.0.2:40112" or "[::1]:5000" */
     char desc[128];      /* what -v prints, e.g. "tcp" or "rdma rxe_a port 1" */
+    unsigned local_port; /* listeners: the port actually bound (port "0" picks one) */
     void *priv;
 };
 
