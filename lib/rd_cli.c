@@ -68,7 +68,7 @@ int rd_parse_size(const char *s, uint64_t *out)
 {
     char *end;
     errno = 0;
-    if (!s || !*s || *s == '-')
+    if (!s || *s < '0' || *s > '9')   /* strtoull would skip spaces and accept signs: " -1" */
         return -1;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s)

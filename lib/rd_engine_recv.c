@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct recv_ctx {
     struct rd_transport *tp;
@@ -44,12 +45,25 @@ static int finish(struct recv_ctx *c, const struct rd_frame *f, uint64_t total, 
     return rc;
 }
 
+/* Write one chunk; the only place the writer may be cancelled (a stuck consumer of our
+ * output must not keep a failed transfer alive). */
+static int write_chunk(struct recv_ctx *c, const struct rd_frame *f)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    int rc = rd_sink_write(c->dst, f->payload, f->length);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return rc;
+}
+
 /* Writer thread: verify each chunk, write it from the buffer it landed in, give it back. */
 static void *writer_main(void *arg)
 {
     struct recv_ctx *c = arg;
     struct rd_stream_hash hash;
     uint64_t total = 0, frames = 0;
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
     rd_stream_hash_init(&hash);
     for (;;) {
         struct rd_buf *b = rd_queue_pop(&c->arrived);
@@ -66,7 +80,7 @@ static void *writer_main(void *arg)
                 abort_transfer(c);
                 break;
             }
-            rc = rd_sink_write(c->dst, f.payload, f.length);
+            rc = write_chunk(c, &f);
             c->tp->ops->release(c->tp, b);
             if (rc) {
                 abort_transfer(c);
@@ -132,7 +146,17 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
             break;
     }
     rd_queue_close(&c.arrived);
+    if (rd_error_code()) {
+        /* the stream is lost; give the writer a moment to flush what arrived, no more */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 2;
+        if (pthread_timedjoin_np(writer, NULL, &ts) == 0)
+            goto joined;
+        pthread_cancel(writer);
+    }
     pthread_join(writer, NULL);
+joined:
     rd_queue_destroy(&c.arrived);
     if (c.confirmed)
         return RD_OK;

@@ -13,7 +13,9 @@ struct send_ctx {
     const struct rd_params *p;
     struct rd_counters *cnt;
     struct rd_queue ready;   /* sealed frames, in stream order, waiting to be posted */
-    struct rd_end end;       /* what END announced */
+    struct rd_end end;       /* what END announced (written by the reader before it queues END) */
+    struct rd_end confirm;   /* what CONFIRM said (written by the monitor) */
+    int confirmed;
 };
 
 /* Read the next chunk; the only place the reader may be cancelled (a stuck stdin must not
@@ -69,58 +71,47 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-static int wait_confirm(struct send_ctx *c)
+/* Monitor thread: listens to the receiver for the whole transfer, so its CONFIRM, its ABORT
+ * (with the reason) or its death are noticed at once, even while our input is quiet. */
+static void *monitor_main(void *arg)
 {
+    struct send_ctx *c = arg;
     struct rd_buf *b;
     struct rd_frame f;
-    struct rd_end e;
     int rc = rd_recv_ctrl(c->tp, -1, &b, &f);
-    if (rc)
-        return rc == RD_ECONNECT ? rd_fail(RD_ESTREAM, "no confirmation from the receiver") : rc;
-    if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &e) == RD_P_OK &&
-        e.total_bytes == c->end.total_bytes && e.frames == c->end.frames &&
-        e.stream_hash == c->end.stream_hash)
-        rc = RD_OK;
-    else if (f.type == RD_ABORT || f.type == RD_REJECT)
-        rc = rd_fail_from_reason(&f, "receiver");
-    else
-        rc = rd_fail(RD_ESTREAM, "receiver %s did not confirm the stream (got %s)", c->tp->peer,
-                     rd_frame_type_name(f.type));
-    c->tp->ops->release(c->tp, b);
-    return rc;
-}
-
-/* The send failed; the receiver may have said why before it hung up. */
-static void fetch_abort_reason(struct send_ctx *c)
-{
-    struct rd_buf *b;
-    struct rd_frame f;
-    char saved[512];
-    int code = rd_error_code();
-    snprintf(saved, sizeof saved, "%s", rd_error_msg());
-    rd_error_clear();
-    if (rd_recv_ctrl(c->tp, 1000, &b, &f) == RD_OK) {
-        if (f.type == RD_ABORT) {
-            rd_error_clear();
+    if (rc == RD_OK) {
+        if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &c->confirm) == RD_P_OK)
+            c->confirmed = 1;
+        else if (f.type == RD_ABORT || f.type == RD_REJECT)
             rd_fail_from_reason(&f, "receiver");
-        }
+        else
+            rd_fail(RD_ESTREAM, "protocol error: receiver %s sent %s during the stream", c->tp->peer,
+                    rd_frame_type_name(f.type));
         c->tp->ops->release(c->tp, b);
     }
-    if (rd_error_code() == 0 || rd_error_code() == RD_ECONNECT) {
-        rd_error_clear();
-        rd_fail(code, "%s", saved);
+    if (!c->confirmed) {
+        /* wake the posting thread and the reader wherever they wait */
+        c->tp->ops->shutdown(c->tp);
+        rd_queue_close(&c->ready);
     }
+    return NULL;
 }
 
 int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct rd_params *p,
                    struct rd_counters *cnt)
 {
     struct send_ctx c = { .tp = tp, .src = src, .p = p, .cnt = cnt };
-    pthread_t reader;
-    int rc = RD_OK;
+    pthread_t reader, monitor;
+    int rc = RD_OK, sent_end = 0;
     if (rd_queue_init(&c.ready, p->depth + 2))
         return rd_fail(RD_EIO, "out of memory");
+    if (pthread_create(&monitor, NULL, monitor_main, &c)) {
+        rd_queue_destroy(&c.ready);
+        return rd_fail(RD_EIO, "cannot start the monitor thread");
+    }
     if (pthread_create(&reader, NULL, reader_main, &c)) {
+        tp->ops->shutdown(tp);
+        pthread_join(monitor, NULL);
         rd_queue_destroy(&c.ready);
         return rd_fail(RD_EIO, "cannot start the reader thread");
     }
@@ -132,29 +123,32 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         }
         uint8_t type = b->data[5];
         rc = tp->ops->send(tp, b);
-        if (rc) {
-            fetch_abort_reason(&c);
-            rc = rd_error_code();
+        if (rc)
             break;
-        }
         if (type == RD_ABORT) {
             rc = rd_error_code() ? rd_error_code() : RD_EIO;
             break;
         }
         if (type == RD_END) {
             rc = tp->ops->drain(tp);
-            if (!rc)
-                rc = wait_confirm(&c);
+            sent_end = !rc;
             break;
         }
     }
     if (rc) {
-        /* wake or cancel the reader wherever it waits: transport, queue or input */
         tp->ops->shutdown(tp);
         rd_queue_close(&c.ready);
         pthread_cancel(reader);
     }
     pthread_join(reader, NULL);
+    pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
     rd_queue_destroy(&c.ready);
-    return rc;
+    if (rc)
+        return rd_error_code() ? rd_error_code() : rc;
+    if (!sent_end || !c.confirmed)
+        return rd_error_code() ? rd_error_code() : rd_fail(RD_ESTREAM, "no confirmation from the receiver");
+    if (c.confirm.total_bytes != c.end.total_bytes || c.confirm.frames != c.end.frames ||
+        c.confirm.stream_hash != c.end.stream_hash)
+        return rd_fail(RD_ESTREAM, "receiver %s confirmed another stream than the one sent", tp->peer);
+    return RD_OK;
 }

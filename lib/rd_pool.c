@@ -1,6 +1,8 @@
 #include "rd_pool.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 int rd_pool_init(struct rd_pool *p, unsigned count, size_t frame_size, void *owner)
 {
@@ -51,6 +53,32 @@ struct rd_buf *rd_pool_get(struct rd_pool *p)
     while (!p->closed && p->nfree == 0)
         pthread_cond_wait(&p->cond, &p->lock);
     if (!p->closed)
+        b = &p->bufs[p->free_slots[--p->nfree]];
+    pthread_mutex_unlock(&p->lock);
+    if (b)
+        b->len = 0;
+    return b;
+}
+
+struct rd_buf *rd_pool_get_timed(struct rd_pool *p, int timeout_ms, int *timed_out)
+{
+    struct rd_buf *b = NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    *timed_out = 0;
+    pthread_mutex_lock(&p->lock);
+    while (!p->closed && p->nfree == 0)
+        if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT) {
+            *timed_out = p->nfree == 0 && !p->closed;
+            break;
+        }
+    if (!p->closed && p->nfree)
         b = &p->bufs[p->free_slots[--p->nfree]];
     pthread_mutex_unlock(&p->lock);
     if (b)

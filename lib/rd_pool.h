@@ -22,6 +22,8 @@ int rd_pool_init(struct rd_pool *p, unsigned count, size_t frame_size, void *own
 void rd_pool_destroy(struct rd_pool *p);
 /* Take a free buffer, waiting while none is free; NULL once the pool is closed. */
 struct rd_buf *rd_pool_get(struct rd_pool *p);
+/* Same, but give up after timeout_ms: NULL and *timed_out = 1. */
+struct rd_buf *rd_pool_get_timed(struct rd_pool *p, int timeout_ms, int *timed_out);
 void rd_pool_put(struct rd_pool *p, struct rd_buf *b);
 /* Wake every waiter and make later gets fail. */
 void rd_pool_close(struct rd_pool *p);

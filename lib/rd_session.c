@@ -69,8 +69,11 @@ static int expect(struct rd_transport *tp, struct rd_buf **b, struct rd_frame *f
         return rc;
     if (f->type == type)
         return RD_OK;
-    if (f->type == RD_REJECT || f->type == RD_ABORT)
-        rc = rd_fail_from_reason(f, who);
+    if (f->type == RD_REJECT || f->type == RD_ABORT) {
+        char whom[200];
+        snprintf(whom, sizeof whom, "%s %s", who, tp->peer);
+        rc = rd_fail_from_reason(f, whom);
+    }
     else
         rc = rd_fail(RD_ESTREAM, "protocol error: expected %s from %s, got %s", rd_frame_type_name(type),
                      tp->peer, rd_frame_type_name(f->type));
@@ -100,8 +103,8 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     if (pe)
         return rd_fail(RD_ESTREAM, "malformed CHALLENGE from %s", tp->peer);
     if (!rd_auth_check(k, RD_ROLE_RECEIVER, &h, &c, c.mac)) {
-        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed: the sender has another key");
-        return rd_fail(RD_EAUTH, "authentication failed: receiver %s does not know our key", tp->peer);
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
+        return rd_fail(RD_EAUTH, "authentication failed: receiver %s has another key", tp->peer);
     }
     if (c.chunk_size < RD_MIN_CHUNK || c.chunk_size > want->chunk_size || c.depth == 0 ||
         c.depth > want->depth || (c.caps & ~want->caps))
@@ -168,7 +171,7 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
     int ok = f.length == RD_AUTH_LEN && rd_auth_check(k, RD_ROLE_SENDER, &h, &c, f.payload);
     tp->ops->release(tp, b);
     if (!ok) {
-        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed: the receiver has another key");
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
     }
     rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);

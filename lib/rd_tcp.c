@@ -366,9 +366,17 @@ static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms
         return rc;
     size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
                  (size_t)prefix[3] << 24;
-    struct rd_buf *b = rd_pool_get(&c->recv_pool);
-    if (!b)
-        return rd_fail(RD_ESTREAM, "transfer aborted");
+    struct rd_buf *b;
+    int timed_out;
+    /* every buffer may be waiting for a slow writer: meanwhile watch for the peer hanging
+     * up, which must end the transfer even though we are not reading */
+    while (!(b = rd_pool_get_timed(&c->recv_pool, 250, &timed_out))) {
+        if (!timed_out)
+            return rd_fail(RD_ESTREAM, "transfer aborted");
+        struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return io_error(tp, 0, "while receiving");
+    }
     if (len > b->cap) {
         rd_pool_put(&c->recv_pool, b);
         return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
