@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void summarize(const struct rd_opts *o, const char *tool, struct rd_transport *tp,
+static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
                       const struct rd_params *p, uint64_t bytes, double seconds, int rc)
 {
     struct rd_summary s = {
@@ -39,6 +39,7 @@ int rd_run_send(const struct rd_opts *o)
     struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth }, agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
+    struct rd_transport shown = { 0 };   /* what the summary names after tp is gone */
     double t0 = 0, t1 = 0;
     int rc = rd_source_open(&src, o->file, o->direct);
     if (rc)
@@ -62,6 +63,7 @@ int rd_run_send(const struct rd_opts *o)
     rd_progress_stop(&rep);
     t1 = rd_now();
 close_transport:
+    shown = *tp;
     tp->ops->close(tp);
     tp = NULL;
 wipe_key:
@@ -71,7 +73,7 @@ close_source:
 out:
     if (rc)
         rd_report();
-    summarize(o, "rdsend", NULL, agreed.chunk_size ? &agreed : NULL, atomic_load(&cnt.bytes), t1 - t0, rc);
+    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL, atomic_load(&cnt.bytes), t1 - t0, rc);
     return rc;
 }
 

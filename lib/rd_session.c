@@ -95,7 +95,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     int rc = rd_send_ctrl(tp, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out));
     if (rc)
         return rc;
-    rc = expect(tp, &b, &f, RD_CHALLENGE, RD_HANDSHAKE_MS, "receiver");
+    rc = expect(tp, &b, &f, RD_CHALLENGE, RD_SENDER_WAIT_MS, "receiver");
     if (rc)
         return rc;
     int pe = rd_challenge_decode(f.payload, f.length, &c);
@@ -114,7 +114,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     rc = rd_send_ctrl(tp, RD_AUTH, mac, sizeof mac);
     if (rc)
         return rc;
-    rc = expect(tp, &b, &f, RD_ACCEPT, RD_HANDSHAKE_MS, "receiver");
+    rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
     if (rc)
         return rc;
     tp->ops->release(tp, b);

@@ -9,7 +9,8 @@
 #include "rd_proto.h"
 #include "rd_transport.h"
 
-#define RD_HANDSHAKE_MS 5000   /* a peer that does not finish the handshake by then is dropped */
+#define RD_HANDSHAKE_MS 5000   /* receiver: a peer that does not finish the handshake by then is dropped */
+#define RD_SENDER_WAIT_MS 30000 /* sender: the receiver may first be busy turning away another peer */
 
 struct rd_params {
     uint32_t chunk_size;   /* payload bytes per DATA frame */
