@@ -2,6 +2,14 @@
 
 #include <string.h>
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xxh_x86dispatch.h>
+/* libxxhash's plain entry points are built for baseline x86-64 (about 3 GB/s here); the
+ * dispatching ones pick AVX2/AVX-512 at run time (6-10 GB/s). */
+#define rd_xxh3 XXH3_64bits_dispatch
+#else
+#define rd_xxh3 XXH3_64bits
+#endif
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
@@ -46,7 +54,7 @@ const char *rd_frame_type_name(int type)
 
 uint64_t rd_checksum(const void *p, size_t n)
 {
-    return XXH3_64bits(p, n);
+    return rd_xxh3(p, n);
 }
 
 size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length,
