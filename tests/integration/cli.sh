@@ -1,0 +1,118 @@
+#!/bin/bash
+# cli.sh - command line: help, version, usage errors (exit 1), --transport rdma without a
+# device (exit 101), and the key staying out of argv with --key-file / RDPIPE_KEY.
+. "$(dirname "$0")/../lib.sh"
+
+t_begin "--help, -h, --version, -V exit 0 on stdout"
+for tool in rdsend rdrecv; do
+    bin=$RD_BIN/$tool
+    for opt in --help -h; do
+        timeout 5 "$bin" $opt > "$C/o" 2> "$C/e"; expect_rc $? 0 "$tool $opt"
+        grep -q "^usage: $tool " "$C/o" || t_fail "$tool $opt: no usage line"
+        grep -q 'exit codes' "$C/o" || t_fail "$tool $opt: exit codes not documented"
+        expect_empty "$C/e" "$tool $opt stderr"
+    done
+    for opt in --version -V; do
+        timeout 5 "$bin" $opt > "$C/o" 2> "$C/e"; expect_rc $? 0 "$tool $opt"
+        grep -q "^$tool (rdpipe) " "$C/o" || t_fail "$tool $opt: $(cat "$C/o")"
+    done
+done
+t_end
+
+# usage TOOL PATTERN ARGS... : exit 1 with one "TOOL: ..." line matching PATTERN
+usage() {
+    local tool=$1 pat=$2; shift 2
+    timeout 5 env -u RDPIPE_KEY "$RD_BIN/$tool" "$@" > "$C/o" 2> "$C/e" < /dev/null
+    expect_rc $? 1 "$tool $*"
+    expect_err "$C/e" "$tool" "$pat"
+    expect_empty "$C/o" "$tool $* stdout"
+}
+t_begin "usage errors exit 1 with one line"
+printf '' > "$C/emptykey"
+usage rdsend 'missing HOST'
+usage rdsend 'missing PORT' host
+usage rdsend 'missing KEY' host 1234
+usage rdsend 'too many' host 1234 key file extra
+usage rdsend 'invalid port' host notaport key
+usage rdsend 'invalid port' host 70000 key
+usage rdsend 'transport' --transport foo host 1234 key
+usage rdsend 'chunk' --chunk-size 1 host 1234 key
+usage rdsend 'chunk' --chunk-size 1G host 1234 key
+usage rdsend 'chunk' --chunk-size 4Q host 1234 key
+usage rdsend 'depth' --depth 0 host 1234 key
+usage rdsend 'depth' --depth 100000 host 1234 key
+usage rdsend 'timeout' --timeout -1 host 1234 key
+usage rdsend 'timeout' --timeout soon host 1234 key
+usage rdsend 'empty' host 1234 ''
+usage rdsend 'key file' --key-file "$C/no-such-key-file" host 1234
+usage rdsend 'key file|empty' --key-file "$C/emptykey" host 1234
+usage rdrecv 'missing PORT'
+usage rdrecv 'missing KEY' 1234
+usage rdrecv 'too many' 1234 key file extra
+usage rdrecv 'invalid port' 12x34 key
+usage rdrecv 'depth' --depth x 1234 key
+usage rdrecv 'ready-fd' --ready-fd -1 1234 key
+t_end
+
+t_begin "unknown option: exit 1 with one prefixed line"
+usage rdsend 'no-such-option' --no-such-option host 1234 key
+usage rdrecv "invalid option|'5'" -5 key
+[ ${#_rd_errs[@]} -gt 0 ] && t_known_bug "rd_cli_parse leaves getopt's opterr on: getopt prints its own line with the full argv[0] path ('/path/bin/rdsend: unrecognized option ...'), then rd_cli adds \"rdsend: try 'rdsend --help'\": 2 lines, the first without the 'rdsend: ' prefix"
+t_end
+
+t_begin "a usage error does not create or truncate the output FILE"
+printf 'precious\n' > "$C/keep"
+usage rdrecv 'depth' --depth 0 1234 key "$C/keep"
+usage rdrecv 'depth' --depth 0 1234 key "$C/new"
+[ "$(cat "$C/keep")" = precious ] || t_fail "existing FILE was modified"
+[ -e "$C/new" ] && t_fail "FILE was created"
+t_end
+
+t_begin "--transport rdma without an RDMA device: exit 101 'no RDMA device'"
+port=$(free_port)
+printf 'x' > "$C/in"
+t0=$(now)
+timeout -k 2 "$(lim 10)" "$RDSEND" --transport rdma 127.0.0.1 "$port" key "$C/in" > /dev/null 2> "$C/e"
+expect_rc $? 101 "rdsend --transport rdma"; expect_err "$C/e" rdsend "no RDMA device"
+timeout -k 2 "$(lim 10)" "$RDRECV" --transport rdma "$port" key > /dev/null 2> "$C/e"
+expect_rc $? 101 "rdrecv --transport rdma"; expect_err "$C/e" rdrecv "no RDMA device"
+expect_within "$(elapsed "$t0")" "$(lim 3)" "both"
+t_end
+
+t_begin "default --transport auto falls back to TCP and says so under -v"
+port=$(free_port); printf 'x' > "$C/in"
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" -v "$port" key
+wait_listen "$port" || t_fail "not listening"
+timeout -k 2 "$(lim 20)" "$RDSEND" -v 127.0.0.1 "$port" key "$C/in" 2> "$C/serr"; expect_rc $? 0 rdsend "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv
+grep -q '^rdsend: .*using TCP' "$C/serr" || t_fail "rdsend -v does not say it uses TCP: $(cat "$C/serr")"
+grep -q '^rdrecv: listening on port .*tcp' "$C/rerr" || t_fail "rdrecv -v does not say it listens on tcp: $(cat "$C/rerr")"
+t_end
+
+# argv_of PID -> its argv as ps shows it to every user, and the raw /proc cmdline
+argv_of() { ps -ww -o args= -p "$1"; tr '\0' ' ' < "/proc/$1/cmdline"; }
+t_begin "key via RDPIPE_KEY / --key-file never appears in ps argv"
+secret="s3cret-$RANDOM$RANDOM"; printf '%s\n' "$secret" > "$C/kf"
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" env RDPIPE_KEY="$secret" "$RDRECV" "$port"
+wait_listen "$port" || t_fail "rdrecv (RDPIPE_KEY) not listening: $(cat "$C/rerr")"
+argv_of "$rp" > "$C/ps.r"
+grep -q -- "$RDRECV" "$C/ps.r" || t_fail "ps does not show rdrecv for pid $rp: $(cat "$C/ps.r")"
+grep -q -- "$secret" "$C/ps.r" && t_fail "the key is visible in rdrecv's argv: $(cat "$C/ps.r")"
+mkfifo "$C/stall"
+( exec sleep "$(lim 20)" ) > "$C/stall" & feeder=$!; RD_PIDS+=("$feeder")
+start sp "$C/stall" /dev/null "$C/serr" "$RDSEND" --key-file "$C/kf" 127.0.0.1 "$port"
+wait_for_text "$C/rerr" . 0.5   # give it time to connect (nothing is expected on stderr)
+argv_of "$sp" > "$C/ps.s"
+grep -q -- "$RDSEND" "$C/ps.s" || t_fail "ps does not show rdsend for pid $sp: $(cat "$C/ps.s")"
+grep -q -- "$secret" "$C/ps.s" && t_fail "the key is visible in rdsend's argv: $(cat "$C/ps.s")"
+kill_reap "$feeder"   # EOF: the (empty) transfer completes with the file and env keys
+wait_pid "$sp" 10; expect_rc $? 0 rdsend "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_empty "$C/out" "output of an empty stream"
+# control: a positional key IS in argv, so the check above can see a key when there is one
+start rp /dev/null /dev/null /dev/null "$RDRECV" --timeout 5 "$port" "$secret"
+wait_listen "$port" || t_fail "control rdrecv not listening"
+argv_of "$rp" | grep -q -- "$secret" || t_fail "control: positional key not found in ps output (check is blind)"
+kill_reap "$rp"
+t_end

@@ -1,0 +1,243 @@
+#!/bin/bash
+# failures.sh - every way a transfer can be refused or fail before/around the stream, over
+# loopback: wrong key, garbage and port scans, timeouts, busy port, bad host, refused
+# connection, unreadable input, unwritable output. Asserts exit codes AND the error line.
+. "$(dirname "$0")/../lib.sh"
+
+gen "$RD_T/in" 300000
+
+# rdrecv_bg PORT ARGS... : rdrecv in the background, stdout -> $C/out, stderr -> $C/rerr; sets RP
+rdrecv_bg() {
+    local port=$1; shift
+    start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" "$@"
+    wait_listen "$port" || t_fail "rdrecv did not listen on $port: $(cat "$C/rerr")"
+}
+# good_sender PORT KEY: the right sender, must succeed and the data must arrive intact
+good_sender() {
+    timeout -k 2 "$(lim 30)" "$RDSEND" 127.0.0.1 "$1" "$2" "$RD_T/in" 2> "$C/serr.ok"
+    expect_rc $? 0 "right sender" "$(cat "$C/serr.ok")"
+    expect_empty "$C/serr.ok" "right sender stderr"
+    if [ ${#_rd_errs[@]} -gt 0 ] && alive; then kill_reap "$RP"; t_fail "rdrecv still waiting: $(cat "$C/rerr")"; return; fi
+    wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    expect_same_file "$RD_T/in" "$C/out" "data from the right sender"
+}
+alive() { kill -0 "$RP" 2>/dev/null && [ "$(ps -o stat= -p "$RP" | cut -c1)" != Z ]; }
+
+# ---------------------------------------------------------------- wrong key
+t_begin "wrong key: rdsend exits 3, rdrecv keeps listening and then gets the right sender"
+port=$(free_port)
+rdrecv_bg "$port" "$port" right-key
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" wrong-key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 3 "wrong-key rdsend"
+expect_err "$C/serr" rdsend "authentication failed"
+wait_for_text "$C/rerr" . 5
+sleep 0.2
+alive || t_fail "rdrecv exited after the wrong sender"
+expect_err "$C/rerr" rdrecv "authentication failed"
+expect_empty "$C/out" "rdrecv stdout after the wrong sender"
+good_sender "$port" right-key
+[ "$(wc -l < "$C/rerr")" = 1 ] || t_fail "rdrecv printed more than the one line: $(cat "$C/rerr")"
+t_end
+
+t_begin "three wrong senders (argv, --key-file, RDPIPE_KEY), existing FILE untouched until the right one"
+port=$(free_port); printf 'keep me\n' > "$C/file"; printf 'wrong2\n' > "$C/wk"
+start RP /dev/null "$C/rstdout" "$C/rerr" "$RDRECV" "$port" right-key "$C/file"
+wait_listen "$port" || t_fail "rdrecv not listening"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" wrong1 "$RD_T/in" 2> "$C/s1"; expect_rc $? 3 "wrong sender 1"
+timeout -k 2 "$(lim 20)" "$RDSEND" --key-file "$C/wk" 127.0.0.1 "$port" "$RD_T/in" 2> "$C/s2"; expect_rc $? 3 "wrong sender 2"
+RDPIPE_KEY=wrong3 timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" "$RD_T/in" 2> "$C/s3"; expect_rc $? 3 "wrong sender 3"
+for s in 1 2 3; do expect_err "$C/s$s" rdsend "authentication failed"; done
+sleep 0.2
+alive || t_fail "rdrecv exited after the wrong senders"
+[ "$(cat "$C/file")" = "keep me" ] || t_fail "output FILE was modified by wrong senders: $(head -c 100 "$C/file" | od -c | head -2)"
+[ "$(wc -l < "$C/rerr")" = 3 ] || t_fail "rdrecv: expected 3 lines for 3 wrong senders: $(cat "$C/rerr")"
+expect_lines_prefixed "$C/rerr" rdrecv
+[ "$(grep -ci 'authentication failed' "$C/rerr")" = 3 ] || t_fail "rdrecv lines do not all say authentication failed: $(cat "$C/rerr")"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" right-key "$RD_T/in" 2> "$C/serr"; expect_rc $? 0 "right sender" "$(cat "$C/serr")"
+wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_same_file "$RD_T/in" "$C/file" "FILE from the right sender"
+expect_empty "$C/rstdout" "rdrecv stdout"
+t_end
+
+# ---------------------------------------------------------------- garbage and scans
+# frame header: magic RDP\xb1, version, type, flags(2), length(4), reserved(4), seq(8), checksum(8)
+frame_v2_hello() {   # a well-formed-looking HELLO frame claiming protocol version 2
+    printf '\x50\x00\x00\x00'                       # TCP length prefix: 80
+    printf 'RDP\xb1\x02\x01\x00\x00\x30\x00\x00\x00\x00\x00\x00\x00'
+    printf '\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+    head -c 48 /dev/zero
+}
+frame_bad_sum() {    # version 1 HELLO with a wrong checksum
+    printf '\x50\x00\x00\x00'
+    printf 'RDP\xb1\x01\x01\x00\x00\x30\x00\x00\x00\x00\x00\x00\x00'
+    printf '\x00\x00\x00\x00\x00\x00\x00\x00\xde\xad\xbe\xef\xde\xad\xbe\xef'
+    head -c 48 /dev/urandom
+}
+frame_data_first() { # a DATA frame instead of HELLO
+    printf '\x24\x00\x00\x00'
+    printf 'RDP\xb1\x01\x06\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00'
+    printf '\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+    printf 'abcd'
+}
+t_begin "port scan and garbage: nc -z, random bytes, HTTP, huge length, wrong version, bad checksum, DATA first"
+port=$(free_port)
+rdrecv_bg "$port" "$port" key
+probe() {   # probe NAME < bytes : one connection sending those bytes, then half-close
+    timeout -k 1 "$(lim 10)" nc -N 127.0.0.1 "$port" > "$C/reply.$1" 2>/dev/null
+    sleep 0.1
+    alive || t_fail "rdrecv exited after the '$1' connection: $(cat "$C/rerr")"
+}
+timeout 5 nc -z 127.0.0.1 "$port"; sleep 0.1; alive || t_fail "rdrecv exited after nc -z"
+head -c 100 /dev/urandom | probe random100
+head -c 100000 /dev/urandom | probe random100k
+printf 'GET / HTTP/1.0\r\n\r\n' | probe http
+printf '\xff\xff\xff\x7fRDP\xb1' | probe hugelen
+frame_v2_hello | probe version2
+frame_bad_sum | probe badsum
+frame_data_first | probe datafirst
+for i in 1 2 3; do timeout 5 nc -z 127.0.0.1 "$port"; done
+sleep 0.2
+alive || t_fail "rdrecv exited after the garbage"
+expect_empty "$C/out" "rdrecv stdout after garbage"
+grep -qi 'version' "$C/rerr" || t_fail "rdrecv did not name the protocol version problem: $(cat "$C/rerr")"
+n=$(wc -l < "$C/rerr")
+[ "$n" -le 11 ] || t_fail "rdrecv printed $n lines for 11 bad connections (expected at most one each)"
+[ "$n" -ge 1 ] || t_fail "rdrecv said nothing about the garbage"
+[ -s "$C/rerr" ] && expect_lines_prefixed "$C/rerr" rdrecv
+cp "$C/rerr" "$C/rerr.garbage"
+good_sender "$port" key
+t_note "$n lines for 11 bad connections"
+t_end
+
+t_begin "idle connections held open do not make the next real sender fail"
+# two connections that send nothing and stay open (a slow scanner, a half-open client)
+port=$(free_port)
+rdrecv_bg "$port" "$port" key
+mkfifo "$C/idle"
+( exec sleep "$(lim 20)" ) > "$C/idle" & ip1=$!; RD_PIDS+=("$ip1")
+start n1 "$C/idle" /dev/null /dev/null nc 127.0.0.1 "$port"
+start n2 "$C/idle" /dev/null /dev/null nc 127.0.0.1 "$port"
+sleep 0.3
+t0=$(now)
+timeout -k 2 "$(lim 30)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr.ok"; rc=$?
+t_note "sender took $(elapsed "$t0")s"
+expect_rc $rc 0 "real sender after 2 idle connections" "$(cat "$C/serr.ok")"
+if [ $rc = 0 ]; then
+    wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    expect_same_file "$RD_T/in" "$C/out" "data"
+fi
+[ ${#_rd_errs[@]} -gt 0 ] && t_known_bug "rdrecv handshakes one connection at a time with a 5 s limit each (RD_HANDSHAKE_MS); the sender also waits only 5 s for CHALLENGE, so 2 idle connections ahead of it make it fail"
+kill_reap "$n1" "$n2" "$ip1" "$RP"
+t_end
+
+# ---------------------------------------------------------------- timeouts and addresses
+t_begin "rdrecv --timeout 1 with no sender: exit 2 after ~1 s"
+port=$(free_port); t0=$(now)
+timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 "$port" key > "$C/out" 2> "$C/rerr"; rc=$?
+dt=$(elapsed "$t0")
+expect_rc $rc 2 rdrecv; expect_err "$C/rerr" rdrecv "timed out"
+expect_within "$dt" "$(lim 3)" "rdrecv --timeout 1"
+fle 0.9 "$dt" || t_fail "rdrecv --timeout 1 gave up early, after ${dt}s"
+expect_empty "$C/out" "rdrecv stdout"
+t_end
+
+t_begin "rdrecv --timeout 2 counts from the start, not from the last wrong sender"
+port=$(free_port); t0=$(now)
+start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" --timeout 2 "$port" key
+wait_listen "$port" || t_fail "not listening"
+sleep 1
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" nope "$RD_T/in" 2> "$C/serr"; expect_rc $? 3 "wrong sender"
+wait_pid "$RP" "$(lim 10)"; rc=$?; dt=$(elapsed "$t0")
+expect_rc $rc 2 rdrecv
+[ "$(wc -l < "$C/rerr")" = 2 ] || t_fail "rdrecv: expected 2 lines (wrong key, timeout): $(cat "$C/rerr")"
+grep -qi 'timed out' "$C/rerr" || t_fail "no 'timed out' line: $(cat "$C/rerr")"
+expect_within "$dt" "$(lim 4)" "rdrecv --timeout 2"
+t_end
+
+t_begin "port in use: exit 2 'already in use'"
+port=$(free_port)
+rdrecv_bg "$port" "$port" key
+timeout -k 2 "$(lim 10)" "$RDRECV" "$port" key > "$C/out2" 2> "$C/rerr2"; rc=$?
+expect_rc $rc 2 "second rdrecv"; expect_err "$C/rerr2" rdrecv "already in use"
+good_sender "$port" key   # the first one is unharmed
+# also when the port is held by another program on IPv4 only
+port=$(free_port)
+start nl /dev/null /dev/null /dev/null nc -4 -l 127.0.0.1 "$port"
+wait_listen "$port" || t_fail "nc not listening"
+timeout -k 2 "$(lim 10)" "$RDRECV" --bind 127.0.0.1 "$port" key > "$C/out2" 2> "$C/rerr2"; rc=$?
+expect_rc $rc 2 "rdrecv on a port nc holds"; expect_err "$C/rerr2" rdrecv "already in use"
+kill_reap "$nl"
+t_end
+
+t_begin "unresolvable host: exit 2"
+t0=$(now)
+timeout -k 2 "$(lim 20)" "$RDSEND" no-such-host.invalid 5000 key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "resolve.*no-such-host.invalid"
+t_note "$(elapsed "$t0")s"
+t_end
+
+t_begin "unusable --bind address: rdrecv and rdsend exit 2"
+port=$(free_port)
+timeout -k 2 "$(lim 10)" "$RDRECV" --bind 10.255.255.1 --timeout 1 "$port" key > /dev/null 2> "$C/rerr"; rc=$?
+expect_rc $rc 2 rdrecv; expect_err "$C/rerr" rdrecv "listen|bind|address"
+timeout -k 2 "$(lim 10)" "$RDSEND" --bind 10.255.255.1 --timeout 1 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "bind|address|connect"
+t_end
+
+t_begin "connection refused with --timeout 1: exit 2 after ~1 s"
+port=$(free_port); t0=$(now)
+timeout -k 2 "$(lim 10)" "$RDSEND" --timeout 1 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+dt=$(elapsed "$t0")
+expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "refused"
+expect_within "$dt" "$(lim 3)" "refused connect with --timeout 1"
+t_end
+
+t_begin "connection refused, then the receiver appears within --timeout: success"
+port=$(free_port)
+( sleep 0.7; exec "$RDRECV" "$port" key > "$C/out" 2> "$C/rerr" ) & RP=$!; RD_PIDS+=("$RP")
+timeout -k 2 "$(lim 20)" "$RDSEND" --timeout 5 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 0 rdsend "$(cat "$C/serr")"
+wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_same_file "$RD_T/in" "$C/out" data
+t_end
+
+# ---------------------------------------------------------------- local IO errors
+t_begin "unreadable input: missing file, directory, directory on stdin -> 5 before connecting"
+port=$(free_port)   # nothing listens: a 5 (not a 2) proves the input is checked first
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key "$C/does-not-exist" 2> "$C/serr"; rc=$?
+expect_rc $rc 5 "missing file"; expect_err "$C/serr" rdsend "does-not-exist"
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key "$C" 2> "$C/serr"; rc=$?
+expect_rc $rc 5 "directory"; expect_err "$C/serr" rdsend "director"
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key < "$C" 2> "$C/serr"; rc=$?
+expect_rc $rc 5 "directory on stdin"; expect_err "$C/serr" rdsend "director"
+t_end
+
+t_begin "input read error after the handshake (/proc/self/mem): rdsend 5, rdrecv 4, nothing confirmed"
+port=$(free_port)
+rdrecv_bg "$port" "$port" key
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key /proc/self/mem 2> "$C/serr"; rc=$?
+expect_rc $rc 5 rdsend; expect_err "$C/serr" rdsend "cannot read|input"
+wait_pid "$RP" "$(lim 10)"; rc=$?
+expect_rc $rc 4 rdrecv; expect_err "$C/rerr" rdrecv "sender|abort|input"
+t_end
+
+t_begin "unwritable output FILE -> 5 before any sender connects"
+port=$(free_port)
+for out in "$C/no/such/dir/out" "$C" /sys/kernel/uevent_seqnum; do
+    t0=$(now)
+    timeout -k 2 "$(lim 10)" "$RDRECV" "$port" key "$out" > /dev/null 2> "$C/rerr"; rc=$?
+    expect_rc $rc 5 "rdrecv > $out"; expect_err "$C/rerr" rdrecv "output|$out"
+    expect_within "$(elapsed "$t0")" "$(lim 2)" "rdrecv exit for $out"
+done
+t_end
+
+t_begin "output write fails mid-stream (/proc/version, writable for root): rdrecv 5, rdsend non-zero"
+# as root /proc/version opens for writing and only write() fails (EIO), so this cannot be
+# caught before a sender connects; the transfer must still fail loudly on both sides
+port=$(free_port)
+rdrecv_bg "$port" "$port" key /proc/version
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; src=$?
+wait_pid "$RP" "$(lim 10)"; rrc=$?
+expect_rc $rrc 5 rdrecv; expect_err "$C/rerr" rdrecv "cannot write /proc/version"
+expect_nonzero $src rdsend; expect_err "$C/serr" rdsend "receiver.*write|/proc/version"
+t_end

@@ -1,0 +1,94 @@
+#!/bin/bash
+# netns.sh - two network namespaces joined by a veth pair (10.77.0.1/24 + fd77::1/64 receiver
+# side, 10.77.0.2/24 + fd77::2/64 sender side): transfers over IPv4 and IPv6, --bind, wrong
+# key, an absent peer, and the link dropped mid-transfer. Needs root; skipped by --quick.
+. "$(dirname "$0")/../lib.sh"
+
+ALL=("ipv4 transfers" "ipv6 transfers" "--bind on both sides" "wrong key across namespaces"
+     "absent host on the subnet" "link dropped mid-transfer")
+if [ "$RD_IS_ROOT" != 1 ]; then
+    for n in "${ALL[@]}"; do t_skip "$n" "needs root for network namespaces"; done; exit 0
+fi
+if [ "$RD_QUICK" = 1 ]; then
+    for n in "${ALL[@]}"; do t_skip "$n" "--quick"; done; exit 0
+fi
+if ! ns_setup; then
+    t_begin "namespace setup"; t_fail "cannot create namespaces / veth pair"; t_end; exit 1
+fi
+
+K64=$((64 << 10)); M4=$((4 << 20))
+for s in 0 1 $((K64 + 1)) $((M4 + 1)) $((48 << 20)); do gen "$RD_T/in.$s" "$s"; done
+
+for fam in ipv4 ipv6; do
+    host=10.77.0.1; [ $fam = ipv6 ] && host=fd77::1
+    t_begin "$fam transfers"
+    for s in 0 1 $((K64 + 1)) $((M4 + 1)) $((48 << 20)); do
+        xfer_reset; X_RNS=$NS_A; X_SNS=$NS_B; X_HOST=$host
+        case $s in 1) X_IN=file; X_OUT=file ;; $((K64 + 1))) X_IN=stdin; X_OUT=file; X_ROPTS=(--chunk-size 64K); X_SOPTS=(--chunk-size 64K) ;;
+                   $((M4 + 1))) X_IN=file; X_OUT=stdout; X_KEYMODE=env ;; *) X_KEYMODE=file ;; esac
+        xfer "$RD_T/in.$s"
+    done
+    t_end
+done
+
+t_begin "--bind on both sides"
+xfer_reset; X_RNS=$NS_A; X_SNS=$NS_B; X_HOST=10.77.0.1; X_ROPTS=(--bind 10.77.0.1); X_SOPTS=(--bind 10.77.0.2)
+xfer "$RD_T/in.$((M4 + 1))"
+xfer_reset; X_RNS=$NS_A; X_SNS=$NS_B; X_HOST=fd77::1; X_ROPTS=(--bind fd77::1); X_SOPTS=(--bind fd77::2)
+xfer "$RD_T/in.$((M4 + 1))"
+t_end
+
+t_begin "wrong key across namespaces"
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" "$port" right
+wait_listen "$port" "$NS_A" || t_fail "not listening"
+timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" "$RDSEND" 10.77.0.1 "$port" wrong "$RD_T/in.1" 2> "$C/serr"
+expect_rc $? 3 "wrong rdsend"; expect_err "$C/serr" rdsend "authentication failed"
+timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" "$RDSEND" fd77::1 "$port" right "$RD_T/in.$((M4 + 1))" 2> "$C/serr"
+expect_rc $? 0 "right rdsend (IPv6)" "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_err "$C/rerr" rdrecv "authentication failed"
+expect_same_file "$RD_T/in.$((M4 + 1))" "$C/out" data
+t_end
+
+t_begin "absent host on the subnet (10.77.0.9) with --timeout 2: exit 2"
+t0=$(now)
+timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" "$RDSEND" --timeout 2 10.77.0.9 5000 key "$RD_T/in.1" 2> "$C/serr"; rc=$?
+dt=$(elapsed "$t0")
+expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "cannot connect|unreachable|timed out"
+expect_within "$dt" "$(lim 5)" "connect to an absent host"
+t_note "${dt}s"
+t_end
+rm -f "$RD_T"/in.*
+
+# The link goes down under a running transfer. Nothing is closed or reset: each side must
+# notice on its own (TCP_USER_TIMEOUT / keepalive in rd_tcp.c). Limit: 45 s each.
+t_begin "link dropped mid-transfer: both sides exit non-zero"
+LINK_LIMIT=$(lim 45)
+port=$(free_port)
+start rp /dev/null /dev/null "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v "$port" key
+wait_listen "$port" "$NS_A" || t_fail "not listening"
+start sp /dev/null /dev/null "$C/serr" ip netns exec "$NS_B" "$RDSEND" 10.77.0.1 "$port" key /dev/zero
+wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
+sleep 0.5
+t0=$(now)
+ip -n "$NS_B" link set dev "$VETH_B" down || t_fail "cannot take $VETH_B down"
+# wait for both, whichever ends first
+sdt=""; rdt=""; src=""; rrc=""
+while :; do
+    if [ -z "$src" ] && ! { kill -0 "$sp" 2>/dev/null && [ "$(ps -o stat= -p "$sp" | cut -c1)" != Z ]; }; then
+        wait "$sp"; src=$?; sdt=$(elapsed "$t0"); fi
+    if [ -z "$rrc" ] && ! { kill -0 "$rp" 2>/dev/null && [ "$(ps -o stat= -p "$rp" | cut -c1)" != Z ]; }; then
+        wait "$rp"; rrc=$?; rdt=$(elapsed "$t0"); fi
+    [ -n "$src" ] && [ -n "$rrc" ] && break
+    fle "$(elapsed "$t0")" "$LINK_LIMIT" || break
+    sleep 0.1
+done
+[ -z "$src" ] && { kill_reap "$sp"; src=124; sdt=">$LINK_LIMIT"; }
+[ -z "$rrc" ] && { kill_reap "$rp"; rrc=124; rdt=">$LINK_LIMIT"; }
+expect_nonzero "$src" "rdsend (after ${sdt}s)"; expect_nonzero "$rrc" "rdrecv (after ${rdt}s)"
+[ "$src" != 124 ] && expect_err "$C/serr" rdsend "timed out|lost|closed|unreachable"
+grep -v -e 'listening on' -e 'receiving from' "$C/rerr" > "$C/rerr.e"
+[ "$rrc" != 124 ] && expect_err "$C/rerr.e" rdrecv "timed out|lost|closed|unreachable"
+t_note "rdsend exit $src after ${sdt}s, rdrecv exit $rrc after ${rdt}s"
+t_end
