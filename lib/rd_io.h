@@ -8,9 +8,12 @@
 
 struct rd_source {
     int fd;
+    int fd_direct;       /* regular files: the same file opened O_DIRECT, or -1 */
     int is_regular;      /* a regular file: read full chunks, size known */
-    int is_direct;       /* opened with O_DIRECT */
+    int is_direct;       /* --direct: every aligned read bypasses the page cache */
     uint64_t size;       /* regular files: size at open; else 0 */
+    uint64_t offset;     /* regular files: next read position */
+    uint64_t direct_bytes, cached_bytes;   /* how the bytes were read (for -v) */
     char name[256];      /* "stdin" or the path, for messages */
 };
 
@@ -21,7 +24,9 @@ struct rd_sink {
     char name[256];
 };
 
-/* path NULL or "-" = stdin. direct: try O_DIRECT on regular files (falls back quietly). */
+/* path NULL or "-" = stdin. Regular files are read adaptively: what is in the page cache is
+ * copied from there (preadv2 RWF_NOWAIT), what is not is read with O_DIRECT, which costs
+ * far less CPU and does not evict the cache. direct = 1 uses O_DIRECT for everything. */
 int rd_source_open(struct rd_source *s, const char *path, int direct);
 /* Fill buf with up to cap bytes. Regular files: full reads. Pipes and sockets: as much as
  * arrives without a pause of more than a few milliseconds, so a slow producer's bytes still

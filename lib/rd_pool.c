@@ -17,7 +17,7 @@ int rd_pool_init(struct rd_pool *p, unsigned count, size_t frame_size, void *own
         goto fail;
     for (unsigned i = 0; i < count; i++) {
         struct rd_buf *b = &p->bufs[i];
-        b->data = rd_alloc_aligned(frame_size);
+        b->data = rd_frame_alloc(frame_size);
         if (!b->data)
             goto fail;
         b->cap = frame_size;
@@ -36,7 +36,7 @@ void rd_pool_destroy(struct rd_pool *p)
 {
     if (p->bufs)
         for (unsigned i = 0; i < p->count; i++)
-            free(p->bufs[i].data);
+            rd_frame_free(p->bufs[i].data);
     free(p->bufs);
     free(p->free_slots);
     p->bufs = NULL;

@@ -62,6 +62,9 @@ int rd_run_send(const struct rd_opts *o)
     rc = rd_engine_send(tp, &src, &agreed, &cnt);
     rd_progress_stop(&rep);
     t1 = rd_now();
+    if (o->verbose && src.is_regular)
+        rd_warn("read %llu bytes from the page cache, %llu with O_DIRECT",
+                (unsigned long long)src.cached_bytes, (unsigned long long)src.direct_bytes);
 close_transport:
     shown = *tp;
     tp->ops->close(tp);

@@ -1,5 +1,7 @@
 #include "rd_transport.h"
 
+#include "rd_proto.h"
+
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,4 +24,25 @@ void *rd_alloc_aligned(size_t size)
         return NULL;
     memset(p, 0, rounded);
     return p;
+}
+
+/* The header sits in the last bytes of a leading page, so the payload starts on the next. */
+#define FRAME_LEAD (RD_BUF_ALIGN - RD_FRAME_HDR)
+
+uint8_t *rd_frame_alloc(size_t size)
+{
+    uint8_t *base = rd_alloc_aligned(size + FRAME_LEAD);
+    return base ? base + FRAME_LEAD : NULL;
+}
+
+void rd_frame_free(uint8_t *frame)
+{
+    if (frame)
+        free(frame - FRAME_LEAD);
+}
+
+void rd_frame_region(uint8_t *frame, size_t size, void **start, size_t *len)
+{
+    *start = frame - FRAME_LEAD;
+    *len = size + FRAME_LEAD;
 }

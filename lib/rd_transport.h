@@ -37,7 +37,8 @@
 #define RD_BUF_ALIGN 4096u        /* every frame buffer is page aligned (O_DIRECT needs it) */
 
 struct rd_buf {
-    uint8_t *data;   /* frame start; page aligned */
+    uint8_t *data;   /* frame start; the payload (data + RD_FRAME_HDR) is page aligned, so
+                      * files can be read and written with O_DIRECT straight from it */
     size_t cap;      /* capacity in bytes */
     size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
     unsigned slot;   /* index inside the transport's pool (transport private meaning) */
@@ -102,5 +103,11 @@ int rd_verbs_available(void);
 struct sockaddr;
 void rd_sockaddr_str(const struct sockaddr *sa, char *out, size_t n);   /* "1.2.3.4:5" / "[::1]:5" */
 void *rd_alloc_aligned(size_t size);   /* page aligned, zeroed; free() it */
+/* A zeroed frame buffer of `size` bytes whose payload (returned pointer + RD_FRAME_HDR) is
+ * page aligned; release it with rd_frame_free. rd_frame_region gives the whole allocation
+ * (for ibv_reg_mr). */
+uint8_t *rd_frame_alloc(size_t size);
+void rd_frame_free(uint8_t *frame);
+void rd_frame_region(uint8_t *frame, size_t size, void **start, size_t *len);
 
 #endif
