@@ -19,6 +19,8 @@ struct rd_source {
 
 struct rd_sink {
     int fd;
+    int fd_direct;       /* --direct on a regular file: the same file opened O_DIRECT, or -1 */
+    uint64_t offset;     /* with fd_direct: where the next byte goes (both fds use pwrite) */
     int is_regular;
     int sync;            /* fdatasync before confirming */
     char name[256];
@@ -37,6 +39,8 @@ void rd_source_close(struct rd_source *s);
 /* path NULL or "-" = stdout. Opens (creating) without truncating, so an unwritable path is
  * reported before any peer connects; rd_sink_begin truncates once a sender authenticated. */
 int rd_sink_open(struct rd_sink *s, const char *path);
+/* Write whole aligned pages with O_DIRECT from now on (regular files only). */
+void rd_sink_use_direct(struct rd_sink *s);
 int rd_sink_begin(struct rd_sink *s);
 int rd_sink_write(struct rd_sink *s, const void *buf, size_t n);
 /* Flush (fdatasync with sync) and close; error if anything failed. */

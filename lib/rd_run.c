@@ -124,6 +124,8 @@ int rd_run_recv(const struct rd_opts *o)
     if (rc)
         goto out;
     dst.sync = o->sync;
+    if (o->direct)
+        rd_sink_use_direct(&dst);
     rc = derive(o, &key);
     if (rc)
         goto close_sink;
