@@ -1,0 +1,150 @@
+/* check.h - the smallest unit-test harness that does the job.
+ *
+ *   static void t_something(void) { CHECK(x == 1); CHECK_EQ_U(n, 4096); ... }
+ *   int main(void) { RUN(t_something); ...; return check_summary(); }
+ *
+ * A case passes when none of its CHECKs failed. Each case prints exactly one line,
+ * "ok NAME" or "FAIL NAME: file:line: why" (the first failure; later ones follow on
+ * indented "also" lines), and check_summary() prints "N passed, N failed" and returns the exit
+ * status (non-zero if anything failed). A failed CHECK does not abort the case: the case
+ * keeps going so cleanup still runs; use CHECK_OR(cond, action) to bail out early.
+ */
+#ifndef RD_TEST_CHECK_H
+#define RD_TEST_CHECK_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_passed, check_failed;
+static int check_case_failures;             /* failures inside the current case */
+static const char *check_case_name = "?";   /* also read by watchdogs (signal handlers) */
+static char check_first_why[600];
+static char check_more[4096];               /* later failures of the case, printed after it */
+
+__attribute__((format(printf, 3, 4), unused))
+static void check_fail_at(const char *file, int line, const char *fmt, ...)
+{
+    char why[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (check_case_failures++ == 0)
+        snprintf(check_first_why, sizeof check_first_why, "%s:%d: %s", file, line, why);
+    else {
+        size_t used = strlen(check_more);
+        if (used < sizeof check_more - 1)
+            snprintf(check_more + used, sizeof check_more - used, "    also %s:%d: %s\n", file,
+                     line, why);
+    }
+}
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            check_fail_at(__FILE__, __LINE__, "CHECK(%s) failed", #cond);                \
+    } while (0)
+
+/* Check, and run `action` (e.g. `return` or `goto out`) if it failed. */
+#define CHECK_OR(cond, action)                                                           \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            check_fail_at(__FILE__, __LINE__, "CHECK(%s) failed", #cond);                \
+            action;                                                                      \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_EQ_I(a, b)                                                                 \
+    do {                                                                                 \
+        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                  \
+        if (check_a_ != check_b_)                                                        \
+            check_fail_at(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a,     \
+                          check_a_, #b, check_b_);                                       \
+    } while (0)
+
+#define CHECK_EQ_U(a, b)                                                                 \
+    do {                                                                                 \
+        unsigned long long check_a_ = (unsigned long long)(a),                           \
+                           check_b_ = (unsigned long long)(b);                           \
+        if (check_a_ != check_b_)                                                        \
+            check_fail_at(__FILE__, __LINE__, "%s == %llu (0x%llx), expected %s == %llu", \
+                          #a, check_a_, check_a_, #b, check_b_);                         \
+    } while (0)
+
+#define CHECK_NE_U(a, b)                                                                 \
+    do {                                                                                 \
+        unsigned long long check_a_ = (unsigned long long)(a),                           \
+                           check_b_ = (unsigned long long)(b);                           \
+        if (check_a_ == check_b_)                                                        \
+            check_fail_at(__FILE__, __LINE__, "%s == %s == %llu, expected them to differ", \
+                          #a, #b, check_a_);                                             \
+    } while (0)
+
+#define CHECK_STR_EQ(a, b)                                                               \
+    do {                                                                                 \
+        const char *check_a_ = (a), *check_b_ = (b);                                     \
+        if (!check_a_ || !check_b_ || strcmp(check_a_, check_b_) != 0)                   \
+            check_fail_at(__FILE__, __LINE__, "%s == \"%s\", expected \"%s\"", #a,       \
+                          check_a_ ? check_a_ : "(null)", check_b_ ? check_b_ : "(null)"); \
+    } while (0)
+
+/* haystack contains needle */
+#define CHECK_HAS(hay, needle)                                                           \
+    do {                                                                                 \
+        const char *check_h_ = (hay), *check_n_ = (needle);                              \
+        if (!check_h_ || !strstr(check_h_, check_n_))                                    \
+            check_fail_at(__FILE__, __LINE__, "%s == \"%s\" does not contain \"%s\"",    \
+                          #hay, check_h_ ? check_h_ : "(null)", check_n_);               \
+    } while (0)
+
+#define CHECK_MEM_EQ(a, b, n)                                                            \
+    do {                                                                                 \
+        if (memcmp((a), (b), (n)) != 0)                                                  \
+            check_fail_at(__FILE__, __LINE__, "%s and %s differ in their first %zu bytes", \
+                          #a, #b, (size_t)(n));                                          \
+    } while (0)
+
+#define CHECK_MEM_NE(a, b, n)                                                            \
+    do {                                                                                 \
+        if (memcmp((a), (b), (n)) == 0)                                                  \
+            check_fail_at(__FILE__, __LINE__, "%s and %s are equal, expected a difference", \
+                          #a, #b);                                                       \
+    } while (0)
+
+/* Optional per-case hooks (e.g. rd_error_clear before each case). */
+static void (*check_before_each)(void);
+
+__attribute__((unused))
+static void check_run(const char *name, void (*fn)(void))
+{
+    check_case_name = name;
+    check_case_failures = 0;
+    check_first_why[0] = '\0';
+    check_more[0] = '\0';
+    if (check_before_each)
+        check_before_each();
+    fn();
+    if (check_case_failures == 0) {
+        check_passed++;
+        fprintf(stdout, "ok %s\n", name);
+    } else {
+        check_failed++;
+        fprintf(stdout, "FAIL %s: %s\n%s", name, check_first_why, check_more);
+    }
+    fflush(stdout);
+}
+
+#define RUN(fn) check_run(#fn, fn)
+
+__attribute__((unused))
+static int check_summary(void)
+{
+    fprintf(stdout, "%d passed, %d failed\n", check_passed, check_failed);
+    fflush(stdout);
+    return check_failed ? 1 : 0;
+}
+
+#endif

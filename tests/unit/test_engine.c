@@ -1,0 +1,844 @@
+/* test_engine.c - handshake + stream engine, sender and receiver in two threads over the
+ * in-memory transport, from files or pipes to files or pipes, with injected faults.
+ *
+ * Note: rd_fail() keeps one error per process, and here both peers share the process, so a
+ * message may come from either side; the return codes are per side. Every case clears the
+ * error first, and a watchdog (alarm) turns a hang into a failure. */
+#include "check.h"
+#include "mem_transport.h"
+
+#include "rd_auth.h"
+#include "rd_engine.h"
+#include "rd_error.h"
+#include "rd_io.h"
+#include "rd_proto.h"
+#include "rd_session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK 4096u          /* the smallest chunk: many frames from little data */
+#define CASE_TIMEOUT_S 30    /* a case that takes longer hangs */
+
+static const char secret[] = "engine test key";
+
+/* ---- helpers: data, files ---- */
+
+static uint8_t *random_bytes(size_t n, uint64_t seed)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+    return p;
+}
+
+static void temp_path(char *out, size_t n, const char *what)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(out, n, "%s/rdpipe-test-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+    int fd = mkstemp(out);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(2);
+    }
+    close(fd);
+}
+
+static int write_file(const char *path, const void *data, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT, 0600);
+    if (fd < 0)
+        return -1;
+    const uint8_t *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return close(fd);
+}
+
+/* Whole file into a malloc'ed buffer; *n = its size. NULL on error. */
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    fstat(fd, &st);
+    uint8_t *p = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, p + got, (size_t)st.st_size + 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        if (got == (size_t)st.st_size + 1)
+            break;
+    }
+    close(fd);
+    *n = got;
+    return p;
+}
+
+/* msg says "version N" (or "versions A..B" with n == A or n == B) */
+static int names_version(const char *msg, unsigned n)
+{
+    for (const char *p = msg; (p = strstr(p, "version")) != NULL; p++) {
+        const char *q = p + 7;
+        while (*q == ' ' || *q == 's')
+            q++;
+        char *end;
+        unsigned long v = strtoul(q, &end, 10);
+        if (end != q && v == n)
+            return 1;
+        if (end != q && strncmp(end, "..", 2) == 0) {
+            q = end + 2;
+            v = strtoul(q, &end, 10);
+            if (end != q && v == n)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- one transfer: sender and receiver threads ---- */
+
+struct xfer {
+    /* set up by the case */
+    const char *in_path, *out_path;
+    const char *send_secret, *recv_secret;
+    struct rd_params want, limits;
+    struct mem_faults send_faults, recv_faults;
+    /* results */
+    int send_session_rc, send_rc;   /* send_rc: the session's rc if it failed, else the engine's */
+    int recv_session_rc, recv_rc;
+    struct rd_params send_agreed, recv_agreed;
+    struct rd_counters send_cnt, recv_cnt;
+    struct rd_transport *a, *b;      /* a = sender's end, b = receiver's end */
+    atomic_int send_done, recv_done;
+};
+
+static void xfer_init(struct xfer *x, const char *in, const char *out)
+{
+    memset(x, 0, sizeof *x);
+    x->in_path = in;
+    x->out_path = out;
+    x->send_secret = x->recv_secret = secret;
+    x->want = (struct rd_params){ .chunk_size = CHUNK, .depth = 4 };
+    x->limits = (struct rd_params){ .chunk_size = CHUNK, .depth = 4 };
+    mem_faults_none(&x->send_faults);
+    mem_faults_none(&x->recv_faults);
+    x->send_rc = x->recv_rc = x->send_session_rc = x->recv_session_rc = -1;
+}
+
+static void *sender_main(void *arg)
+{
+    struct xfer *x = arg;
+    struct rd_source src;
+    struct rd_key k;
+    x->send_rc = rd_source_open(&src, x->in_path, 0);
+    if (x->send_rc == RD_OK) {
+        rd_key_derive(&k, x->send_secret, strlen(x->send_secret));
+        x->send_rc = x->send_session_rc = rd_session_sender(x->a, &k, &x->want, &x->send_agreed);
+        if (x->send_rc == RD_OK)
+            x->send_rc = rd_engine_send(x->a, &src, &x->send_agreed, &x->send_cnt);
+        rd_source_close(&src);
+        rd_key_wipe(&k);
+    }
+    x->a->ops->close(x->a);   /* as rdsend does when it exits */
+    atomic_store(&x->send_done, 1);
+    return NULL;
+}
+
+static void *receiver_main(void *arg)
+{
+    struct xfer *x = arg;
+    struct rd_sink dst;
+    struct rd_key k;
+    x->recv_rc = rd_sink_open(&dst, x->out_path);
+    if (x->recv_rc == RD_OK) {
+        rd_key_derive(&k, x->recv_secret, strlen(x->recv_secret));
+        x->recv_rc = x->recv_session_rc = rd_session_receiver(x->b, &k, &x->limits, &x->recv_agreed);
+        if (x->recv_rc == RD_OK)
+            x->recv_rc = rd_sink_begin(&dst);
+        if (x->recv_rc == RD_OK)
+            x->recv_rc = rd_engine_recv(x->b, &dst, &x->recv_agreed, &x->recv_cnt);
+        rd_sink_close(&dst);
+        rd_key_wipe(&k);
+    }
+    x->b->ops->close(x->b);
+    atomic_store(&x->recv_done, 1);
+    return NULL;
+}
+
+static pthread_t g_sender, g_receiver;
+
+/* Start both sides; xfer_wait joins them. 0 or -1. */
+static int xfer_start(struct xfer *x)
+{
+    if (mem_pair(&x->a, &x->b) != RD_OK)
+        return -1;
+    mem_set_faults(x->a, &x->send_faults);
+    mem_set_faults(x->b, &x->recv_faults);
+    if (pthread_create(&g_receiver, NULL, receiver_main, x))
+        return -1;
+    if (pthread_create(&g_sender, NULL, sender_main, x))
+        return -1;
+    return 0;
+}
+
+static void xfer_wait(void)
+{
+    pthread_join(g_sender, NULL);
+    pthread_join(g_receiver, NULL);
+}
+
+static int xfer_run(struct xfer *x)
+{
+    if (xfer_start(x))
+        return -1;
+    xfer_wait();
+    return 0;
+}
+
+/* ---- whole transfers that must succeed ---- */
+
+/* Send n random bytes file to file and check everything about the result. */
+static void roundtrip_file(size_t n, uint32_t chunk, uint32_t depth, uint64_t seed)
+{
+    char in[256], out[256];
+    temp_path(in, sizeof in, "in");
+    temp_path(out, sizeof out, "out");
+    uint8_t *data = random_bytes(n, seed);
+    CHECK_OR(write_file(in, data, n) == 0, goto done);
+    /* stale, longer content in the output must be gone afterwards */
+    uint8_t *junk = random_bytes(n + 5000, seed + 1);
+    CHECK_OR(write_file(out, junk, n + 5000) == 0, { free(junk); goto done; });
+    free(junk);
+    struct xfer x;
+    xfer_init(&x, in, out);
+    x.want = (struct rd_params){ .chunk_size = chunk, .depth = depth };
+    x.limits = x.want;
+    CHECK_OR(xfer_run(&x) == 0, goto done);
+    CHECK_EQ_I(x.send_rc, RD_OK);
+    CHECK_EQ_I(x.recv_rc, RD_OK);
+    if (x.send_rc || x.recv_rc)
+        check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
+    CHECK_EQ_U(x.send_agreed.chunk_size, chunk);
+    CHECK_EQ_U(x.recv_agreed.chunk_size, chunk);
+    CHECK_EQ_U(atomic_load(&x.send_cnt.bytes), n);
+    CHECK_EQ_U(atomic_load(&x.recv_cnt.bytes), n);
+    uint64_t frames = (n + chunk - 1) / chunk;
+    CHECK_EQ_U(atomic_load(&x.recv_cnt.frames), frames);
+    size_t got_n = 0;
+    uint8_t *got = read_file(out, &got_n);
+    CHECK_OR(got, goto done);
+    CHECK_EQ_U(got_n, n);
+    if (got_n == n)
+        CHECK_MEM_EQ(got, data, n);
+    free(got);
+done:
+    free(data);
+    unlink(in);
+    unlink(out);
+}
+
+static void t_size_0(void) { roundtrip_file(0, CHUNK, 4, 1); }
+static void t_size_1(void) { roundtrip_file(1, CHUNK, 4, 2); }
+static void t_size_4095(void) { roundtrip_file(4095, CHUNK, 4, 3); }
+static void t_size_chunk_minus_1(void) { roundtrip_file(16384 - 1, 16384, 4, 4); }
+static void t_size_chunk(void) { roundtrip_file(CHUNK, CHUNK, 4, 5); }
+static void t_size_chunk_plus_1(void) { roundtrip_file(CHUNK + 1, CHUNK, 4, 6); }
+static void t_size_two_chunks(void) { roundtrip_file(2 * CHUNK, CHUNK, 1, 7); }
+static void t_many_small_chunks(void) { roundtrip_file(37 * CHUNK + 123, CHUNK, 4, 8); }
+static void t_depth_1(void) { roundtrip_file(20 * CHUNK + 1, CHUNK, 1, 9); }
+static void t_bigger_chunks(void) { roundtrip_file((3u << 20) + 17, 65536, 8, 10); }
+
+/* The receiver grants less than asked; both sides use what it granted. */
+static void t_receiver_limits_win(void)
+{
+    char in[256], out[256];
+    temp_path(in, sizeof in, "in");
+    temp_path(out, sizeof out, "out");
+    size_t n = 100000;
+    uint8_t *data = random_bytes(n, 11);
+    CHECK_OR(write_file(in, data, n) == 0, goto done);
+    struct xfer x;
+    xfer_init(&x, in, out);
+    x.want = (struct rd_params){ .chunk_size = 1u << 20, .depth = 16 };
+    x.limits = (struct rd_params){ .chunk_size = 16384, .depth = 3 };
+    CHECK_OR(xfer_run(&x) == 0, goto done);
+    CHECK_EQ_I(x.send_rc, RD_OK);
+    CHECK_EQ_I(x.recv_rc, RD_OK);
+    CHECK_EQ_U(x.send_agreed.chunk_size, 16384);
+    CHECK_EQ_U(x.send_agreed.depth, 3);
+    CHECK_EQ_U(x.recv_agreed.chunk_size, 16384);
+    CHECK_EQ_U(x.recv_agreed.depth, 3);
+    CHECK_EQ_U(atomic_load(&x.recv_cnt.frames), (n + 16383) / 16384);
+    size_t got_n = 0;
+    uint8_t *got = read_file(out, &got_n);
+    CHECK_OR(got, goto done);
+    CHECK_EQ_U(got_n, n);
+    if (got_n == n)
+        CHECK_MEM_EQ(got, data, n);
+    free(got);
+done:
+    free(data);
+    unlink(in);
+    unlink(out);
+}
+
+/* Pipes at both ends, a producer that writes in odd pieces with pauses. */
+struct feeder {
+    int fd;
+    const uint8_t *data;
+    size_t n;
+    int keep_open;          /* do not close after the data: a stalled producer */
+    atomic_int stop;
+};
+
+static void *feeder_main(void *arg)
+{
+    struct feeder *f = arg;
+    size_t off = 0, piece = 1;
+    while (off < f->n) {
+        size_t k = piece < f->n - off ? piece : f->n - off;
+        ssize_t w = write(f->fd, f->data + off, k);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+        piece = piece * 3 + 7;
+        if (piece > 50000)
+            piece = 1;
+        if (off % 3 == 0) {
+            struct timespec ts = { 0, 2 * 1000000L };
+            nanosleep(&ts, NULL);
+        }
+    }
+    while (f->keep_open && !atomic_load(&f->stop)) {
+        struct timespec ts = { 0, 5 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    close(f->fd);
+    return NULL;
+}
+
+struct drainer {
+    int fd;
+    uint8_t *buf;
+    size_t cap, n;
+};
+
+static void *drainer_main(void *arg)
+{
+    struct drainer *d = arg;
+    for (;;) {
+        if (d->n == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 65536;
+            d->buf = realloc(d->buf, d->cap);
+        }
+        ssize_t r = read(d->fd, d->buf + d->n, d->cap - d->n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        d->n += (size_t)r;
+    }
+    close(d->fd);
+    return NULL;
+}
+
+static void t_pipe_to_pipe(void)
+{
+    size_t n = 300000;
+    uint8_t *data = random_bytes(n, 12);
+    int pin[2], pout[2];
+    CHECK_OR(pipe(pin) == 0 && pipe(pout) == 0, { free(data); return; });
+    char in[64], out[64];
+    snprintf(in, sizeof in, "/dev/fd/%d", pin[0]);
+    snprintf(out, sizeof out, "/dev/fd/%d", pout[1]);
+    struct feeder f = { .fd = pin[1], .data = data, .n = n };
+    struct drainer d = { .fd = pout[0] };
+    pthread_t tf, td;
+    pthread_create(&tf, NULL, feeder_main, &f);
+    pthread_create(&td, NULL, drainer_main, &d);
+    struct xfer x;
+    xfer_init(&x, in, out);
+    CHECK(xfer_run(&x) == 0);
+    close(pin[0]);    /* the source and sink opened their own descriptors */
+    close(pout[1]);   /* now the drainer sees the end of the output */
+    pthread_join(tf, NULL);
+    pthread_join(td, NULL);
+    CHECK_EQ_I(x.send_rc, RD_OK);
+    CHECK_EQ_I(x.recv_rc, RD_OK);
+    if (x.send_rc || x.recv_rc)
+        check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
+    CHECK_EQ_U(d.n, n);
+    if (d.n == n)
+        CHECK_MEM_EQ(d.buf, data, n);
+    /* a slow pipe gives partial chunks: more frames than a file would, but never empty ones */
+    CHECK(atomic_load(&x.recv_cnt.frames) >= (n + CHUNK - 1) / CHUNK);
+    CHECK(atomic_load(&x.recv_cnt.frames) <= n);
+    free(d.buf);
+    free(data);
+}
+
+/* ---- failures ---- */
+
+struct fail_case {
+    char in[256], out[256];
+    uint8_t *data;
+    size_t n;
+    struct xfer x;
+};
+
+static const char precious[] = "previous content that must survive a failed transfer\n";
+
+/* A file of n random bytes and an output file holding `precious`. */
+static void fail_setup(struct fail_case *c, size_t n, uint64_t seed)
+{
+    temp_path(c->in, sizeof c->in, "in");
+    temp_path(c->out, sizeof c->out, "out");
+    c->n = n;
+    c->data = random_bytes(n, seed);
+    if (write_file(c->in, c->data, n) || write_file(c->out, precious, sizeof precious - 1))
+        check_fail_at(__FILE__, __LINE__, "cannot write the test files");
+    xfer_init(&c->x, c->in, c->out);
+}
+
+static void fail_teardown(struct fail_case *c)
+{
+    free(c->data);
+    unlink(c->in);
+    unlink(c->out);
+}
+
+/* The output after a failed stream: a prefix of the input; with `strict`, not all of it
+ * (when a chunk was lost or corrupt, the stream cannot have arrived whole). */
+static void check_output_prefix(struct fail_case *c, int line, int strict)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(c->out, &got_n);
+    if (!got) {
+        check_fail_at(__FILE__, line, "cannot read the output");
+        return;
+    }
+    if (got_n > c->n || (strict && got_n == c->n))
+        check_fail_at(__FILE__, line, "failed transfer wrote %zu of %zu bytes", got_n, c->n);
+    else if (memcmp(got, c->data, got_n) != 0)
+        check_fail_at(__FILE__, line, "failed transfer wrote %zu bytes that are not the input's start", got_n);
+    free(got);
+}
+
+#define check_partial_output(c, line) check_output_prefix(c, line, 1)
+
+/* The output after a refused handshake: untouched. */
+static void check_untouched_output(struct fail_case *c, int line)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(c->out, &got_n);
+    if (!got || got_n != sizeof precious - 1 || memcmp(got, precious, got_n) != 0)
+        check_fail_at(__FILE__, line, "the output file was changed by a refused sender");
+    free(got);
+}
+
+static void t_wrong_key(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 10 * CHUNK, 20);
+    c.x.send_secret = "not the engine test key";
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_EAUTH);
+    CHECK_EQ_I(c.x.send_rc, RD_EAUTH);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_EAUTH);
+    CHECK_EQ_I(c.x.recv_rc, RD_EAUTH);
+    CHECK_EQ_U(atomic_load(&c.x.recv_cnt.bytes), 0);
+    CHECK_HAS(rd_error_msg(), "auth");
+    check_untouched_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+/* Sender frames: 0 HELLO, 1 AUTH, 2 + i DATA seq i, then END. */
+#define DATA_FRAME(i) (2 + (long)(i))
+
+static void corrupt_case(size_t offset, uint8_t mask, const char *want_msg)
+{
+    struct fail_case c;
+    fail_setup(&c, 10 * CHUNK, 21);
+    c.x.send_faults.corrupt_frame = DATA_FRAME(1);
+    c.x.send_faults.corrupt_offset = offset;
+    c.x.send_faults.corrupt_xor = mask;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_ESTREAM);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK_HAS(rd_error_msg(), want_msg);
+    CHECK(atomic_load(&c.x.recv_cnt.bytes) <= CHUNK);   /* nothing after the bad chunk */
+    check_partial_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+static void t_corrupt_payload(void) { corrupt_case(RD_FRAME_HDR + 100, 0x01, "checksum"); }
+static void t_corrupt_payload_last_byte(void) { corrupt_case(RD_FRAME_HDR + CHUNK - 1, 0x80, "checksum"); }
+static void t_corrupt_header_checksum(void) { corrupt_case(24, 0x01, "checksum"); }
+static void t_corrupt_seq(void) { corrupt_case(16, 0x04, "out of order"); }
+static void t_corrupt_flags(void) { corrupt_case(6, 0x01, "flags"); }
+static void t_corrupt_magic(void) { corrupt_case(1, 0x20, "magic"); }
+static void t_corrupt_length(void) { corrupt_case(9, 0x10, "protocol error"); }
+
+static void fault_case(void (*set)(struct mem_faults *), size_t n, const char *want_msg, int strict)
+{
+    struct fail_case c;
+    fail_setup(&c, n, 22);
+    set(&c.x.send_faults);
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_ESTREAM);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK_HAS(rd_error_msg(), want_msg);
+    check_output_prefix(&c, __LINE__, strict);
+out:
+    fail_teardown(&c);
+}
+
+static void drop_second(struct mem_faults *f) { f->drop_frame = DATA_FRAME(1); }
+static void drop_last(struct mem_faults *f) { f->drop_frame = DATA_FRAME(9); }
+static void dup_second(struct mem_faults *f) { f->dup_frame = DATA_FRAME(1); }
+static void dup_last(struct mem_faults *f) { f->dup_frame = DATA_FRAME(9); }
+static void reorder_second(struct mem_faults *f) { f->reorder_frame = DATA_FRAME(1); }
+static void reorder_last_and_end(struct mem_faults *f) { f->reorder_frame = DATA_FRAME(9); }
+
+static void t_dropped_frame(void) { fault_case(drop_second, 10 * CHUNK, "out of order", 1); }
+static void t_dropped_last_frame(void) { fault_case(drop_last, 10 * CHUNK, "incomplete", 1); }
+static void t_duplicated_frame(void) { fault_case(dup_second, 10 * CHUNK, "out of order", 1); }
+/* every byte arrived before the duplicate: the output may be whole, the transfer still fails */
+static void t_duplicated_last_frame(void) { fault_case(dup_last, 10 * CHUNK, "out of order", 0); }
+static void t_reordered_frames(void) { fault_case(reorder_second, 10 * CHUNK, "out of order", 1); }
+/* END overtakes the last DATA frame: the stream looks one frame short. */
+static void t_end_before_last_frame(void) { fault_case(reorder_last_and_end, 10 * CHUNK, "incomplete", 1); }
+
+/* The link dies while DATA flows (after HELLO, AUTH, DATA 0..2). */
+static void t_link_killed_mid_stream(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 40 * CHUNK, 23);
+    c.x.send_faults.kill_after = DATA_FRAME(3);
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK(c.x.recv_rc != RD_OK);
+    CHECK_EQ_U(atomic_load(&c.x.recv_cnt.frames), 3);   /* exactly what got through was written */
+    check_partial_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+/* The link dies right after the last byte arrived, before CONFIRM: the receiver has
+ * everything, but the sender must not report success without the confirmation. */
+static void t_link_killed_before_confirm(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 5 * CHUNK, 24);
+    c.x.recv_faults.kill_after = 2;   /* receiver frames: 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM */
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK(c.x.recv_rc != RD_OK);
+out:
+    fail_teardown(&c);
+}
+
+/* The link dies during the handshake (after HELLO). */
+static void t_link_killed_in_handshake(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 5 * CHUNK, 25);
+    c.x.send_faults.kill_after = 1;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK(c.x.send_session_rc != RD_OK && c.x.send_session_rc != -1);
+    CHECK(c.x.recv_session_rc != RD_OK && c.x.recv_session_rc != -1);
+    check_untouched_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+/* The producer stalls (a pipe that stays open and quiet) and the link dies: the sender
+ * must give up instead of waiting for input forever. */
+static void t_link_killed_with_stalled_input(void)
+{
+    size_t n = 3 * CHUNK + 5;
+    uint8_t *data = random_bytes(n, 26);
+    char out[256];
+    temp_path(out, sizeof out, "out");
+    int pin[2];
+    CHECK_OR(pipe(pin) == 0, { free(data); unlink(out); return; });
+    char in[64];
+    snprintf(in, sizeof in, "/dev/fd/%d", pin[0]);
+    struct feeder f = { .fd = pin[1], .data = data, .n = n, .keep_open = 1 };
+    pthread_t tf;
+    pthread_create(&tf, NULL, feeder_main, &f);
+    struct xfer x;
+    xfer_init(&x, in, out);
+    CHECK_OR(xfer_start(&x) == 0, goto out);
+    /* wait until all the data arrived, then pull the cable */
+    for (int i = 0; i < 1000 && atomic_load(&x.recv_cnt.bytes) < n; i++) {
+        struct timespec ts = { 0, 5 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    CHECK_EQ_U(atomic_load(&x.recv_cnt.bytes), n);
+    CHECK(!atomic_load(&x.send_done) && !atomic_load(&x.recv_done));   /* still streaming */
+    mem_kill(x.a);
+    xfer_wait();
+    CHECK(x.send_rc != RD_OK);
+    CHECK(x.recv_rc != RD_OK);
+out:
+    atomic_store(&f.stop, 1);
+    pthread_join(tf, NULL);
+    close(pin[0]);
+    free(data);
+    unlink(out);
+}
+
+/* END is damaged in flight (its stream hash): every byte arrived, but the receiver must not
+ * confirm a stream it cannot vouch for. */
+static void t_corrupt_end(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 10 * CHUNK, 30);
+    c.x.send_faults.corrupt_frame = DATA_FRAME(10);   /* END */
+    c.x.send_faults.corrupt_offset = RD_FRAME_HDR + 16;
+    c.x.send_faults.corrupt_xor = 0x01;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_ESTREAM);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK_EQ_U(atomic_load(&c.x.recv_cnt.bytes), 10 * CHUNK);
+    check_output_prefix(&c, __LINE__, 0);
+out:
+    fail_teardown(&c);
+}
+
+/* CONFIRM is damaged in flight: the receiver is done, the sender must not claim success. */
+static void t_corrupt_confirm(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 10 * CHUNK, 31);
+    c.x.recv_faults.corrupt_frame = 2;   /* receiver frames: 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM */
+    c.x.recv_faults.corrupt_offset = RD_FRAME_HDR + 3;
+    c.x.recv_faults.corrupt_xor = 0x40;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.recv_rc, RD_OK);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.send_rc, RD_ESTREAM);
+    CHECK_HAS(rd_error_msg(), "checksum");
+out:
+    fail_teardown(&c);
+}
+
+/* The sender's input fails mid-way: the receiver is told (ABORT) and fails too. */
+static void t_sender_read_error(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 1, 32);
+    c.x.in_path = "/proc/self/mem";   /* opens fine; reading at offset 0 is EIO */
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.send_rc, RD_EIO);
+    CHECK(c.x.recv_rc != RD_OK);
+    CHECK_HAS(rd_error_msg(), "/proc/self/mem");
+    CHECK_EQ_U(atomic_load(&c.x.recv_cnt.bytes), 0);
+out:
+    fail_teardown(&c);
+}
+
+/* The receiver cannot write its output: the sender learns why and fails too. */
+static void t_receiver_write_error(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 10 * CHUNK, 27);
+    c.x.out_path = "/dev/full";
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_EIO);
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK_HAS(rd_error_msg(), "/dev/full");
+out:
+    fail_teardown(&c);
+}
+
+/* ---- another protocol version ---- */
+
+/* The sender's frames carry version 2 in their header. */
+static void t_sender_other_version(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 3 * CHUNK, 28);
+    c.x.send_faults.corrupt_frame = 0;   /* HELLO */
+    c.x.send_faults.corrupt_offset = 4;
+    c.x.send_faults.corrupt_xor = RD_PROTO_VERSION ^ 2;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.recv_session_rc, RD_ESTREAM);
+    CHECK(c.x.send_rc != RD_OK);
+    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and %u", rd_error_msg(),
+                      RD_PROTO_VERSION);
+    check_untouched_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+/* The receiver answers with version 2 in its CHALLENGE header. */
+static void t_receiver_other_version(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 3 * CHUNK, 29);
+    c.x.recv_faults.corrupt_frame = 0;   /* CHALLENGE */
+    c.x.recv_faults.corrupt_offset = 4;
+    c.x.recv_faults.corrupt_xor = RD_PROTO_VERSION ^ 2;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_session_rc, RD_ESTREAM);
+    CHECK(c.x.recv_rc != RD_OK);
+    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and %u", rd_error_msg(),
+                      RD_PROTO_VERSION);
+    check_untouched_output(&c, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
+/* A (future) sender whose HELLO offers versions 2..3 only, in a v1 frame: the receiver
+ * refuses, names the versions, and tells the sender which one it speaks. */
+struct recv_only {
+    struct rd_transport *tp;
+    int rc;
+};
+
+static void *recv_only_main(void *arg)
+{
+    struct recv_only *r = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = CHUNK, .depth = 4 }, agreed;
+    rd_key_derive(&k, secret, strlen(secret));
+    r->rc = rd_session_receiver(r->tp, &k, &limits, &agreed);
+    return NULL;
+}
+
+static void t_hello_offers_other_versions(void)
+{
+    struct rd_transport *a, *b;
+    CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
+    struct recv_only r = { .tp = b, .rc = -1 };
+    pthread_t t;
+    pthread_create(&t, NULL, recv_only_main, &r);
+    struct rd_hello h = { .version_min = 2, .version_max = 3, .chunk_size = CHUNK, .depth = 4 };
+    uint8_t out[RD_HELLO_LEN];
+    CHECK_EQ_I(rd_send_ctrl(a, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out)), RD_OK);
+    struct rd_buf *rb;
+    struct rd_frame f;
+    int rc = rd_recv_ctrl(a, 5000, &rb, &f);
+    CHECK_EQ_I(rc, RD_OK);
+    if (rc == RD_OK) {
+        CHECK_EQ_I(f.type, RD_REJECT);
+        struct rd_reason why;
+        CHECK_EQ_I(rd_reason_decode(f.payload, f.length, &why), RD_P_OK);
+        if (!names_version(why.text, RD_PROTO_VERSION))
+            check_fail_at(__FILE__, __LINE__, "REJECT \"%s\" should name version %u", why.text,
+                          RD_PROTO_VERSION);
+        a->ops->release(a, rb);
+    }
+    pthread_join(t, NULL);
+    CHECK_EQ_I(r.rc, RD_ESTREAM);
+    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), 3))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and 3", rd_error_msg());
+    a->ops->close(a);
+    b->ops->close(b);
+}
+
+/* ---- watchdog ---- */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
+    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
+    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
+    w = write(STDOUT_FILENO, b, sizeof b - 1);
+    (void)w;
+    _exit(3);
+}
+
+static void before_each(void)
+{
+    rd_error_clear();
+    alarm(CASE_TIMEOUT_S);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, on_alarm);
+    rd_set_progname("test_engine");
+    check_before_each = before_each;
+    RUN(t_size_0);
+    RUN(t_size_1);
+    RUN(t_size_4095);
+    RUN(t_size_chunk_minus_1);
+    RUN(t_size_chunk);
+    RUN(t_size_chunk_plus_1);
+    RUN(t_size_two_chunks);
+    RUN(t_many_small_chunks);
+    RUN(t_depth_1);
+    RUN(t_bigger_chunks);
+    RUN(t_receiver_limits_win);
+    RUN(t_pipe_to_pipe);
+    RUN(t_wrong_key);
+    RUN(t_corrupt_payload);
+    RUN(t_corrupt_payload_last_byte);
+    RUN(t_corrupt_header_checksum);
+    RUN(t_corrupt_seq);
+    RUN(t_corrupt_flags);
+    RUN(t_corrupt_magic);
+    RUN(t_corrupt_length);
+    RUN(t_dropped_frame);
+    RUN(t_dropped_last_frame);
+    RUN(t_duplicated_frame);
+    RUN(t_duplicated_last_frame);
+    RUN(t_reordered_frames);
+    RUN(t_end_before_last_frame);
+    RUN(t_link_killed_mid_stream);
+    RUN(t_link_killed_before_confirm);
+    RUN(t_link_killed_in_handshake);
+    RUN(t_link_killed_with_stalled_input);
+    RUN(t_corrupt_end);
+    RUN(t_corrupt_confirm);
+    RUN(t_sender_read_error);
+    RUN(t_receiver_write_error);
+    RUN(t_sender_other_version);
+    RUN(t_receiver_other_version);
+    RUN(t_hello_offers_other_versions);
+    alarm(0);
+    return check_summary();
+}
