@@ -93,6 +93,12 @@ static void *writer_main(void *arg)
             atomic_fetch_add(&c->cnt->frames, 1);
             continue;
         }
+        if (rc != RD_P_OK || rd_frame_verify(&f) != RD_P_OK) {
+            rd_fail(RD_ESTREAM, "stream corrupt: damaged %s frame", rd_frame_type_name(f.type));
+            c->tp->ops->release(c->tp, b);
+            abort_transfer(c);
+            break;
+        }
         if (f.type == RD_END) {
             rc = finish(c, &f, total, frames, hash.state);
             c->tp->ops->release(c->tp, b);

@@ -90,6 +90,8 @@ int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd
     f->flags = get16(buf + 6);
     if (f->flags & ~RD_FLAGS_KNOWN)
         return RD_P_FLAGS;
+    if (get32(buf + 12) != 0)
+        return RD_P_FLAGS;   /* reserved bytes: a later version's, not ours */
     f->length = get32(buf + 8);
     if (f->length > max_payload)
         return RD_P_LENGTH;

@@ -41,9 +41,14 @@ int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, st
     if (pe != RD_P_OK) {
         unsigned version = b->len > 4 ? b->data[4] : 0;
         tp->ops->release(tp, b);
-        if (pe == RD_P_VERSION)
+        if (pe == RD_P_VERSION) {
+            /* tell the peer in a frame it can still parse if it speaks version 1 too */
+            char text[80];
+            snprintf(text, sizeof text, "peer speaks rdpipe protocol version %u only", RD_PROTO_VERSION);
+            rd_send_reason(tp, RD_REJECT, RD_ESTREAM, text);
             return rd_fail(RD_ESTREAM, "peer %s speaks rdpipe protocol version %u, this is version %u",
                            tp->peer, version, RD_PROTO_VERSION);
+        }
         return rd_fail(RD_ESTREAM, "bad frame from %s: %s", tp->peer, rd_proto_strerror(pe));
     }
     *bp = b;
