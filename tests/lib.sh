@@ -8,7 +8,8 @@
 # Environment:
 #   RDPIPE_BUILD  build dir (default: build)       RDPIPE_BIN  dir with rdsend/rdrecv
 #                 (default: bin, or $RDPIPE_BUILD/bin when RDPIPE_BUILD is not "build")
-#   RDPIPE_QUICK=1  skip slow cases (3 GiB, netns)   RDPIPE_TMP  where scratch dirs go (/tmp)
+#   RDPIPE_QUICK=1  skip slow cases (3 GiB, netns)   RDPIPE_BIG=0  skip only the 3 GiB case
+#   RDPIPE_TMP    where scratch dirs go (/tmp)
 #   RDPIPE_SLOW   multiply every time limit by this (default 1; tests/run sets 3 for sanitizers)
 #
 # Isolation: as root, each script re-executes itself in a private network namespace
@@ -25,6 +26,7 @@ case $RD_BIN in /*) ;; *) RD_BIN=$RD_ROOT/$RD_BIN ;; esac
 RDSEND=$RD_BIN/rdsend
 RDRECV=$RD_BIN/rdrecv
 RD_QUICK=${RDPIPE_QUICK:-0}
+RD_BIG=${RDPIPE_BIG:-1}; [ "$RD_QUICK" = 1 ] && RD_BIG=0
 RD_SLOW=${RDPIPE_SLOW:-1}
 RD_GROUP=${RD_GROUP:-$(basename "${0%.sh}")}
 

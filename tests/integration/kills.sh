@@ -26,7 +26,8 @@ for ((i = 1; i <= KILL_POINTS; i++)); do
     port=$(free_port); d=$(rand_delay 600)
     stream_pair "$port"
     sleep "$d"
-    t0=$(now); kill -9 "$SP"; wait "$SP" 2>/dev/null
+    t0=$(now); kill -9 "$SP" 2>/dev/null || t_fail "kill #$i: rdsend had already exited: $(cat "$C/serr")"
+    wait "$SP" 2>/dev/null
     wait_pid "$RP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
     fle "$dt" "$worst" || worst=$dt
     errlines "$C/rerr" rdrecv > "$C/rerr.e"
@@ -51,7 +52,8 @@ for ((i = 1; i <= 5; i++)); do
     port=$(free_port); d=$(rand_delay 500)
     stream_pair "$port"
     sleep "$d"
-    t0=$(now); kill -9 "$RP"; wait "$RP" 2>/dev/null
+    t0=$(now); kill -9 "$RP" 2>/dev/null || t_fail "kill #$i: rdrecv had already exited: $(cat "$C/rerr")"
+    wait "$RP" 2>/dev/null
     wait_pid "$SP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
     fle "$dt" "$worst" || worst=$dt
     errlines "$C/serr" > "$C/serr.e"
