@@ -49,7 +49,8 @@ enum rd_v_kind { K_CTRL_SEND = 1, K_RING_SEND, K_CTRL_RECV, K_RING_RECV, K_INTER
 struct rd_v_pool {
     enum rd_v_kind kind;
     unsigned n;
-    size_t frame;                  /* bytes per frame */
+    size_t frame;                  /* bytes per frame (what a receive accepts) */
+    size_t stride;                 /* distance between frames: whole pages */
     uint8_t *mem;
     struct ibv_mr *mr;
     struct rd_buf *bufs;
@@ -67,6 +68,7 @@ struct rd_v_conn {
     struct rdma_event_channel *lch;
     struct rdma_cm_id *lid;
     char device[64];               /* -d pin, "" = any */
+    char peer[128];                /* printable peer address for messages */
     int verbose;
 
     /* verbs resources (rd_verbs_res.c) */
@@ -82,7 +84,9 @@ struct rd_v_conn {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int poller;                    /* a thread is sleeping in poll() for everyone */
-    unsigned sq_used;
+    unsigned sq_used, sq_internal, payload_out;
+    int send_err;                  /* a payload send did not complete successfully */
+    long long est;                 /* receives the peer believes it may still use */
     unsigned peer_small, peer_big; /* receives the peer posted that we may use */
     int peer_ring;                 /* the peer announced big receives: it retires small ones */
     unsigned owe_small, owe_big;   /* receives we reposted but did not announce yet */

@@ -1,0 +1,393 @@
+/* verbs_smoke.c - drives rd_verbs_ops directly, without the engine, inside the rxe VM.
+ *
+ * usage: verbs_smoke SERVER_IP CLIENT_IP   (server listens on SERVER_IP, clients bind CLIENT_IP)
+ * Each case forks a server and a client process (verbs state is never shared across fork)
+ * and prints "ok NAME" or "FAIL NAME: why"; the exit status is the number of failures.
+ */
+#include "rd_error.h"
+#include "rd_transport.h"
+
+#include <rdma/rdma_cma.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#define FRAME (64u * 1024 + 32)
+#define DEPTH 16u
+
+static const char *srv_ip, *cli_ip;
+
+enum { T_HELLO = 1, T_ACCEPT, T_DATA, T_END, T_CONFIRM };
+struct hdr { uint32_t type, seq, len, sum; };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint32_t fnv(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    while (n--)
+        h = (h ^ *p++) * 16777619u;
+    return h;
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "  " __VA_ARGS__); \
+    fprintf(stderr, " [%s]\n", rd_error_msg()); exit(1); } } while (0)
+
+static int send_msg(struct rd_transport *tp, uint32_t type, uint32_t seq, size_t len)
+{
+    struct rd_buf *b;
+    int rc = tp->ops->get_send_buf(tp, &b);
+    if (rc)
+        return rc;
+    if (len < sizeof(struct hdr))
+        len = sizeof(struct hdr);
+    if (len > b->cap)
+        len = b->cap;
+    for (size_t i = sizeof(struct hdr); i < len; i++)
+        b->data[i] = (uint8_t)rand();
+    struct hdr h = { type, seq, (uint32_t)len, fnv(b->data + sizeof h, len - sizeof h) };
+    memcpy(b->data, &h, sizeof h);
+    b->len = len;
+    return tp->ops->send(tp, b);
+}
+
+static int recv_msg(struct rd_transport *tp, struct hdr *h, int timeout_ms)
+{
+    struct rd_buf *b;
+    int rc = tp->ops->recv(tp, &b, timeout_ms);
+    if (rc)
+        return rc;
+    memcpy(h, b->data, sizeof *h);
+    int bad = b->len != h->len || fnv(b->data + sizeof *h, b->len - sizeof *h) != h->sum;
+    tp->ops->release(tp, b);
+    return bad ? -1 : 0;
+}
+
+static struct rd_transport *serve(const char *port, const char *device)
+{
+    struct rd_addr a = { .bind = srv_ip, .port = port, .device = device, .timeout_ms = -1 };
+    struct rd_transport *lis = rd_transport_new(&rd_verbs_ops), *tp = NULL;
+    CHECK(lis->ops->listen(lis, &a) == 0, "listen");
+    CHECK(lis->ops->accept(lis, &tp, 20000) == 0, "accept");
+    lis->ops->close(lis);
+    return tp;
+}
+
+static struct rd_transport *dial(const char *port, int timeout_ms)
+{
+    struct rd_addr a = { .host = srv_ip, .port = port, .bind = cli_ip, .timeout_ms = timeout_ms };
+    struct rd_transport *tp = rd_transport_new(&rd_verbs_ops);
+    int rc = tp->ops->connect(tp, &a);
+    if (rc) {
+        tp->ops->close(tp);
+        return NULL;
+    }
+    return tp;
+}
+
+/* ---- case: a transfer of random frames, random sizes, one slow release phase ---- */
+
+static void transfer_server(const char *port, unsigned frames)
+{
+    struct rd_transport *tp = serve(port, NULL);
+    struct hdr h;
+    CHECK(recv_msg(tp, &h, 5000) == 0 && h.type == T_HELLO, "hello");
+    CHECK(tp->ops->setup_ring(tp, RD_DIR_RECV, FRAME, DEPTH) == 0, "setup_ring recv");
+    CHECK(send_msg(tp, T_ACCEPT, 0, 100) == 0, "send accept");
+    for (uint32_t seq = 0;; seq++) {
+        int rc = recv_msg(tp, &h, 10000);
+        CHECK(rc == 0, "frame %u: rc %d", seq, rc);
+        if (h.type == T_END) {
+            CHECK(h.seq == frames, "END after %u frames, expected %u", h.seq, frames);
+            break;
+        }
+        CHECK(h.type == T_DATA && h.seq == seq, "frame %u: type %u seq %u", seq, h.type, h.seq);
+        if (seq == frames / 2)
+            usleep(300 * 1000);   /* the sender runs out of credits and must wait */
+    }
+    CHECK(send_msg(tp, T_CONFIRM, frames, 64) == 0, "send confirm");
+    CHECK(tp->ops->drain(tp) == 0, "drain");
+    printf("  server: %s from %s\n", tp->desc, tp->peer);
+    tp->ops->close(tp);
+    exit(0);
+}
+
+struct mon { struct rd_transport *tp; int confirmed; };
+
+static void *monitor(void *arg)
+{
+    struct mon *m = arg;
+    struct hdr h;
+    m->confirmed = recv_msg(m->tp, &h, -1) == 0 && h.type == T_CONFIRM;
+    return NULL;
+}
+
+static void transfer_client(const char *port, unsigned frames)
+{
+    struct rd_transport *tp = dial(port, 10000);
+    CHECK(tp, "connect");
+    struct hdr h;
+    CHECK(send_msg(tp, T_HELLO, 0, 200) == 0, "send hello");
+    CHECK(recv_msg(tp, &h, 5000) == 0 && h.type == T_ACCEPT, "accept");
+    CHECK(tp->ops->setup_ring(tp, RD_DIR_SEND, FRAME, DEPTH) == 0, "setup_ring send");
+    struct mon m = { tp, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, monitor, &m);
+    double t0 = now();
+    size_t bytes = 0;
+    for (uint32_t seq = 0; seq < frames; seq++) {
+        size_t len = seq % 7 == 0 ? FRAME : seq % 5 == 0 ? 40 : (size_t)rand() % FRAME;
+        CHECK(send_msg(tp, T_DATA, seq, len) == 0, "send frame %u", seq);
+        bytes += len;
+    }
+    CHECK(send_msg(tp, T_END, frames, 32) == 0, "send end");
+    CHECK(tp->ops->drain(tp) == 0, "drain");
+    pthread_join(th, NULL);
+    CHECK(m.confirmed, "no confirm");
+    printf("  client: %s, %zu bytes in %.2fs\n", tp->desc, bytes, now() - t0);
+    tp->ops->close(tp);
+    exit(0);
+}
+
+/* ---- case: the peer is SIGKILLed mid-stream; the survivor must fail within seconds ---- */
+
+static void stream_server(const char *port, int hold)
+{
+    struct rd_transport *tp = serve(port, NULL);
+    struct hdr h;
+    CHECK(recv_msg(tp, &h, 5000) == 0, "hello");
+    CHECK(tp->ops->setup_ring(tp, RD_DIR_RECV, FRAME, DEPTH) == 0, "setup_ring");
+    CHECK(send_msg(tp, T_ACCEPT, 0, 100) == 0, "send accept");
+    printf("  server: streaming\n");
+    fflush(stdout);
+    double t_err = 0;
+    for (;;) {
+        int rc = recv_msg(tp, &h, hold ? 60000 : 60000);
+        if (rc) {
+            t_err = now();
+            break;
+        }
+    }
+    printf("  server: recv failed (code %d): %s\n", rd_error_code(), rd_error_msg());
+    fflush(stdout);
+    tp->ops->close(tp);
+    (void)t_err;
+    exit(rd_error_code() == RD_ESTREAM ? 0 : 1);
+}
+
+static void stream_client(const char *port)
+{
+    struct rd_transport *tp = dial(port, 10000);
+    CHECK(tp, "connect");
+    struct hdr h;
+    CHECK(send_msg(tp, T_HELLO, 0, 200) == 0, "send hello");
+    CHECK(recv_msg(tp, &h, 5000) == 0, "accept");
+    CHECK(tp->ops->setup_ring(tp, RD_DIR_SEND, FRAME, DEPTH) == 0, "setup_ring");
+    printf("  client: streaming\n");
+    fflush(stdout);
+    for (uint32_t seq = 0;; seq++)
+        if (send_msg(tp, T_DATA, seq, FRAME)) {
+            int rc = tp->ops->drain(tp);
+            (void)rc;
+            break;
+        }
+    printf("  client: send failed (code %d): %s\n", rd_error_code(), rd_error_msg());
+    fflush(stdout);
+    tp->ops->close(tp);
+    exit(rd_error_code() == RD_ESTREAM ? 0 : 1);
+}
+
+/* ---- plumbing ---- */
+
+static int failures;
+
+static void result(const char *name, int ok, const char *why)
+{
+    printf("%s %s%s%s\n", ok ? "ok" : "FAIL", name, ok ? "" : ": ", ok ? "" : why);
+    fflush(stdout);
+    failures += !ok;
+}
+
+static pid_t spawn(void (*fn)(const char *, unsigned), const char *port, unsigned arg)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        alarm(120);
+        srand((unsigned)getpid());
+        fn(port, arg);
+        exit(1);
+    }
+    return p;
+}
+
+static int wait_ok(pid_t p)
+{
+    int st;
+    return waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Wait for pid at most `secs`; returns seconds taken or -1 (and kills it) on timeout. */
+static double wait_within(pid_t p, double secs, int *ok)
+{
+    double t0 = now();
+    int st;
+    while (now() - t0 < secs) {
+        if (waitpid(p, &st, WNOHANG) == p) {
+            *ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            return now() - t0;
+        }
+        usleep(20 * 1000);
+    }
+    kill(p, SIGKILL);
+    waitpid(p, &st, 0);
+    *ok = 0;
+    return -1;
+}
+
+static void case_transfer(const char *port, unsigned frames)
+{
+    pid_t s = spawn(transfer_server, port, frames);
+    usleep(300 * 1000);
+    pid_t c = spawn(transfer_client, port, frames);
+    int cok = wait_ok(c), sok = wait_ok(s);
+    char name[64];
+    snprintf(name, sizeof name, "transfer %u frames", frames);
+    result(name, cok && sok, cok ? "server failed" : "client failed");
+}
+
+static void srv_stream(const char *port, unsigned hold) { stream_server(port, (int)hold); }
+static void cli_stream(const char *port, unsigned unused) { stream_client(port); }
+
+static void case_kill(const char *port, int kill_client)
+{
+    pid_t s = spawn(srv_stream, port, 0);
+    usleep(300 * 1000);
+    pid_t c = spawn(cli_stream, port, 0);
+    usleep(1500 * 1000);
+    pid_t victim = kill_client ? c : s, survivor = kill_client ? s : c;
+    kill(victim, SIGKILL);
+    int st, ok;
+    waitpid(victim, &st, 0);
+    double t = wait_within(survivor, 10, &ok);
+    char why[96];
+    snprintf(why, sizeof why, t < 0 ? "survivor still blocked after 10 s" : "survivor exit not ESTREAM");
+    result(kill_client ? "client killed: server recv fails" : "server killed: client send fails",
+           ok, why);
+    if (t >= 0)
+        printf("  noticed after %.2fs\n", t);
+}
+
+static void case_refused(void)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        double t0 = now();
+        struct rd_transport *tp = dial("7499", 1500);
+        double t = now() - t0;
+        printf("  %s after %.2fs: %s\n", tp ? "connected?!" : "refused", t, rd_error_msg());
+        exit(!tp && rd_error_code() == RD_ECONNECT && t >= 1.0 && t < 5 ? 0 : 1);
+    }
+    result("connect without listener retries until the timeout", wait_ok(p), "wrong result");
+}
+
+static void case_listen_errors(void)
+{
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        struct rd_addr a = { .bind = srv_ip, .port = "7498", .timeout_ms = -1 };
+        struct rd_transport *l1 = rd_transport_new(&rd_verbs_ops);
+        struct rd_transport *l2 = rd_transport_new(&rd_verbs_ops);
+        CHECK(l1->ops->listen(l1, &a) == 0, "first listen");
+        int rc = l2->ops->listen(l2, &a);
+        printf("  second listen: %d %s\n", rc, rd_error_msg());
+        CHECK(rc == RD_ECONNECT && strstr(rd_error_msg(), "in use"), "port in use");
+        l2->ops->close(l2);
+        rd_error_clear();
+        struct rd_addr b = { .bind = srv_ip, .port = "7497", .device = "rxe_b", .timeout_ms = -1 };
+        struct rd_transport *l3 = rd_transport_new(&rd_verbs_ops);
+        rc = l3->ops->listen(l3, &b);
+        printf("  listen on %s with -d rxe_b: %d %s\n", srv_ip, rc, rd_error_msg());
+        CHECK(rc == RD_ECONNECT, "device pin");
+        l3->ops->close(l3);
+        rd_error_clear();
+        struct rd_addr d = { .bind = srv_ip, .port = "7496", .device = "mlx5_9", .timeout_ms = -1 };
+        struct rd_transport *l4 = rd_transport_new(&rd_verbs_ops);
+        rc = l4->ops->listen(l4, &d);
+        printf("  listen with -d mlx5_9: %d %s\n", rc, rd_error_msg());
+        CHECK(rc == RD_ENODEV, "unknown device");
+        free(l4);
+        l1->ops->close(l1);
+        exit(0);
+    }
+    result("listen errors: port in use, device pin, unknown device", wait_ok(p), "wrong result");
+}
+
+/* A raw rdma_cm client with garbage private data must be refused; the server keeps serving. */
+static void garbage_client(const char *port, unsigned unused)
+{
+    struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res, *src;
+    struct rdma_addrinfo sh = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+    CHECK(!rdma_getaddrinfo(srv_ip, port, &hints, &res), "getaddrinfo");
+    CHECK(!rdma_getaddrinfo(cli_ip, NULL, &sh, &src), "getaddrinfo src");
+    hints.ai_src_addr = src->ai_src_addr;
+    hints.ai_src_len = src->ai_src_len;
+    rdma_freeaddrinfo(res);
+    CHECK(!rdma_getaddrinfo(srv_ip, port, &hints, &res), "getaddrinfo");
+    struct ibv_qp_init_attr qa = { .cap = { 4, 4, 1, 1, 0 }, .qp_type = IBV_QPT_RC };
+    struct rdma_cm_id *id;
+    CHECK(!rdma_create_ep(&id, res, NULL, &qa), "create_ep");
+    char junk[32];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)rand();
+    struct rdma_conn_param p = { .private_data = junk, .private_data_len = sizeof junk,
+                                 .retry_count = 6, .rnr_retry_count = 7 };
+    int rc = rdma_connect(id, &p);
+    printf("  garbage connect: %s\n", rc ? "refused" : "accepted?!");
+    fflush(stdout);
+    exit(rc ? 0 : 1);
+}
+
+static void case_garbage(const char *port)
+{
+    pid_t s = spawn(transfer_server, port, 50);
+    usleep(300 * 1000);
+    pid_t g = spawn(garbage_client, port, 0);
+    int gok = wait_ok(g);
+    pid_t c = spawn(transfer_client, port, 50);
+    int cok = wait_ok(c), sok = wait_ok(s);
+    result("garbage CM private data refused, server keeps serving", gok && cok && sok,
+           !gok ? "garbage accepted" : "transfer after garbage failed");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s SERVER_IP CLIENT_IP\n", argv[0]);
+        return 2;
+    }
+    srv_ip = argv[1];
+    cli_ip = argv[2];
+    rd_set_progname("verbs_smoke");
+    case_transfer("7471", 400);
+    case_transfer("7472", 3000);
+    case_refused();
+    case_listen_errors();
+    case_garbage("7473");
+    case_kill("7474", 1);
+    case_kill("7475", 0);
+    printf("%d failed\n", failures);
+    return failures;
+}
