@@ -310,6 +310,15 @@ static void reap(struct agent *a)
         a->no_children = 0;
 }
 
+/* A pipe with a big buffer: fewer context switches between the stages (best effort). */
+static int big_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC))
+        return -1;
+    fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    return 0;
+}
+
 static int start_tool(struct agent *a, int idx, char **argv, const char *key, int in, int out, int fd3)
 {
     int cap[2];
@@ -396,7 +405,7 @@ static void do_setup(struct agent *a)
         target = STDOUT_FILENO;
     int pp[2] = { -1, -1 };
     if (target < 0) {
-        if (pipe2(pp, O_CLOEXEC)) {
+        if (big_pipe(pp)) {
             fail_local(a, "recv", 5, "pipe failed");
             return;
         }
@@ -483,7 +492,7 @@ static void do_start(struct agent *a)
         int pp[2] = { -1, -1 };
         int out = -1;
         if (a->out == RDP_OUT_SEND) {
-            if (pipe2(pp, O_CLOEXEC)) {
+            if (big_pipe(pp)) {
                 fail_local(a, "cmd", 5, "pipe failed");
                 return;
             }
@@ -508,7 +517,8 @@ static void do_start(struct agent *a)
         char *v[] = { "cat", NULL };
         start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd);
     }
-    if (a->kind == RDP_READ && a->out == RDP_OUT_STDOUT) {
+    if ((a->kind == RDP_READ && a->out == RDP_OUT_STDOUT) ||
+        (a->kind == RDP_PASS && a->in == RDP_IN_STDIN && a->out == RDP_OUT_STDOUT)) {
         char *v[] = { "cat", NULL };
         start_plain(a, C_COPY, v, cur, STDOUT_FILENO);
     }
@@ -568,7 +578,7 @@ static int handle(struct agent *a, char *line)
     }
     if (strcmp(w[0], "key") == 0 && n == 2) {
         free(a->in_key);
-        a->in_key = rdp_unhex(w[1], NULL);
+        a->in_key = strdup(w[1]);   /* the key is this text (random hex), used as is */
         return a->in_key ? 0 : -1;
     }
     if (strcmp(w[0], "setup") == 0) {
@@ -586,7 +596,7 @@ static int handle(struct agent *a, char *line)
         }
         a->next_host = strdup(host);
         a->next_port = strdup(w[2]);
-        a->out_key = rdp_unhex(w[3], NULL);
+        a->out_key = strdup(w[3]);
         return a->out_key ? 0 : -1;
     }
     if (strcmp(w[0], "start") == 0) {

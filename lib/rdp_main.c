@@ -222,8 +222,15 @@ static void print_plan(const struct run *r)
         if (x->s.dest) {
             char **v = ssh_argv(r, x);
             printf("     agent via:");
-            for (char **p = v; *p; p++)
-                printf(" %s", *p);
+            for (char **p = v; *p; p++) {
+                if (strpbrk(*p, " \t'\"$")) {
+                    char *q = shell_quote(*p);
+                    printf(" %s", q);
+                    free(q);
+                } else {
+                    printf(" %s", *p);
+                }
+            }
             printf("\n");
             free_argv(v);
         } else {
@@ -342,7 +349,7 @@ static void handle_line(struct run *r, int i, char *line)
         const char *role = w[1];
         int rank;
         if (strcmp(role, "cmd") == 0) {
-            rank = code == 128 + SIGPIPE ? 3 : 0;
+            rank = code == 128 + SIGPIPE ? 30 : 0;
             if (code > 128 && code < 128 + 65)
                 snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
                          x->s.text, code - 128);
@@ -350,17 +357,17 @@ static void handle_line(struct run *r, int i, char *line)
                 snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
                          x->s.text, code);
         } else if (strcmp(role, "recv") == 0) {
-            rank = 2;
+            rank = code > 128 ? 15 : 20;   /* killed: a cause; an error: often a consequence */
             snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
                      x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
                      m && *m ? ": " : "", m ? m : "");
         } else if (strcmp(role, "send") == 0) {
-            rank = 2;
+            rank = code > 128 ? 15 : 20;
             snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",
                      x->s.host, label(x, lb, sizeof lb), i + 1 < r->count ? r->n[i + 1].s.host : "?",
                      code, m && *m ? ": " : "", m ? m : "");
         } else {
-            rank = strcmp(role, "file") == 0 ? 0 : 2;
+            rank = strcmp(role, "file") == 0 ? 0 : 20;
             snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->s.host, label(x, lb, sizeof lb),
                      code, m && *m ? ": " : "", m ? m : "");
         }
@@ -402,7 +409,7 @@ static void lost(struct run *r, int i)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->status);
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s", x->s.host,
              label(x, lb, sizeof lb), how);
-    add_failure(r, i, "lost", 1, LOST_CODE, msg);
+    add_failure(r, i, "lost", 10, LOST_CODE, msg);
 }
 
 /* Read what the agents said; returns when something may have changed. */
@@ -622,7 +629,7 @@ static int run_pipeline(struct run *r)
                     char msg[1024];
                     snprintf(msg, sizeof msg, "%s: the agent for %s did not start within %.0f s", r->n[i].s.host,
                              label(&r->n[i], lb, sizeof lb), SETUP_TIMEOUT_S);
-                    add_failure(r, i, "lost", 1, LOST_CODE, msg);
+                    add_failure(r, i, "lost", 10, LOST_CODE, msg);
                     break;
                 }
             break;

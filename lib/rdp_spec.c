@@ -117,6 +117,8 @@ int rdp_parse_segment(const char *arg, struct rdp_seg *s, char *err, int errlen)
         s->kind = RDP_WRITE;
     else if (t[0] == '<' && t[1] != '<' && t[1] != '(' && (path = file_word(t + 1)))
         s->kind = RDP_READ;
+    else if (strncmp(t, "cat", 3) == 0 && t[3 + strspn(t + 3, " \t\n")] == '\0')
+        s->kind = RDP_PASS;   /* a plain relay: rdrecv feeds rdsend directly, no copy through cat */
     else {
         s->kind = RDP_CMD;
         s->cmd = strdup(cmd);

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# tests/rdpipe/run.sh - rdpipe across real hosts: network namespaces running real sshds.
+#
+#   tests/rdpipe/run.sh            all cases (about a minute)
+#   RDPIPE_BIN=dir                 where rdpipe/rdsend/rdrecv are (default: bin/ of the repo)
+#   RDPIPE_KEEP=1                  keep the scratch directory (sshd logs) for debugging
+#
+# Layout: a "switch" namespace with a bridge, and hosts h0 h1 h2 h3 (10.99.0.10-13), each in
+# its own namespace joined to the bridge by a veth pair. Nothing is configured in the root
+# namespace. Every host runs its own sshd (host key, authorized key and config generated here,
+# PATH with the repo's bin/ through SetEnv); the initiator runs in h0 with
+# --ssh 'ssh -F cfg', where cfg names the hosts h0..h3 like the examples in the README.
+# Namespaces share the filesystem and the process table, so files are compared directly and
+# `ip netns pids` shows what is left on each "host" after every case.
+#
+# Prints one line per case and "N passed, N failed"; exits 0 iff all passed, 77 if it cannot
+# run here (not root, no sshd, no network namespaces).
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${RDPIPE_BIN:-$ROOT/bin}
+case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
+
+. "$ROOT/tests/rdpipe/lib.sh"
+
+ok() { echo "ok   $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1: $2"; FAILN=$((FAILN + 1)); }
+after() {   # after NAME: verify no strays, report them as a failure of NAME
+    local s
+    if ! s=$(no_strays); then bad "$1" "processes left: $(echo "$s" | tr '\n' ';')"; return 1; fi
+    return 0
+}
+
+# wait until `pattern` matches N processes (pgrep -f), up to 20 s
+wait_procs() {
+    local pat=$1 n=$2
+    for _ in $(seq 200); do
+        [ "$(pgrep -fc "$pat")" -ge "$n" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+ns_pid_matching() {   # ns_pid_matching HOST REGEX: a pid in that namespace whose cmdline matches
+    for p in $(ip netns pids "$P$1"); do
+        if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -Eq "$2"; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+
+rdp_setup_or_skip
+PASS=0 FAILN=0
+
+# ---------------------------------------------------------------------------------------
+head -c $((64 << 20)) /dev/urandom > "$T/big.img"
+head -c 123457 /dev/urandom > "$T/small.bin"
+BIGSUM=$(sha256sum < "$T/big.img" | cut -d' ' -f1)
+
+name="example 1: echo hello | rdpipe h1:'tr a-z A-Z' h2:'rev'"
+out=$(echo hello | rdpipe_h0 h1:'tr a-z A-Z' h2:'rev' 2>"$T/err"); rc=$?
+if [ $rc = 0 ] && [ "$out" = OLLEH ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' err=$(head -c 600 "$T/err")"; fi
+
+name="example 2: h1:'producer' h2:'consumer', data h1 -> h2 directly"
+rm -f "$T/copy2.bin"
+rdpipe_h0 -v h1:"cat $T/small.bin" h2:"cat > $T/copy2.bin" </dev/null >"$T/out" 2>"$T/err"; rc=$?
+if [ $rc = 0 ] && cmp -s "$T/small.bin" "$T/copy2.bin" && [ ! -s "$T/out" ] &&
+   grep -q "h1 'cat $T/small.bin' -> h2 'cat > $T/copy2.bin': 123457 bytes" "$T/err"; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 800 "$T/err")"; fi
+
+name="example 3: h1:'< big.img' h2:'tee >(sha256sum > sum)' h3:'> big.img'"
+rm -f "$T/copy3.img" "$T/sum"
+rdpipe_h0 h1:"< $T/big.img" h2:"tee >(sha256sum > $T/sum)" h3:"> $T/copy3.img" </dev/null 2>"$T/err"; rc=$?
+sum=$(cut -d' ' -f1 "$T/sum" 2>/dev/null)
+if [ $rc = 0 ] && cmp -s "$T/big.img" "$T/copy3.img" && [ "$sum" = "$BIGSUM" ]; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc sum=$sum err=$(head -c 600 "$T/err")"; fi
+
+name="example 4: rdpipe -v h1:'wc -c' < file (bytes and bandwidth per hop)"
+out=$(rdpipe_h0 -v h1:'wc -c' < "$T/big.img" 2>"$T/err"); rc=$?
+if [ $rc = 0 ] && [ "$out" = $((64 << 20)) ] &&
+   grep -q "hop 1 local stdin -> h1 'wc -c': 67108864 bytes .* GB/s" "$T/err" &&
+   grep -q "hop 2 h1 'wc -c' -> local stdout: 9 bytes" "$T/err"; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' err=$(head -c 800 "$T/err")"; fi
+
+name="same host three times in one pipeline"
+out=$(echo abc | rdpipe_h0 h1:'tr a-z A-Z' h1:'rev' h1:'tr A-Z a-z' 2>"$T/err"); rc=$?
+if [ $rc = 0 ] && [ "$out" = cba ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' err=$(head -c 600 "$T/err")"; fi
+
+name="two pipelines at once over the same hosts"
+(rdpipe_h0 h1:"cat $T/big.img" h2:'cat' h1:'sha256sum' </dev/null > "$T/p1" 2>"$T/e1") &
+pa=$!
+(rdpipe_h0 h2:"cat $T/big.img" h1:'cat' h2:'sha256sum' </dev/null > "$T/p2" 2>"$T/e2") &
+pb=$!
+wait $pa; ra=$?; wait $pb; rb=$?
+if [ $ra = 0 ] && [ $rb = 0 ] && [ "$(cut -d' ' -f1 "$T/p1")" = "$BIGSUM" ] &&
+   [ "$(cut -d' ' -f1 "$T/p2")" = "$BIGSUM" ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$ra/$rb err=$(head -c 400 "$T/e1") $(head -c 400 "$T/e2")"; fi
+
+name="the initiator as a middle hop (localhost:'cmd' and bare 'cmd')"
+out=$(echo abc | rdpipe_h0 h1:'tr a-z A-Z' localhost:'rev' h2:'tr A-Z a-z' 'tr c C' 2>"$T/err"); rc=$?
+if [ $rc = 0 ] && [ "$out" = Cba ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' err=$(head -c 600 "$T/err")"; fi
+
+name="'>file' truncates, '>>file' appends, '<file' as the only segment"
+echo old-content-that-must-go > "$T/f"
+echo one | rdpipe_h0 h2:"> $T/f" 2>"$T/err"; r1=$?
+echo two | rdpipe_h0 h3:">> $T/f" 2>>"$T/err"; r2=$?
+rdpipe_h0 h3:">> $T/new" </dev/null 2>>"$T/err"; r3=$?
+out=$(rdpipe_h0 h1:"< $T/f" </dev/null 2>>"$T/err"); r4=$?
+if [ $r1$r2$r3$r4 = 0000 ] && [ "$(cat "$T/f")" = "$(printf 'one\ntwo')" ] && [ -e "$T/new" ] &&
+   [ "$out" = "$(printf 'one\ntwo')" ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$r1$r2$r3$r4 f='$(cat "$T/f")' out='$out' err=$(head -c 600 "$T/err")"; fi
+
+name="--remote-path (rdsend/rdrecv taken from the same directory)"
+mkdir -p "$T/alt"
+cp "$BIN/rdpipe" "$BIN/rdsend" "$BIN/rdrecv" "$T/alt/"
+out=$(echo hello | rdpipe_h0 --remote-path "$T/alt/rdpipe" h1:'rev' h2:'tr a-z A-Z' 2>"$T/err"); rc=$?
+if [ $rc = 0 ] && [ "$out" = OLLEH ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' err=$(head -c 600 "$T/err")"; fi
+
+name="-n prints the plan and starts nothing"
+out=$(rdpipe_h0 -n h1:'tr a-z A-Z' h9:'rev' </dev/null 2>&1); rc=$?
+if [ $rc = 0 ] && echo "$out" | grep -q "h9 'rev'" && echo "$out" | grep -q "bash -c 'tr a-z A-Z'"; then ok "$name"
+else bad "$name" "rc=$rc out=$out"; fi
+
+name="usage errors exit 1"
+rdpipe_h0 >/dev/null 2>&1; r1=$?
+rdpipe_h0 h1:cat "h2:< x" </dev/null >/dev/null 2>&1; r2=$?
+rdpipe_h0 "h1:> x" h2:cat </dev/null >/dev/null 2>&1; r3=$?
+if [ $r1$r2$r3 = 111 ]; then ok "$name"; else bad "$name" "rc=$r1 $r2 $r3"; fi
+
+name="unknown host: ssh fails, exit 255 naming the host"
+rdpipe_h0 h1:cat nosuchhost.invalid:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 255 ] && grep -q "rdpipe: nosuchhost.invalid: lost" "$T/err"; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+
+name="'false' in the middle: status 1, message names host and command"
+rdpipe_h0 h1:"cat $T/big.img" h2:'false' h3:'cat' </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 1 ] && grep -q "rdpipe: h2: command 'false' failed with exit status 1" "$T/err"; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+
+name="a failing command: exit status 7 passes through"
+out=$(echo x | rdpipe_h0 h1:'cat' h3:'cat; exit 7' 2>"$T/err"); rc=$?
+if [ $rc = 7 ] && grep -q "h3: command 'cat; exit 7' failed with exit status 7" "$T/err"; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+
+# start a pipeline that runs until it is killed: sleep 1234 on three hosts
+start_sleepers() {
+    (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
+        rdpipe --ssh "$SSH" h1:'sleep 1234' h2:'cat; sleep 1234' h3:'sleep 1234' </dev/null >/dev/null 2>"$T/err") &
+    RP=$!
+    ( sleep 60; kill -9 $RP 2>/dev/null ) &
+    GUARD=$!
+    wait_procs 'sleep 123[4]' 3
+}
+finish_sleepers() {   # finish_sleepers NAME EXPECTED-RC GREP
+    local rc=0
+    wait $RP; rc=$?
+    kill $GUARD 2>/dev/null; wait $GUARD 2>/dev/null
+    if [ $rc = "$2" ] && grep -q "$3" "$T/err"; then after "$1" && ok "$1"
+    else after "$1"; bad "$1" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+}
+
+name="agent killed (SIGKILL): everything stops, exit 255"
+if start_sleepers && ap=$(ns_pid_matching h2 'rdpipe --agent'); then
+    kill -9 "$ap"
+    finish_sleepers "$name" 255 "rdpipe: h2: lost the connection"
+else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="ssh killed: everything stops, exit 255"
+if start_sleepers && sp=$(ns_pid_matching h0 '^ssh .* h3 '); then
+    kill -9 "$sp"
+    finish_sleepers "$name" 255 "rdpipe: h3: lost the connection .*ssh killed by signal 9"
+else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="SIGINT to rdpipe: everything stops, exit 130"
+if start_sleepers; then
+    kill -INT $RP
+    finish_sleepers "$name" 130 "interrupted"
+else bad "$name" "pipeline did not start"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="SIGTERM to rdpipe: everything stops, exit 143"
+if start_sleepers; then
+    kill -TERM $RP
+    finish_sleepers "$name" 143 "interrupted"
+else bad "$name" "pipeline did not start"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="a transfer killed (rdrecv SIGKILL): its status, nothing left"
+if start_sleepers && vp=$(ns_pid_matching h2 'rdrecv'); then
+    kill -9 "$vp"
+    finish_sleepers "$name" 137 "rdpipe: h2: receiving the stream"
+else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="1 GiB of random data through 3 hosts (4 hops), sha256 compared"
+head -c $((1 << 30)) /dev/urandom > "$T/rnd"
+sha256sum < "$T/rnd" | cut -d' ' -f1 > "$T/want" &   # hashed while the pipeline runs
+hp=$!
+t0=$(date +%s.%N)
+got=$(rdpipe_h0 h1:'cat' h2:'cat' h3:'cat' < "$T/rnd" 2>"$T/err" | sha256sum | cut -d' ' -f1)
+rc=${PIPESTATUS[0]}
+t1=$(date +%s.%N)
+wait $hp
+want=$(cat "$T/want")
+rm -f "$T/rnd"
+if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+    after "$name" && ok "$name ($(echo "$t0 $t1" | awk '{printf "%.1f s", $2 - $1}'))"
+else bad "$name" "rc=$rc got=$got want=$want err=$(head -c 600 "$T/err")"; fi
+
+echo "$PASS passed, $FAILN failed"
+[ $FAILN = 0 ]

@@ -1,0 +1,7 @@
+/* rdpipe - run a pipeline of commands across hosts; data flows host to host. */
+#include "rdp_main.h"
+
+int main(int argc, char **argv)
+{
+    return rdp_main(argc, argv);
+}
