@@ -138,7 +138,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     uint64_t v;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+vpd:hV", long_opts, NULL)) != -1) {
+    opterr = 0;   /* our own one-line messages, prefixed like every other error */
+    while ((c = getopt_long(argc, argv, ":vpd:hV", long_opts, NULL)) != -1) {
         switch (c) {
         case 'v': o->verbose++; break;
         case 'p': o->progress = 1; break;
@@ -190,8 +191,15 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         case 'V':
             printf("%s (rdpipe) %s\n", is_sender ? "rdsend" : "rdrecv", RD_VERSION);
             return RD_CLI_EXIT_OK;
+        case ':':
+            return rd_fail(RD_EUSAGE, "option '%s' needs a value (try '%s --help')", argv[optind - 1],
+                           is_sender ? "rdsend" : "rdrecv");
         default:
-            return rd_fail(RD_EUSAGE, "try '%s --help'", is_sender ? "rdsend" : "rdrecv");
+            if (optopt)
+                return rd_fail(RD_EUSAGE, "unknown option '-%c' (try '%s --help')", optopt,
+                               is_sender ? "rdsend" : "rdrecv");
+            return rd_fail(RD_EUSAGE, "unknown option '%s' (try '%s --help')", argv[optind - 1],
+                           is_sender ? "rdsend" : "rdrecv");
         }
     }
     char **pos = argv + optind;

@@ -60,9 +60,8 @@ int rd_fail_from_reason(const struct rd_frame *f, const char *who)
     struct rd_reason r;
     if (rd_reason_decode(f->payload, f->length, &r) != RD_P_OK)
         return rd_fail(RD_ESTREAM, "%s sent a malformed %s", who, rd_frame_type_name(f->type));
-    int code = (int)r.code;
-    if (code != RD_EAUTH && code != RD_ECONNECT && code != RD_EIO)
-        code = RD_ESTREAM;
+    /* whatever went wrong over there, here it means the stream did not get through */
+    int code = r.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM;
     return rd_fail(code, "%s: %s", who, r.text);
 }
 
@@ -140,7 +139,7 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
     struct rd_hello h;
     struct rd_buf *b;
     struct rd_frame f;
-    int rc = expect(tp, &b, &f, RD_HELLO, RD_HANDSHAKE_MS, "sender");
+    int rc = expect(tp, &b, &f, RD_HELLO, RD_HELLO_MS, "sender");
     if (rc)
         return rc;
     int pe = rd_hello_decode(f.payload, f.length, &h);

@@ -10,6 +10,7 @@
 #include "rd_transport.h"
 
 #define RD_HANDSHAKE_MS 5000   /* receiver: a peer that does not finish the handshake by then is dropped */
+#define RD_HELLO_MS 3000       /* receiver: a connection that says nothing by then is dropped */
 #define RD_SENDER_WAIT_MS 30000 /* sender: the receiver may first be busy turning away another peer */
 
 struct rd_params {

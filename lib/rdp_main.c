@@ -407,8 +407,9 @@ static void lost(struct run *r, int i)
         snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->status - 128);
     else if (x->reaped)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->status);
-    snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s", x->s.host,
-             label(x, lb, sizeof lb), how);
+    snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
+             label(x, lb, sizeof lb), how,
+             x->reaped && x->status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
     add_failure(r, i, "lost", 10, LOST_CODE, msg);
 }
 
