@@ -114,6 +114,18 @@ if [ $r1$r2$r3$r4 = 0000 ] && [ "$(cat "$T/f")" = "$(printf 'one\ntwo')" ] && [ 
    [ "$out" = "$(printf 'one\ntwo')" ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$r1$r2$r3$r4 f='$(cat "$T/f")' out='$out' err=$(head -c 600 "$T/err")"; fi
 
+name="stdin that is a terminal is not read; '>file' without input truncates"
+if command -v script >/dev/null; then
+    echo some-old-content > "$T/tty.out"
+    on_h0 timeout 60 script -qec "rdpipe --ssh '$SSH' h1:'wc -c' h2:'> $T/tty.out'" /dev/null > "$T/tty.log" 2>&1; r1=$?
+    on_h0 timeout 60 script -qec "rdpipe --ssh '$SSH' h3:'> $T/tty.out2'" /dev/null >> "$T/tty.log" 2>&1; r2=$?
+    if [ $r1$r2 = 00 ] && [ "$(tr -d ' ' < "$T/tty.out")" = 0 ] && [ -e "$T/tty.out2" ] && [ ! -s "$T/tty.out2" ]; then
+        after "$name" && ok "$name"
+    else bad "$name" "rc=$r1$r2 out='$(cat "$T/tty.out")' log=$(head -c 400 "$T/tty.log")"; fi
+else
+    echo "skip $name: no script(1)"
+fi
+
 name="--remote-path (rdsend/rdrecv taken from the same directory)"
 mkdir -p "$T/alt"
 cp "$BIN/rdpipe" "$BIN/rdsend" "$BIN/rdrecv" "$T/alt/"
@@ -188,6 +200,14 @@ name="SIGTERM to rdpipe: everything stops, exit 143"
 if start_sleepers; then
     kill -TERM $RP
     finish_sleepers "$name" 143 "interrupted"
+else bad "$name" "pipeline did not start"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="rdpipe itself killed (SIGKILL): the agents notice and stop"
+if start_sleepers; then
+    kill -9 $RP
+    wait $RP 2>/dev/null
+    kill $GUARD 2>/dev/null; wait $GUARD 2>/dev/null
+    after "$name" && ok "$name"
 else bad "$name" "pipeline did not start"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
 
 name="a transfer killed (rdrecv SIGKILL): its status, nothing left"
