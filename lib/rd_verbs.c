@@ -199,7 +199,7 @@ static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *d
         return ATTEMPT_FATAL;
     }
     long long left = deadline - now_ms();
-    ev = next_event(c->ch, (int)(left > 2000 ? left : 2000));
+    ev = next_event(c->ch, (int)(left > 500 ? left : 500));
     if (!ev) {
         *rc = rd_fail(RD_ECONNECT, "timed out connecting to %s over RDMA", c->peer);
         return ATTEMPT_FATAL;

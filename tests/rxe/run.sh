@@ -1,0 +1,58 @@
+#!/bin/bash
+# run.sh - the RDMA (Soft-RoCE) test suite, from the host: build, two host-side checks, then ONE
+# VM boot (tests/rxe/run-in-vm.sh) that runs the verbs smoke test and tests/rxe/tests.sh.
+# Exit 0 = all passed, 1 = failures, 77 = this host cannot run the VM (the reason is printed).
+# Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd); TOP=$(cd "$HERE/../.." && pwd)
+npass=0; nfail=0
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP rxe suite: $*"; echo "$npass passed, $nfail failed"; exit 77; }
+
+if [ "${SAN:-0}" = 1 ]; then OUT=build-san; BIN=$TOP/build-san/bin; else OUT=build; BIN=$TOP/bin; fi
+echo "--- building ($OUT)"
+make -C "$TOP" -s SAN="${SAN:-0}" > /tmp/rxe-build.$$ 2>&1 && make -C "$HERE" -s SAN="${SAN:-0}" >> /tmp/rxe-build.$$ 2>&1 ||
+    { cat /tmp/rxe-build.$$; rm -f /tmp/rxe-build.$$; fail build "make failed"; echo "$npass passed, $nfail failed"; exit 1; }
+rm -f /tmp/rxe-build.$$
+
+# ---- host side: no RDMA device here (the usual CI box) ----
+if [ -z "$(ibv_devices 2>/dev/null | awk 'NR > 2')" ]; then
+    "$BIN/rdsend" --transport rdma 127.0.0.1 7999 key /dev/null 2> /tmp/rxe-err.$$; rc=$?
+    if [ $rc = 101 ] && grep -q "no RDMA device" /tmp/rxe-err.$$; then pass "host: --transport rdma without a device exits 101 'no RDMA device'"
+    else fail "host: --transport rdma without a device" "exit $rc: $(cat /tmp/rxe-err.$$)"; fi
+    port=$((20000 + RANDOM % 20000))
+    head -c 100000 /dev/urandom > /tmp/rxe-in.$$
+    "$BIN/rdrecv" --bind 127.0.0.1 $port key /tmp/rxe-out.$$ 2>/dev/null & rp=$!
+    "$BIN/rdsend" -v 127.0.0.1 $port key /tmp/rxe-in.$$ 2> /tmp/rxe-err.$$; rc=$?; wait $rp; rrc=$?
+    if [ $rc = 0 ] && [ $rrc = 0 ] && cmp -s /tmp/rxe-in.$$ /tmp/rxe-out.$$ && grep -qi "tcp" /tmp/rxe-err.$$; then
+        pass "host: --transport auto without a device falls back to TCP"
+    else fail "host: auto falls back to TCP" "exit $rc/$rrc: $(tr '\n' '|' < /tmp/rxe-err.$$)"; fi
+    rm -f /tmp/rxe-in.$$ /tmp/rxe-out.$$ /tmp/rxe-err.$$
+else
+    echo "--- host has RDMA devices: skipping the no-device checks"
+fi
+
+# ---- can this host boot the VM? ----
+for t in qemu-system-x86_64 busybox depmod modprobe cpio rdma ibv_devices rping; do
+    command -v $t > /dev/null || skip "missing $t (apt-get install qemu-system-x86 busybox-static kmod cpio iproute2 rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)"
+done
+LAB=${RXE_LAB:-/tmp/rxe-lab}
+if ! [ -s "$LAB/cache/vmlinuz" ] && ! apt-cache depends linux-image-amd64 > /dev/null 2>&1; then
+    skip "no cached kernel in $LAB/cache and apt cannot fetch linux-image-amd64"
+fi
+
+SHARE=$(mktemp -d /tmp/rxe-share.XXXXXX)
+echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
+RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$SHARE" \
+    "RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} bash $HERE/tests.sh" \
+    | tee "$SHARE/vm.log"
+vmrc=${PIPESTATUS[0]}
+vp=$(grep -c '^PASS ' "$SHARE/vm.log"); vf=$(grep -c '^FAIL ' "$SHARE/vm.log")
+rm -rf "$SHARE"
+npass=$((npass + vp)); nfail=$((nfail + vf))
+if [ "$vmrc" = 125 ]; then fail "vm" "the VM did not boot or set up rxe (exit 125)"
+elif [ "$vmrc" = 124 ]; then fail "vm" "timed out inside the VM"
+elif [ "$vf" = 0 ] && [ "$vmrc" != 0 ]; then fail "vm" "tests.sh exited $vmrc"; fi
+echo "$npass passed, $nfail failed"
+[ $nfail = 0 ]

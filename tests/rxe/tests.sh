@@ -1,0 +1,149 @@
+#!/bin/bash
+# tests.sh - the RDMA cases, run INSIDE the rxe VM by tests/rxe/run.sh (cwd = a scratch share).
+# Receiver on $RXE_SERVER_IP (rxe_a), sender bound to $RXE_CLIENT_IP (rxe_b): traffic crosses the
+# veth. Prints "PASS name" / "FAIL name: why" per case; exit status = number of failures.
+# env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
+#      RXE_BIG_MB (200)
+set -u
+BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
+S=${RXE_SERVER_IP:-10.0.0.1}; C=${RXE_CLIENT_IP:-10.0.0.2}
+KILLS=${RXE_KILLS:-10}; BIG_MB=${RXE_BIG_MB:-200}
+T=/tmp/rxe-tests; rm -rf "$T"; mkdir -p "$T"
+PORT=7600; npass=0; nfail=0
+RS=(--transport rdma --bind "$S")          # receiver options
+SS=(--transport rdma --bind "$C" --timeout 20)   # sender options
+
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b - a}'; }
+next_port() { PORT=$((PORT + 1)); }
+sha() { sha256sum < "$1" | cut -d' ' -f1; }
+# wait_exit PID SECS -> exit status, or 255 (and SIGKILL) when still running after SECS
+wait_exit() {
+    local pid=$1 end; end=$(awk -v t="$(now)" -v s="$2" 'BEGIN{print t + s}')
+    while kill -0 "$pid" 2>/dev/null; do
+        awk -v t="$(now)" -v e="$end" 'BEGIN{exit !(t > e)}' && { kill -9 "$pid"; wait "$pid"; return 255; }
+        sleep 0.05
+    done
+    wait "$pid"
+}
+# wait_text FILE REGEX SECS
+wait_text() { local i; for ((i = 0; i < $3 * 20; i++)); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+echo "--- rdma cases: receiver $S, sender bound to $C"
+ibv_devices | grep -q rxe_a || { fail "setup" "no rxe devices in the VM"; exit 1; }
+
+# smoke test of the transport alone (no engine)
+if [ -n "${RDPIPE_SMOKE:-}" ]; then
+    if timeout 300 "$RDPIPE_SMOKE" "$S" "$C" > "$T/smoke.log" 2>&1; then pass "verbs_smoke (transport alone: $(grep -c '^ok' "$T/smoke.log") cases)"
+    else fail "verbs_smoke" "$(grep -E 'FAIL|^  ' "$T/smoke.log" | tr '\n' '|')"; fi
+fi
+
+head -c $((BIG_MB << 20)) /dev/urandom > "$T/big"
+
+# xfer NAME SIZE MODE [extra options for both sides]: MODE file|pipe (input and output alike)
+xfer() {
+    local name=$1 size=$2 mode=$3; shift 3
+    next_port; head -c "$size" "$T/big" > "$T/in"; rm -f "$T/out"
+    local t0; t0=$(now)
+    if [ "$mode" = file ]; then
+        "$RECV" "${RS[@]}" "$@" $PORT key "$T/out" 2> "$T/rerr" & local rp=$!
+        "$SEND" "${SS[@]}" "$@" $S $PORT key "$T/in" 2> "$T/serr"; local src=$?
+    else
+        "$RECV" "${RS[@]}" "$@" $PORT key 2> "$T/rerr" | cat > "$T/out" & local rp=$!
+        cat "$T/in" | "$SEND" "${SS[@]}" "$@" $S $PORT key 2> "$T/serr"; local src=${PIPESTATUS[1]}
+    fi
+    wait_exit $rp 30; local rrc=$?
+    local dt; dt=$(since "$t0")
+    if [ $src != 0 ] || [ $rrc != 0 ]; then
+        fail "$name" "rdsend $src, rdrecv $rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"
+    elif [ "$(sha "$T/in")" != "$(sha "$T/out")" ]; then
+        fail "$name" "output differs from input ($(stat -c %s "$T/out") bytes)"
+    else
+        pass "$name (${dt}s)"
+    fi
+}
+
+K=65536
+for sz in 0 1 4095 $((K - 1)) $K $((K + 1)) $((3 * K + 17)); do
+    xfer "size $sz, 64K chunks, files" $sz file --chunk-size 64K
+done
+xfer "size $((K + 1)), 64K chunks, pipes" $((K + 1)) pipe --chunk-size 64K
+xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
+xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
+xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
+
+# -v names the RDMA device and port
+next_port; head -c 1000 "$T/big" > "$T/in"
+"$RECV" -v "${RS[@]}" $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+"$SEND" -v "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr"; src=$?; wait_exit $rp 20; rrc=$?
+if [ $src = 0 ] && [ $rrc = 0 ] && grep -q "rdma rxe_b port 1" "$T/serr" && grep -q "rdma rxe_a port 1" "$T/rerr"; then
+    pass "-v shows the RDMA device on both sides"
+else fail "-v shows the RDMA device" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+
+# wrong key: rdsend 3 "authentication failed"; rdrecv keeps listening and takes the right one
+next_port; head -c 300000 "$T/big" > "$T/in"
+"$RECV" "${RS[@]}" --timeout 60 $PORT rightkey "$T/out" 2> "$T/rerr" & rp=$!
+"$SEND" "${SS[@]}" $S $PORT wrongkey "$T/in" 2> "$T/serr"; src=$?
+if [ $src = 3 ] && grep -q "authentication failed" "$T/serr" && kill -0 $rp 2>/dev/null; then
+    "$SEND" "${SS[@]}" $S $PORT rightkey "$T/in" 2> "$T/serr2"; src2=$?; wait_exit $rp 20; rrc=$?
+    if [ $src2 = 0 ] && [ $rrc = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ]; then pass "wrong key: rdsend exits 3, rdrecv then serves the right sender"
+    else fail "wrong key" "right sender after wrong one: $src2/$rrc $(cat "$T/serr2" "$T/rerr" | tr '\n' '|')"; fi
+else
+    fail "wrong key" "rdsend exit $src (want 3): $(cat "$T/serr" | tr '\n' '|')"; kill -9 $rp 2>/dev/null; wait $rp 2>/dev/null
+fi
+
+# strangers: rping (rdma_cm connect without our private data) and a TCP connection to the
+# same port number; rdrecv must keep serving
+next_port; head -c 300000 "$T/big" > "$T/in"
+"$RECV" "${RS[@]}" --timeout 60 $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+sleep 0.5
+timeout 10 rping -c -a $S -I $C -p $PORT -C 1 > "$T/rping.log" 2>&1
+(exec 3<>/dev/tcp/$S/$PORT && echo "GET / HTTP/1.0" >&3) 2>/dev/null
+"$SEND" "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr"; src=$?; wait_exit $rp 20; rrc=$?
+if [ $src = 0 ] && [ $rrc = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ]; then pass "rping and TCP garbage at the port: rdrecv keeps serving"
+else fail "strangers at the port" "$src/$rrc $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+
+# sender SIGKILLed mid-stream at random points: rdrecv exits 4 within a few seconds
+worst=0; bad=""
+for ((i = 1; i <= KILLS; i++)); do
+    next_port
+    "$RECV" -v "${RS[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+    "$SEND" "${SS[@]}" --chunk-size 256K $S $PORT key /dev/zero 2> "$T/serr" & sp=$!
+    wait_text "$T/rerr" 'receiving from' 20 || { bad+="#$i never started: $(tr '\n' '|' < "$T/rerr")"; kill -9 $sp $rp; wait $sp $rp; continue; }
+    sleep "$(awk -v r=$RANDOM 'BEGIN{printf "%.2f", (r % 200) / 100}')"
+    t0=$(now); kill -9 $sp; wait $sp 2>/dev/null
+    wait_exit $rp 10; rc=$?; dt=$(since "$t0")
+    awk -v a="$dt" -v b="$worst" 'BEGIN{exit !(a > b)}' && worst=$dt
+    [ $rc = 4 ] || bad+="#$i: rdrecv exit $rc after ${dt}s: $(tr '\n' '|' < "$T/rerr") "
+done
+if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 5)}'; then pass "sender SIGKILLed at $KILLS random points: rdrecv exits 4 (slowest ${worst}s)"
+else fail "sender SIGKILLed mid-stream" "slowest ${worst}s $bad"; fi
+
+# receiver SIGKILLed mid-stream: rdsend exits non-zero within a few seconds
+worst=0; bad=""
+for ((i = 1; i <= 3; i++)); do
+    next_port
+    "$RECV" -v "${RS[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+    "$SEND" "${SS[@]}" --chunk-size 256K $S $PORT key /dev/zero 2> "$T/serr" & sp=$!
+    wait_text "$T/rerr" 'receiving from' 20 || { bad+="#$i never started "; kill -9 $sp $rp; wait $sp $rp; continue; }
+    sleep 0.$((RANDOM % 10))
+    t0=$(now); kill -9 $rp; wait $rp 2>/dev/null
+    wait_exit $sp 10; rc=$?; dt=$(since "$t0")
+    awk -v a="$dt" -v b="$worst" 'BEGIN{exit !(a > b)}' && worst=$dt
+    { [ $rc != 0 ] && [ $rc != 255 ]; } || bad+="#$i: rdsend exit $rc after ${dt}s: $(tr '\n' '|' < "$T/serr") "
+    [ -z "$bad" ] && [ $i = 1 ] && echo "  rdsend said: $(tail -1 "$T/serr") (exit $rc)"
+done
+if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 5)}'; then pass "receiver SIGKILLed: rdsend exits non-zero (slowest ${worst}s)"
+else fail "receiver SIGKILLed" "slowest ${worst}s $bad"; fi
+
+# nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
+next_port; t0=$(now)
+"$SEND" --transport rdma --bind $C --timeout 2 $S $PORT key /dev/null 2> "$T/serr"; src=$?
+if [ $src = 2 ]; then pass "no listener: rdsend exits 2 after $(since "$t0")s"
+else fail "no listener" "exit $src: $(cat "$T/serr")"; fi
+
+rm -rf "$T"
+echo "--- vm: $npass passed, $nfail failed"
+exit $nfail
