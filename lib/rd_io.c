@@ -91,8 +91,32 @@ static ssize_t read_regular(struct rd_source *s, char *buf, size_t want)
     return n;
 }
 
+void rd_source_custom(struct rd_source *s, const char *name,
+                      ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = s->fd_direct = -1;
+    s->read_fn = read_fn;
+    s->ctx = ctx;
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+void rd_sink_custom(struct rd_sink *s, const char *name,
+                    int (*write_fn)(void *ctx, const void *buf, size_t n),
+                    int (*finish_fn)(void *ctx), void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = s->fd_direct = -1;
+    s->write_fn = write_fn;
+    s->finish_fn = finish_fn;
+    s->ctx = ctx;
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
 {
+    if (s->read_fn)
+        return s->read_fn(s->ctx, buf, cap);
     size_t got = 0;
     while (got < cap) {
         ssize_t n;
@@ -167,6 +191,8 @@ int rd_sink_begin(struct rd_sink *s)
 
 int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
 {
+    if (s->write_fn)
+        return s->write_fn(s->ctx, buf, n);
     const char *p = buf;
     while (n) {
         /* whole pages from an aligned buffer go around the page cache; the ragged tail not */
@@ -196,6 +222,8 @@ int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
 
 int rd_sink_finish(struct rd_sink *s)
 {
+    if (s->write_fn)
+        return s->finish_fn ? s->finish_fn(s->ctx) : RD_OK;
     if (s->fd_direct >= 0) {
         close(s->fd_direct);
         s->fd_direct = -1;

@@ -6,7 +6,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A source or sink may also be a producer/consumer in the same process (rdcp's tree
+ * stream): set the *_fn hooks with rd_source_custom / rd_sink_custom. */
 struct rd_source {
+    /* custom producer: fill up to cap bytes, 0 = end, -1 = error (rd_fail recorded) */
+    ssize_t (*read_fn)(void *ctx, void *buf, size_t cap);
+    void *ctx;
     int fd;
     int fd_direct;       /* regular files: the same file opened O_DIRECT, or -1 */
     int is_regular;      /* a regular file: read full chunks, size known */
@@ -18,6 +23,10 @@ struct rd_source {
 };
 
 struct rd_sink {
+    /* custom consumer: take all n bytes, or return an rd_err (rd_fail recorded) */
+    int (*write_fn)(void *ctx, const void *buf, size_t n);
+    int (*finish_fn)(void *ctx);   /* the stream is complete and verified; may be NULL */
+    void *ctx;
     int fd;
     int fd_direct;       /* --direct on a regular file: the same file opened O_DIRECT, or -1 */
     uint64_t offset;     /* with fd_direct: where the next byte goes (both fds use pwrite) */
@@ -35,6 +44,8 @@ int rd_source_open(struct rd_source *s, const char *path, int direct);
  * flow promptly. Returns bytes read (0 = end of input) or -1 with rd_fail() recorded. */
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap);
 void rd_source_close(struct rd_source *s);
+void rd_source_custom(struct rd_source *s, const char *name,
+                      ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 
 /* path NULL or "-" = stdout. Opens (creating) without truncating, so an unwritable path is
  * reported before any peer connects; rd_sink_begin truncates once a sender authenticated. */
@@ -46,5 +57,8 @@ int rd_sink_write(struct rd_sink *s, const void *buf, size_t n);
 /* Flush (fdatasync with sync) and close; error if anything failed. */
 int rd_sink_finish(struct rd_sink *s);
 void rd_sink_close(struct rd_sink *s);
+void rd_sink_custom(struct rd_sink *s, const char *name,
+                    int (*write_fn)(void *ctx, const void *buf, size_t n),
+                    int (*finish_fn)(void *ctx), void *ctx);
 
 #endif

@@ -31,9 +31,8 @@ static int derive(const struct rd_opts *o, struct rd_key *k)
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
 }
 
-int rd_run_send(const struct rd_opts *o)
+int rd_send_source(const struct rd_opts *o, struct rd_source *src)
 {
-    struct rd_source src;
     struct rd_key key;
     struct rd_transport *tp = NULL;
     struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth }, agreed = { 0 };
@@ -41,12 +40,9 @@ int rd_run_send(const struct rd_opts *o)
     struct rd_report rep = { 0 };
     struct rd_transport shown = { 0 };   /* what the summary names after tp is gone */
     double t0 = 0, t1 = 0;
-    int rc = rd_source_open(&src, o->file, o->direct);
+    int rc = derive(o, &key);
     if (rc)
         goto out;
-    rc = derive(o, &key);
-    if (rc)
-        goto close_source;
     rc = rd_connect_any(o, &tp);
     if (rc)
         goto wipe_key;
@@ -54,29 +50,43 @@ int rd_run_send(const struct rd_opts *o)
     if (rc)
         goto close_transport;
     if (o->verbose)
-        rd_warn("sending %s to %s over %s (chunk %u, depth %u)", src.name, tp->peer, tp->desc,
+        rd_warn("sending %s to %s over %s (chunk %u, depth %u)", src->name, tp->peer, tp->desc,
                 agreed.chunk_size, agreed.depth);
     t0 = rd_now();
     if (o->progress)
-        rd_progress_start(&rep, &cnt, src.size);
-    rc = rd_engine_send(tp, &src, &agreed, &cnt);
+        rd_progress_start(&rep, &cnt, src->size);
+    rc = rd_engine_send(tp, src, &agreed, &cnt);
     rd_progress_stop(&rep);
     t1 = rd_now();
-    if (o->verbose && src.is_regular)
+    if (o->verbose && src->is_regular)
         rd_warn("read %llu bytes from the page cache, %llu with O_DIRECT",
-                (unsigned long long)src.cached_bytes, (unsigned long long)src.direct_bytes);
+                (unsigned long long)src->cached_bytes, (unsigned long long)src->direct_bytes);
 close_transport:
     shown = *tp;
     tp->ops->close(tp);
     tp = NULL;
 wipe_key:
     rd_key_wipe(&key);
-close_source:
-    rd_source_close(&src);
 out:
     if (rc)
         rd_report();
-    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL, atomic_load(&cnt.bytes), t1 - t0, rc);
+    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL,
+              atomic_load(&cnt.bytes), t1 - t0, rc);
+    return rc;
+}
+
+int rd_run_send(const struct rd_opts *o)
+{
+    struct rd_source src;
+    int rc = rd_source_open(&src, o->file, o->direct);
+    if (rc) {
+        rd_report();
+        if (o->json)
+            summarize(o, "rdsend", NULL, NULL, 0, 0, rc);
+        return rc;
+    }
+    rc = rd_send_source(o, &src);
+    rd_source_close(&src);
     return rc;
 }
 
@@ -114,21 +124,14 @@ static int serve(const struct rd_opts *o, struct rd_transport *tp, const struct 
     return rc;
 }
 
-int rd_run_recv(const struct rd_opts *o)
+int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst)
 {
-    struct rd_sink dst;
     struct rd_key key;
     struct rd_listener lis;
     int served = 0;
-    int rc = rd_sink_open(&dst, o->file);
+    int rc = derive(o, &key);
     if (rc)
         goto out;
-    dst.sync = o->sync;
-    if (o->direct)
-        rd_sink_use_direct(&dst);
-    rc = derive(o, &key);
-    if (rc)
-        goto close_sink;
     rc = rd_listen_any(o, &lis);
     if (rc)
         goto wipe_key;
@@ -156,7 +159,7 @@ int rd_run_recv(const struct rd_opts *o)
             continue;
         }
         int retry;
-        rc = serve(o, tp, &key, &dst, &retry);
+        rc = serve(o, tp, &key, dst, &retry);
         served = !retry;
         tp->ops->close(tp);
         if (rc && retry) {
@@ -169,14 +172,30 @@ int rd_run_recv(const struct rd_opts *o)
     rd_listener_close(&lis);
 wipe_key:
     rd_key_wipe(&key);
-close_sink:
-    rd_sink_close(&dst);
 out:
     if (rc) {
         rd_report();
         if (!served)
             summarize(o, "rdrecv", NULL, NULL, 0, 0, rc);
     }
+    return rc;
+}
+
+int rd_run_recv(const struct rd_opts *o)
+{
+    struct rd_sink dst;
+    int rc = rd_sink_open(&dst, o->file);
+    if (rc) {
+        rd_report();
+        if (o->json)
+            summarize(o, "rdrecv", NULL, NULL, 0, 0, rc);
+        return rc;
+    }
+    dst.sync = o->sync;
+    if (o->direct)
+        rd_sink_use_direct(&dst);
+    rc = rd_recv_sink(o, &dst);
+    rd_sink_close(&dst);
     return rc;
 }
 

@@ -8,6 +8,13 @@
 int rd_run_send(const struct rd_opts *o);
 int rd_run_recv(const struct rd_opts *o);
 
+/* The same with a source or sink the caller opened (a file, or a custom producer or
+ * consumer such as rdcp's tree stream). */
+struct rd_source;
+struct rd_sink;
+int rd_send_source(const struct rd_opts *o, struct rd_source *src);
+int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst);
+
 /* Parse argv and run; what the rdsend/rdrecv mains call. */
 int rd_tool_main(int argc, char **argv, int is_sender);
 
