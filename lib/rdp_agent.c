@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -52,6 +53,8 @@ struct agent {
     char transport[16];
     int verbose;
     char *cmd, *path;
+    size_t cmd_len;
+    int manifest_fd;     /* tsend: the resume manifest received so far (memfd), -1 if none */
     char *in_key;
     char *next_host, *next_port, *out_key;
     int file_fd;         /* read / write / append */
@@ -245,7 +248,7 @@ static void read_capture(struct agent *a, struct child *c)
                 char *h = rdp_hex_str(line);
                 say(a, "log %s", h);
                 free(h);
-                if (!c->error) {   /* "rdrecv: message": keep the first one as the reason */
+                if (!c->error && strncmp(line, "@rdcp ", 6) != 0) {   /* "rdrecv: message": keep the first one as the reason */
                     const char *m = strstr(line, ": ");
                     c->error = strdup(m ? m + 2 : line);
                 }
@@ -388,9 +391,108 @@ static void common_args(struct agent *a, char **v, int *n)
     v[(*n)++] = a->transport;
 }
 
+/* rdcp: argv = tool ROLE --transport T [extra...] then the NUL-terminated words of cmd. */
+static char **tree_argv(struct agent *a, const char *role, char **extra, int nextra)
+{
+    int words = 0;
+    for (size_t i = 0; i < a->cmd_len; i++)
+        if (a->cmd[i] == '\0')
+            words++;
+    char **v = calloc((size_t)(words + nextra + 8), sizeof *v);
+    int n = 0;
+    v[n++] = rdp_sibling_tool("rdcp");
+    v[n++] = (char *)role;
+    v[n++] = "--transport";
+    v[n++] = a->transport;
+    for (int i = 0; i < nextra; i++)
+        v[n++] = extra[i];
+    for (size_t i = 0; i < a->cmd_len; i += strlen(a->cmd + i) + 1)
+        v[n++] = a->cmd + i;
+    v[n] = NULL;
+    return v;
+}
+
+/* rdcp's receiving end: `rdcp --tree-recv` reports manifest lines (with --resume), then its
+ * port, on fd 3; it may walk and hash a big destination first, so there is no short timeout,
+ * and its stderr is drained meanwhile. */
+static void setup_tree_recv(struct agent *a)
+{
+    int rdy[2];
+    if (pipe2(rdy, O_CLOEXEC)) {
+        fail_local(a, "recv", 5, "pipe failed");
+        return;
+    }
+    char *extra[] = { "--ready-fd", "3" };
+    char **v = tree_argv(a, "--tree-recv", extra, 2);
+    int rc = start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]);
+    free(v[0]);
+    free(v);
+    close(rdy[1]);
+    if (rc) {
+        close(rdy[0]);
+        fail_local(a, "recv", 5, "cannot start rdcp --tree-recv");
+        return;
+    }
+    struct rdp_chan ch;
+    rdp_chan_init(&ch, rdy[0], -1);
+    int port = 0;
+    while (!port && !ch.eof) {
+        struct pollfd pfd[2] = { { .fd = rdy[0], .events = POLLIN }, { .fd = a->ch[C_RECV].cap, .events = POLLIN } };
+        int pr = poll(pfd, a->ch[C_RECV].cap >= 0 ? 2 : 1, 600000);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            break;
+        if (pfd[1].revents && a->ch[C_RECV].cap >= 0)
+            read_capture(a, &a->ch[C_RECV]);
+        if (!pfd[0].revents)
+            continue;
+        rdp_chan_fill(&ch);
+        char *line;
+        while (rdp_chan_line(&ch, &line)) {
+            if (strncmp(line, "m ", 2) == 0)
+                say(a, "manifest %s", line + 2);
+            else
+                port = atoi(line);
+            free(line);
+        }
+    }
+    rdp_chan_free(&ch);
+    close(rdy[0]);
+    if (port <= 0) {
+        a->killing = 1;
+        kill(a->ch[C_RECV].pid, SIGTERM);
+        a->killing = 0;
+        return;
+    }
+    char line[64];
+    snprintf(line, sizeof line, "port %d", port);
+    send_line(a, line);
+    send_line(a, "ready");
+}
+
+static void start_tree_send(struct agent *a)
+{
+    char *extra[] = { "--host", a->next_host, "--port", a->next_port };
+    char **v = tree_argv(a, "--tree-send", extra, 4);
+    int in = -1;
+    if (a->manifest_fd >= 0) {
+        lseek(a->manifest_fd, 0, SEEK_SET);
+        in = a->manifest_fd;
+    }
+    if (start_tool(a, C_SEND, v, a->out_key, in, -1, -1))
+        fail_local(a, "send", 5, "cannot start rdcp --tree-send");
+    free(v[0]);
+    free(v);
+}
+
 /* "setup": the file, and rdrecv listening on an ephemeral port. */
 static void do_setup(struct agent *a)
 {
+    if (a->kind == RDP_TRECV) {
+        setup_tree_recv(a);
+        return;
+    }
     open_file(a);
     if (a->file_failed)
         return;
@@ -476,6 +578,13 @@ static void do_start(struct agent *a)
         return;
     int cur = -1;   /* the stream flowing into the next stage (ours to close) */
     int cur_own = 0;
+    if (a->kind == RDP_TSEND) {
+        if (a->next_host)
+            start_tree_send(a);
+        return;
+    }
+    if (a->kind == RDP_TRECV)
+        return;
     if (a->in == RDP_IN_RECV && a->recv_out >= 0) {
         cur = a->recv_out;
         cur_own = 1;
@@ -561,10 +670,10 @@ static int handle(struct agent *a, char *line)
     if (strcmp(w[0], RDP_PROTO) == 0)
         return 0;
     if (strcmp(w[0], "seg") == 0 && n == 8) {
-        static const char *const kinds[] = { "cmd", "read", "write", "append", "pass" };
+        static const char *const kinds[] = { "cmd", "read", "write", "append", "pass", "tsend", "trecv" };
         static const char *const ins[] = { "none", "stdin", "recv" };
         static const char *const outs[] = { "none", "stdout", "send" };
-        int k = parse_enum(w[1], kinds, 5), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
+        int k = parse_enum(w[1], kinds, 7), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
         if (k < 0 || i < 0 || o < 0)
             return -1;
         a->kind = (enum rdp_kind)k;
@@ -572,7 +681,7 @@ static int handle(struct agent *a, char *line)
         a->out = (enum rdp_out)o;
         snprintf(a->transport, sizeof a->transport, "%s", w[4]);
         a->verbose = atoi(w[5]);
-        a->cmd = rdp_unhex(w[6], NULL);
+        a->cmd = rdp_unhex(w[6], &a->cmd_len);
         a->path = rdp_unhex(w[7], NULL);
         return a->cmd && a->path ? 0 : -1;
     }
@@ -580,6 +689,13 @@ static int handle(struct agent *a, char *line)
         free(a->in_key);
         a->in_key = strdup(w[1]);   /* the key is this text (random hex), used as is */
         return a->in_key ? 0 : -1;
+    }
+    if (strcmp(w[0], "manifest") == 0 && n == 2) {
+        if (a->manifest_fd < 0)
+            a->manifest_fd = memfd_create("rdcp-manifest", MFD_CLOEXEC);
+        if (a->manifest_fd < 0 || dprintf(a->manifest_fd, "%s\n", w[1]) < 0)
+            return -1;
+        return 0;
     }
     if (strcmp(w[0], "setup") == 0) {
         do_setup(a);
@@ -616,6 +732,7 @@ int rdp_agent_main(int cin, int cout)
     a.cout = cout;
     a.file_fd = -1;
     a.recv_out = -1;
+    a.manifest_fd = -1;
     for (int i = 0; i < NCHILD; i++)
         a.ch[i].cap = -1;
     snprintf(a.transport, sizeof a.transport, "auto");

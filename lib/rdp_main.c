@@ -217,6 +217,7 @@ static void print_plan(const struct run *r)
         case RDP_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
         case RDP_APPEND: printf("appends to file %s", x->s.path); break;
         case RDP_PASS: printf("passes the stream"); break;
+        case RDP_TSEND: case RDP_TRECV: printf("rdcp tree"); break;
         }
         printf("; output: %s\n", out);
         if (x->s.dest) {

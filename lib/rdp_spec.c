@@ -193,6 +193,8 @@ const char *rdp_kind_name(enum rdp_kind k)
     case RDP_READ: return "read";
     case RDP_WRITE: return "write";
     case RDP_APPEND: return "append";
+    case RDP_TSEND: return "tsend";
+    case RDP_TRECV: return "trecv";
     default: return "pass";
     }
 }

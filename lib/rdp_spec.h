@@ -10,6 +10,8 @@ enum rdp_kind {
     RDP_WRITE,    /* ">file": the stream goes into the file (created / truncated) */
     RDP_APPEND,   /* ">>file": appended */
     RDP_PASS,     /* no command: the initiator's own stdin or stdout end */
+    RDP_TSEND,    /* rdcp: `rdcp --tree-send ARGS` walks and sends a tree (instead of rdsend) */
+    RDP_TRECV,    /* rdcp: `rdcp --tree-recv ARGS` receives a tree (instead of rdrecv) */
 };
 enum rdp_in { RDP_IN_NONE, RDP_IN_STDIN, RDP_IN_RECV };
 enum rdp_out { RDP_OUT_NONE, RDP_OUT_STDOUT, RDP_OUT_SEND };

@@ -1,0 +1,804 @@
+/* rdc_main.c - rdcp's initiator: parse SRC... DST, start one rdpipe agent on the source host
+ * and one on the destination host (ssh for remote ones, a local child otherwise), give them the
+ * tree roles, pass the destination's resume manifest to the source, and report.
+ * The data goes from the source host to the destination host directly (rd engine: RDMA where
+ * both ends have it, TCP otherwise); this process only carries control lines.
+ */
+#include "rdc_main.h"
+#include "rdc_tree.h"
+
+#include "rd_cli.h"
+#include "rd_report.h"
+#include "rdp_line.h"
+#include "rdp_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOGIN_TIMEOUT_S 60.0
+#define LOST_CODE 255
+
+static const char usage_text[] =
+    "usage: rdcp [options] SRC... DST\n"
+    "Copy files and trees between hosts; the data goes from the source host to the destination\n"
+    "host directly (RDMA where both have it, TCP otherwise), ssh only starts and controls it.\n"
+    "\n"
+    "  rdcp -v big.img backup:/data/big.img          local -> remote\n"
+    "  rdcp -r gpu1:/models/llama ./models           remote -> local\n"
+    "  rdcp -r fs1:/srv/proj fs2:/srv/proj           remote -> remote, fs1 -> fs2 directly\n"
+    "  rdcp -r --resume dataset/ node7:/scratch/dataset\n"
+    "\n"
+    "Paths are [user@]host:path ([user@][v6addr]:path) or local. Like cp -r: a directory copied\n"
+    "into an existing directory DST becomes DST/NAME, into a missing DST becomes DST; a source\n"
+    "directory written with a trailing '/' (like rsync) always puts its contents into DST.\n"
+    "Several sources need DST to be a directory; all sources must be on one host.\n"
+    "\n"
+    "options:\n"
+    "  -r, --recursive     copy directories\n"
+    "  -p, --preserve      modes and times (owners when run as root)\n"
+    "  -a, --archive       -r -p (symlinks are always copied as links unless -L)\n"
+    "  -L, --dereference   follow symlinks in the sources\n"
+    "      --resume        skip files already complete at the destination (size, mtime, hash),\n"
+    "                      continue partial files (temporary .rdcp.* files) from what they hold\n"
+    "  -v, --verbose       summary: files, bytes, skipped bytes, rate, transport\n"
+    "  -P, --progress      progress line (default on a terminal); --no-progress\n"
+    "      --json          one JSON summary on stderr\n"
+    "      --ssh CMD       how to reach a host (default: ssh -o BatchMode=yes)\n"
+    "      --transport T   auto (default), tcp or rdma\n"
+    "      --remote-path P rdpipe's path on remote hosts (rdcp must be next to it)\n"
+    "  -H, --hostname A    the address other hosts reach this machine at\n"
+    "  -h, --help, -V, --version\n"
+    "\n"
+    "exit status: 0 all copied; 23 some files not copied (each named on stderr: permission\n"
+    "denied, no space left, source vanished, directory without -r, destination not a directory);\n"
+    "1 usage; 2 cannot connect; 3 authentication; 4 transfer broken; 5 local I/O error;\n"
+    "255 lost the connection to a host; 128+N on signal N.\n";
+
+struct end {
+    char *dest;        /* ssh destination, NULL = local */
+    char *host;        /* for messages */
+    pid_t pid;
+    int wfd, rfd, is_sock;
+    struct rdp_chan ch;
+    char srv[64], cli[64];
+    int hello, port, ready, done, eof, reaped, status;
+};
+
+struct run {
+    struct end e[2];   /* 0 = source, 1 = destination */
+    const char *ssh_cmd, *transport, *remote_path, *hostname;
+    int verbose, progress, json, recursive, preserve, follow, resume;
+    char **srcs;
+    int nsrc;
+    char *dst;
+    char key[65];
+    char **manifest;
+    size_t nman, capman;
+    int interrupted;
+    int fail_code, fail_rank;
+    char *fail_msg;
+    int exit_code[2];
+    int have_exit[2];
+    /* statistics */
+    unsigned long long files, bytes, skipped, tot_files, tot_bytes, sent[6], recvd[6];
+    int have_sent, have_recvd, have_total;
+    char transport_used[32];
+    double t0, last_draw;
+    int drawn;
+};
+
+static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warnx(const char *fmt, ...)
+{
+    va_list ap;
+    char buf[4096];
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rdcp: %s\n", buf);
+}
+
+static void clear_progress(struct run *r)
+{
+    if (r->drawn) {
+        fprintf(stderr, "\r\033[K");
+        r->drawn = 0;
+    }
+}
+
+/* "[user@]host:path" / "[user@][v6]:path" / local. Returns 0 and fills *dest (NULL = local),
+ * *host and *path (malloc'd). */
+static int parse_loc(const char *arg, char **dest, char **host, char **path)
+{
+    *dest = *host = *path = NULL;
+    const char *colon = NULL;
+    const char *at = NULL;
+    if (arg[0] != '/' && strncmp(arg, "./", 2) != 0) {
+        const char *p = arg;
+        const char *a = strchr(arg, '@'), *s = strchr(arg, '/');
+        const char *hstart = arg;
+        if (a && (!s || a < s) && (!strchr(arg, ':') || a < strchr(arg, ':'))) {
+            at = a;
+            hstart = a + 1;
+        }
+        if (*hstart == '[') {
+            const char *rb = strchr(hstart, ']');
+            if (rb && rb[1] == ':')
+                colon = rb + 1;
+        } else {
+            p = strchr(hstart, ':');
+            if (p && (!s || p < s))
+                colon = p;
+        }
+    }
+    if (!colon) {
+        *path = strdup(arg);
+        *host = strdup("localhost");
+        return 0;
+    }
+    const char *hstart = at ? at + 1 : arg;
+    char *h;
+    if (*hstart == '[')
+        h = strndup(hstart + 1, (size_t)(colon - 1 - hstart - 1));
+    else
+        h = strndup(hstart, (size_t)(colon - hstart));
+    if (!*h) {
+        free(h);
+        return -1;
+    }
+    *path = strdup(*(colon + 1) ? colon + 1 : ".");
+    if (strcmp(h, "localhost") == 0) {
+        *host = h;
+        return 0;
+    }
+    size_t ul = at ? (size_t)(at - arg) : 0;
+    size_t len = ul + strlen(h) + 2;
+    *dest = malloc(len);
+    snprintf(*dest, len, "%.*s%s%s", (int)ul, arg, at ? "@" : "", h);
+    *host = h;
+    return 0;
+}
+
+static int split_words(const char *s, char **out, int max)
+{
+    int n = 0;
+    while (*s && n < max - 1) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s)
+            break;
+        char *w = malloc(strlen(s) + 1), *o = w;
+        while (*s && *s != ' ' && *s != '\t') {
+            if (*s == '\'' || *s == '"') {
+                char q = *s++;
+                while (*s && *s != q)
+                    *o++ = *s++;
+                if (*s)
+                    s++;
+            } else if (*s == '\\' && s[1]) {
+                *o++ = s[1];
+                s += 2;
+            } else {
+                *o++ = *s++;
+            }
+        }
+        *o = '\0';
+        out[n++] = w;
+    }
+    out[n] = NULL;
+    return n;
+}
+
+static char *shell_quote(const char *s)
+{
+    size_t n = 3;
+    for (const char *p = s; *p; p++)
+        n += *p == '\'' ? 4 : 1;
+    char *q = malloc(n), *o = q;
+    *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
+}
+
+static int spawn_end(struct run *r, struct end *x)
+{
+    if (x->dest) {
+        int to[2], from[2];
+        if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+            return -1;
+        char *v[72];
+        int n = split_words(r->ssh_cmd, v, 68);
+        v[n++] = strdup(x->dest);
+        char *q = shell_quote(r->remote_path ? r->remote_path : "rdpipe");
+        size_t len = strlen(q) + 32;
+        char *cmd = malloc(len);
+        snprintf(cmd, len, "exec %s --agent", r->remote_path ? q : "rdpipe");
+        free(q);
+        v[n++] = cmd;
+        v[n] = NULL;
+        x->pid = rdp_spawn(v, NULL, to[0], from[1], STDERR_FILENO, -1, -1);
+        for (int i = 0; i < n; i++)
+            free(v[i]);
+        close(to[0]);
+        close(from[1]);
+        x->wfd = to[1];
+        x->rfd = from[0];
+    } else {
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+            return -1;
+        char *tool = rdp_sibling_tool("rdpipe");
+        char *v[] = { tool, "--agent", "--control-fd", "3", NULL };
+        x->pid = rdp_spawn(v, NULL, -1, -1, STDERR_FILENO, sp[1], -1);
+        free(tool);
+        close(sp[1]);
+        x->wfd = x->rfd = sp[0];
+        x->is_sock = 1;
+    }
+    if (x->pid < 0)
+        return -1;
+    rdp_set_nonblock(x->rfd);
+    rdp_chan_init(&x->ch, x->rfd, x->wfd);
+    return 0;
+}
+
+static void close_ctl(struct end *x)
+{
+    if (x->wfd < 0)
+        return;
+    if (x->is_sock)
+        shutdown(x->wfd, SHUT_WR);
+    else
+        close(x->wfd);
+    x->wfd = -1;
+}
+
+static void say(struct end *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct end *x, const char *fmt, ...)
+{
+    if (x->wfd < 0)
+        return;
+    char *buf = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    /* a blocking write: the control channel is ours, lines are short or few */
+    int fl = fcntl(x->wfd, F_GETFL);
+    if (x->is_sock)
+        fcntl(x->wfd, F_SETFL, fl & ~O_NONBLOCK);
+    if (rdp_send(x->wfd, "%s", buf) < 0)
+        close_ctl(x);
+    else if (x->is_sock)
+        fcntl(x->wfd, F_SETFL, fl);
+    free(buf);
+}
+
+static void fail(struct run *r, int rank, int code, const char *msg)
+{
+    if (r->fail_msg && r->fail_rank <= rank)
+        return;
+    free(r->fail_msg);
+    r->fail_msg = strdup(msg);
+    r->fail_rank = rank;
+    r->fail_code = code;
+}
+
+static void draw(struct run *r, int force)
+{
+    if (!r->progress)
+        return;
+    double now = rd_now();
+    if (!force && now - r->last_draw < 0.5)
+        return;
+    r->last_draw = now;
+    char b[32], rate[32] = "-", eta[32] = "";
+    rd_format_bytes(r->bytes + r->skipped, b, sizeof b);
+    double dt = now - r->t0;
+    double bps = dt > 0 ? r->bytes / dt : 0;
+    if (dt > 0) {
+        rd_format_bytes((uint64_t)bps, rate, sizeof rate);
+        strcat(rate, "/s");
+    }
+    if (r->have_total && bps > 0 && r->tot_bytes > r->bytes + r->skipped) {
+        double left = (r->tot_bytes - r->bytes - r->skipped) / bps;
+        snprintf(eta, sizeof eta, " ETA %d:%02d", (int)left / 60, (int)left % 60);
+    }
+    char tf[32] = "";
+    if (r->have_total)
+        snprintf(tf, sizeof tf, "/%llu", r->tot_files);
+    fprintf(stderr, "\r\033[Krdcp: %llu%s files  %s  %s%s", r->files, tf, b, rate, eta);
+    r->drawn = 1;
+}
+
+static void handle_line(struct run *r, int i, char *line)
+{
+    struct end *x = &r->e[i];
+    char *w[8];
+    int n = rdp_split(line, w, 8);
+    if (n == 0)
+        return;
+    if (strcmp(w[0], "hello") == 0 && n >= 3) {
+        snprintf(x->srv, sizeof x->srv, "%s", w[1]);
+        snprintf(x->cli, sizeof x->cli, "%s", w[2]);
+        x->hello = 1;
+    } else if (strcmp(w[0], "port") == 0 && n == 2) {
+        x->port = atoi(w[1]);
+    } else if (strcmp(w[0], "ready") == 0) {
+        x->ready = 1;
+    } else if (strcmp(w[0], "manifest") == 0 && n == 2) {
+        if (r->nman == r->capman) {
+            r->capman = r->capman ? r->capman * 2 : 256;
+            r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
+        }
+        r->manifest[r->nman++] = strdup(w[1]);
+    } else if (strcmp(w[0], "log") == 0 && n == 2) {
+        char *t = rdp_unhex(w[1], NULL);
+        if (!t)
+            return;
+        unsigned long long v[6] = { 0 };
+        double secs = 0;
+        if (strncmp(t, RDC_TAG "progress ", 15) == 0) {
+            sscanf(t + 15, "%llu %llu %llu", &r->files, &r->bytes, &r->skipped);
+            draw(r, 0);
+        } else if (strncmp(t, RDC_TAG "total ", 12) == 0) {
+            sscanf(t + 12, "%llu %llu", &r->tot_files, &r->tot_bytes);
+            r->have_total = 1;
+        } else if (strncmp(t, RDC_TAG "sent ", 11) == 0) {
+            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
+                memcpy(r->sent, v, sizeof v);
+                r->have_sent = 1;
+            }
+        } else if (strncmp(t, RDC_TAG "recv ", 11) == 0) {
+            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
+                memcpy(r->recvd, v, sizeof v);
+                r->have_recvd = 1;
+            }
+        } else if (t[0] != '@') {
+            const char *m = strncmp(t, "rdcp: ", 6) == 0 ? t + 6 : t;
+            clear_progress(r);
+            warnx("%s: %s", x->host, m);
+        }
+        free(t);
+    } else if (strcmp(w[0], "stat") == 0 && n == 5) {
+        if (strcmp(w[1], "recv") == 0)
+            snprintf(r->transport_used, sizeof r->transport_used, "%s", w[4]);
+    } else if (strcmp(w[0], "exit") == 0 && n == 5) {
+        int code = atoi(w[2]), killed = atoi(w[3]);
+        char *m = rdp_unhex(w[4], NULL);
+        if (strcmp(w[1], "send") == 0 || strcmp(w[1], "recv") == 0) {
+            r->exit_code[i] = code;
+            r->have_exit[i] = 1;
+        }
+        if (code && !killed && !r->interrupted) {
+            char msg[2048];
+            if (code == RDC_EXIT_PARTIAL) {
+                fail(r, 40, code, "");
+            } else if (code == 127 || code == 126) {
+                snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
+                fail(r, 5, 5, msg);
+            } else {
+                snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host,
+                         i == 0 ? "sending the tree" : "receiving the tree", code, m && *m ? ": " : "", m ? m : "");
+                fail(r, code > 128 ? 10 : code == 4 ? 30 : 20, code, msg);
+            }
+        }
+        free(m);
+    } else if (strcmp(w[0], "done") == 0) {
+        x->done = 1;
+    }
+}
+
+static void reap(struct run *r)
+{
+    for (int i = 0; i < 2; i++) {
+        struct end *x = &r->e[i];
+        int st;
+        if (x->pid > 0 && !x->reaped && waitpid(x->pid, &st, WNOHANG) == x->pid) {
+            x->reaped = 1;
+            x->status = rdp_status_code(st);
+        }
+    }
+}
+
+static void pump(struct run *r, int timeout_ms)
+{
+    struct pollfd pfd[3];
+    int idx[3], np = 0;
+    pfd[np] = (struct pollfd){ .fd = rdp_sig_fd(), .events = POLLIN };
+    idx[np++] = -1;
+    for (int i = 0; i < 2; i++)
+        if (!r->e[i].eof && r->e[i].rfd >= 0) {
+            pfd[np] = (struct pollfd){ .fd = r->e[i].rfd, .events = POLLIN };
+            idx[np++] = i;
+        }
+    int pr = poll(pfd, (nfds_t)np, timeout_ms);
+    if (pr < 0 && errno != EINTR)
+        return;
+    unsigned sig = rdp_sig_drain();
+    for (int s = 1; s < 32; s++)
+        if ((sig & (1u << s)) && (s == SIGINT || s == SIGTERM || s == SIGHUP) && !r->interrupted)
+            r->interrupted = s;
+    reap(r);
+    for (int k = 1; k < np; k++) {
+        if (!pfd[k].revents)
+            continue;
+        int i = idx[k];
+        struct end *x = &r->e[i];
+        while (rdp_chan_fill(&x->ch) > 0)
+            ;
+        char *line;
+        while (rdp_chan_line(&x->ch, &line)) {
+            handle_line(r, i, line);
+            free(line);
+        }
+        if (x->ch.eof) {
+            x->eof = 1;
+            if (!x->done && !r->interrupted) {
+                for (int t = 0; t < 50 && !x->reaped; t++) {
+                    struct timespec ts = { 0, 10 * 1000000L };
+                    nanosleep(&ts, NULL);
+                    reap(r);
+                }
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
+                         x->reaped && x->status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
+                fail(r, 8, LOST_CODE, msg);
+            }
+        }
+    }
+}
+
+static void random_key(char out[65])
+{
+    unsigned char b[32];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        for (size_t i = 0; i < sizeof b; i++)
+            b[i] = (unsigned char)(ts.tv_nsec >> (i % 4 * 8)) ^ (unsigned char)getpid();
+    }
+    char *h = rdp_hex(b, sizeof b);
+    snprintf(out, 65, "%s", h);
+    free(h);
+}
+
+static void shut_down(struct run *r)
+{
+    for (int i = 0; i < 2; i++)
+        close_ctl(&r->e[i]);
+    double t0 = rd_now();
+    int stage = 0;
+    for (;;) {
+        reap(r);
+        int left = 0;
+        for (int i = 0; i < 2; i++)
+            if (r->e[i].pid > 0 && !r->e[i].reaped)
+                left++;
+        if (!left)
+            break;
+        double dt = rd_now() - t0;
+        if (stage == 0 && dt > 5) {
+            for (int i = 0; i < 2; i++)
+                if (r->e[i].pid > 0 && !r->e[i].reaped)
+                    kill(r->e[i].pid, SIGTERM);
+            stage = 1;
+        } else if (stage == 1 && dt > 7) {
+            for (int i = 0; i < 2; i++)
+                if (r->e[i].pid > 0 && !r->e[i].reaped)
+                    kill(r->e[i].pid, SIGKILL);
+            stage = 2;
+        }
+        int saved = r->interrupted;
+        r->interrupted = saved ? saved : -1;
+        pump(r, 50);
+        if (!saved && r->interrupted == -1)
+            r->interrupted = 0;
+    }
+}
+
+/* NUL-terminated words, hex-encoded */
+static char *args_hex(char **v, int n)
+{
+    struct rdc_buf b = { 0 };
+    for (int i = 0; i < n; i++)
+        rdc_put(&b, v[i], strlen(v[i]) + 1);
+    char *h = rdp_hex(b.p, b.len);
+    rdc_buf_free(&b);
+    return h;
+}
+
+static int run_copy(struct run *r)
+{
+    static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
+    signal(SIGPIPE, SIG_IGN);
+    if (rdp_sig_setup(sigs, 4)) {
+        warnx("cannot set up signal handling: %s", strerror(errno));
+        return 5;
+    }
+    for (int i = 0; i < 2; i++) {
+        r->e[i].wfd = r->e[i].rfd = -1;
+        if (spawn_end(r, &r->e[i])) {
+            warnx("cannot start the agent for %s: %s", r->e[i].host, strerror(errno));
+            shut_down(r);
+            return 5;
+        }
+    }
+    /* the destination: tree-recv */
+    char *flags[8];
+    int nf = 0;
+    if (r->recursive)
+        flags[nf++] = "-r";
+    if (r->preserve)
+        flags[nf++] = "-p";
+    if (r->follow)
+        flags[nf++] = "-L";
+    if (r->resume)
+        flags[nf++] = "--resume";
+    char nsrc[32];
+    snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc);
+    {
+        char *v[16];
+        int n = 0;
+        for (int k = 0; k < nf; k++)
+            v[n++] = flags[k];
+        v[n++] = nsrc;
+        v[n++] = "--";
+        v[n++] = r->dst;
+        char *h = args_hex(v, n);
+        say(&r->e[1], "%s\nseg trecv recv none %s %d %s -", RDP_PROTO, r->transport, r->verbose, h);
+        free(h);
+        random_key(r->key);
+        say(&r->e[1], "key %s", r->key);
+        say(&r->e[1], "setup");
+    }
+    {
+        char **v = calloc((size_t)r->nsrc + 16, sizeof *v);
+        int n = 0;
+        for (int k = 0; k < nf; k++)
+            v[n++] = flags[k];
+        if (r->progress)
+            v[n++] = "--count";
+        v[n++] = "--";
+        for (int k = 0; k < r->nsrc; k++)
+            v[n++] = r->srcs[k];
+        char *h = args_hex(v, n);
+        free(v);
+        say(&r->e[0], "%s\nseg tsend none send %s %d %s -", RDP_PROTO, r->transport, r->verbose, h);
+        free(h);
+        say(&r->e[0], "setup");
+    }
+    double login_deadline = rd_now() + LOGIN_TIMEOUT_S;
+    int started = 0;
+    r->t0 = rd_now();
+    for (;;) {
+        if (r->interrupted > 0)
+            break;
+        if (r->fail_msg && r->fail_rank < 40)
+            break;
+        if (started && r->e[0].done && r->e[1].done)
+            break;
+        if (!started && r->e[0].ready && r->e[1].ready) {
+            for (size_t k = 0; k < r->nman; k++)
+                say(&r->e[0], "manifest %s", r->manifest[k]);
+            char addr[80];
+            struct end *to = &r->e[1], *from = &r->e[0];
+            if (to->dest)
+                snprintf(addr, sizeof addr, "%s", strcmp(to->srv, "-") && to->srv[0] ? to->srv : to->host);
+            else if (!from->dest)
+                snprintf(addr, sizeof addr, "%s", r->hostname ? r->hostname : "127.0.0.1");
+            else
+                snprintf(addr, sizeof addr, "%s", r->hostname ? r->hostname : "@initiator");
+            say(from, "next %s %d %s", addr, to->port, r->key);
+            if (r->verbose)
+                warnx("%s -> %s at %s port %d", from->host, to->host, addr, to->port);
+            say(&r->e[1], "start");
+            say(&r->e[0], "start");
+            started = 1;
+            r->t0 = rd_now();
+        }
+        if (!started && (!r->e[0].hello || !r->e[1].hello) && rd_now() > login_deadline) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s: the agent did not start within %.0f s",
+                     r->e[r->e[0].hello ? 1 : 0].host, LOGIN_TIMEOUT_S);
+            fail(r, 8, LOST_CODE, msg);
+            break;
+        }
+        if (r->e[0].eof && r->e[1].eof)
+            break;
+        pump(r, 250);
+        draw(r, 0);
+    }
+    int rc = 0;
+    if (r->interrupted > 0) {
+        clear_progress(r);
+        warnx("interrupted by signal %d", r->interrupted);
+        rc = 128 + r->interrupted;
+    }
+    /* a partial failure (23) still lets both ends finish; wait for their "done" */
+    while (!rc && r->fail_msg && r->fail_rank >= 40 && !(r->e[0].done && r->e[1].done) && !(r->e[0].eof && r->e[1].eof))
+        pump(r, 250);
+    if (!rc && r->fail_msg) {
+        clear_progress(r);
+        if (*r->fail_msg)
+            warnx("%s", r->fail_msg);
+        rc = r->fail_code ? r->fail_code : 1;
+    }
+    shut_down(r);
+    if (r->progress) {
+        draw(r, 1);
+        fprintf(stderr, "\n");
+        r->drawn = 0;
+    }
+    double dt = rd_now() - r->t0;
+    unsigned long long files = r->have_recvd ? r->recvd[0] : r->sent[0];
+    unsigned long long dirs = r->have_recvd ? r->recvd[1] : r->sent[1];
+    unsigned long long bytes = r->have_recvd ? r->recvd[2] : r->sent[2];
+    unsigned long long skipped = r->have_sent ? r->sent[3] : r->recvd[3];
+    unsigned long long errors = r->sent[4] + r->recvd[4];
+    if (r->verbose) {
+        char b[32], sk[32];
+        rd_format_bytes(bytes, b, sizeof b);
+        rd_format_bytes(skipped, sk, sizeof sk);
+        warnx("%llu files, %llu directories, %llu bytes (%s) copied in %.3f s (%.3f GB/s) over %s; "
+              "skipped %llu bytes (%s) already at the destination; %llu errors",
+              files, dirs, bytes, b, dt, dt > 0 ? bytes / dt / 1e9 : 0.0,
+              r->transport_used[0] ? r->transport_used : "-", skipped, sk, errors);
+    }
+    if (r->json)
+        fprintf(stderr,
+                "{\"tool\":\"rdcp\",\"files\":%llu,\"dirs\":%llu,\"bytes\":%llu,\"skipped_bytes\":%llu,"
+                "\"errors\":%llu,\"seconds\":%.6f,\"transport\":\"%s\",\"exit_code\":%d}\n",
+                files, dirs, bytes, skipped, errors, dt, r->transport_used[0] ? r->transport_used : "-", rc);
+    return rc;
+}
+
+enum { OPT_SSH = 256, OPT_TRANSPORT, OPT_REMOTE_PATH, OPT_RESUME, OPT_JSON, OPT_NO_PROGRESS };
+
+int rdc_main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--tree-send") == 0)
+        return rdc_tree_send_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "--tree-recv") == 0)
+        return rdc_tree_recv_main(argc - 1, argv + 1);
+    static const struct option opts[] = {
+        { "recursive", no_argument, NULL, 'r' },
+        { "preserve", no_argument, NULL, 'p' },
+        { "archive", no_argument, NULL, 'a' },
+        { "dereference", no_argument, NULL, 'L' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "progress", no_argument, NULL, 'P' },
+        { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "resume", no_argument, NULL, OPT_RESUME },
+        { "ssh", required_argument, NULL, OPT_SSH },
+        { "transport", required_argument, NULL, OPT_TRANSPORT },
+        { "remote-path", required_argument, NULL, OPT_REMOTE_PATH },
+        { "hostname", required_argument, NULL, 'H' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.ssh_cmd = "ssh -o BatchMode=yes";
+    r.transport = "auto";
+    r.progress = -1;
+    int c;
+    while ((c = getopt_long(argc, argv, "rpaLvPH:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': r.recursive = 1; break;
+        case 'p': r.preserve = 1; break;
+        case 'a': r.recursive = r.preserve = 1; break;
+        case 'L': r.follow = 1; break;
+        case 'v': r.verbose++; break;
+        case 'P': r.progress = 1; break;
+        case OPT_NO_PROGRESS: r.progress = 0; break;
+        case OPT_JSON: r.json = 1; break;
+        case OPT_RESUME: r.resume = 1; break;
+        case OPT_SSH: r.ssh_cmd = optarg; break;
+        case OPT_TRANSPORT:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "tcp") && strcmp(optarg, "rdma")) {
+                warnx("--transport must be auto, tcp or rdma, not '%s'", optarg);
+                return 1;
+            }
+            r.transport = optarg;
+            break;
+        case OPT_REMOTE_PATH: r.remote_path = optarg; break;
+        case 'H': r.hostname = optarg; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': printf("rdcp (rdpipe) %s\n", RD_VERSION); return 0;
+        default: warnx("try 'rdcp --help'"); return 1;
+        }
+    }
+    if (r.progress < 0)
+        r.progress = isatty(STDERR_FILENO);
+    int nargs = argc - optind;
+    if (nargs < 2) {
+        warnx("need at least one source and a destination (try 'rdcp --help')");
+        return 1;
+    }
+    if (!*r.ssh_cmd) {
+        warnx("--ssh must not be empty");
+        return 1;
+    }
+    r.nsrc = nargs - 1;
+    r.srcs = calloc((size_t)r.nsrc, sizeof *r.srcs);
+    int rc = 1;
+    char *sdest = NULL, *shost = NULL;
+    for (int i = 0; i < r.nsrc; i++) {
+        char *d, *h, *p;
+        if (parse_loc(argv[optind + i], &d, &h, &p)) {
+            warnx("bad source '%s'", argv[optind + i]);
+            goto out;
+        }
+        if (i == 0) {
+            sdest = d;
+            shost = h;
+        } else {
+            int same = (!d && !sdest) || (d && sdest && strcmp(d, sdest) == 0);
+            free(d);
+            free(h);
+            if (!same) {
+                free(p);
+                warnx("all sources must be on one host");
+                goto out;
+            }
+        }
+        r.srcs[i] = p;
+    }
+    char *dd, *dh;
+    if (parse_loc(argv[argc - 1], &dd, &dh, &r.dst)) {
+        warnx("bad destination '%s'", argv[argc - 1]);
+        goto out;
+    }
+    r.e[0].dest = sdest;
+    r.e[0].host = shost;
+    r.e[1].dest = dd;
+    r.e[1].host = dh;
+    sdest = shost = NULL;
+    fflush(stdout);
+    rc = run_copy(&r);
+    for (int i = 0; i < 2; i++) {
+        rdp_chan_free(&r.e[i].ch);
+        if (r.e[i].rfd >= 0 && r.e[i].rfd != r.e[i].wfd)
+            close(r.e[i].rfd);
+        free(r.e[i].dest);
+        free(r.e[i].host);
+    }
+    free(r.dst);
+    for (size_t k = 0; k < r.nman; k++)
+        free(r.manifest[k]);
+    free(r.manifest);
+    free(r.fail_msg);
+out:
+    free(sdest);
+    free(shost);
+    for (int i = 0; i < r.nsrc; i++)
+        free(r.srcs[i]);
+    free(r.srcs);
+    return rc;
+}

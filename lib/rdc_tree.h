@@ -1,0 +1,111 @@
+/* rdc_tree.h - rdcp's native tree protocol: records that describe a file tree, serialized into
+ * one rd engine stream (the engine batches them into big checksummed frames).
+ *
+ * Every record starts with one type byte; integers are little endian; a "str" is u32 length +
+ * bytes (any bytes: names are never interpreted beyond '/' separators).
+ *   'R' root      u32 index, u8 kind ('d' dir, 'f' file, 'l' symlink), u8 contents (source had
+ *                 a trailing '/': its contents go into DST), str basename
+ *   'd' dir       str path, meta
+ *   'f' file      str path, meta, u64 size, u64 start (bytes the destination already has: the
+ *                 prefix of a partial file), u8 flags (RDC_F_SKIP: complete at the destination),
+ *                 str tmp (the partial file to continue, "" = new temporary file)
+ *   'D' data      u64 offset, u64 len, then len bytes of the current file
+ *   'e' end       u8 status (0 ok, 1 the source failed: discard), 16 bytes XXH3-128 of the file
+ *   'l' symlink   str path, meta, str target
+ *   'h' hardlink  str path, u32 root, str target path (inside root)
+ *   'Z' end of tree
+ * meta = u32 mode, u32 uid, u32 gid, i64 mtime_s, u32 mtime_ns. Paths are relative to their
+ * root ("" = the root itself); records of root i follow its 'R'.
+ *
+ * Resume manifest (destination -> source, before the stream; one binary entry per line, hex):
+ *   u8 kind ('T' dst type: size = 1 if DST is a directory, 'F' complete file, 'P' partial file),
+ *   u64 size (F: file size; P: bytes present), i64 mtime_s, u32 mtime_ns, 16 bytes hash
+ *   (F: whole file; P: of the first size bytes), str path (relative to DST), str tmp (P: name of
+ *   the temporary file in the same directory).
+ */
+#ifndef RDC_TREE_H
+#define RDC_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RDC_F_SKIP 1u
+#define RDC_F_SPARSE 2u            /* the source has holes: no fallocate */
+#define RDC_MAX_HDR (1u << 17)     /* biggest non-data record */
+#define RDC_TMP_PREFIX ".rdcp."
+#define RDC_EXIT_PARTIAL 23        /* some files were not copied (like rsync) */
+
+struct rdc_meta {
+    uint32_t mode, uid, gid;
+    int64_t mtime_s;
+    uint32_t mtime_ns;
+};
+
+/* growable byte buffer */
+struct rdc_buf {
+    unsigned char *p;
+    size_t len, cap;
+};
+void rdc_put(struct rdc_buf *b, const void *p, size_t n);
+void rdc_put_u8(struct rdc_buf *b, uint8_t v);
+void rdc_put_u32(struct rdc_buf *b, uint32_t v);
+void rdc_put_u64(struct rdc_buf *b, uint64_t v);
+void rdc_put_str(struct rdc_buf *b, const char *s, size_t n);
+void rdc_put_meta(struct rdc_buf *b, const struct rdc_meta *m);
+void rdc_buf_free(struct rdc_buf *b);
+
+/* reader over bytes; short is set when the data ended early */
+struct rdc_rd {
+    const unsigned char *p;
+    size_t n, off;
+    int short_;
+};
+uint8_t rdc_get_u8(struct rdc_rd *r);
+uint32_t rdc_get_u32(struct rdc_rd *r);
+uint64_t rdc_get_u64(struct rdc_rd *r);
+/* points into the data (not NUL-terminated); *len its length */
+const char *rdc_get_str(struct rdc_rd *r, size_t *len);
+void rdc_get_meta(struct rdc_rd *r, struct rdc_meta *m);
+void rdc_get_bytes(struct rdc_rd *r, void *out, size_t n);
+
+struct rdc_manifest_entry {
+    uint8_t kind;
+    uint64_t size;
+    int64_t mtime_s;
+    uint32_t mtime_ns;
+    unsigned char hash[16];
+    char *path;        /* malloc'd, NUL-terminated (paths never contain NUL) */
+    char *tmp;
+};
+
+/* Where root i goes, relative to DST: "" (DST itself) or "BASENAME". NULL when it cannot go
+ * anywhere (several sources and DST is not a directory). */
+const char *rdc_root_rel(int dst_is_dir, int nsrc, int contents, const char *basename);
+
+/* "a" + "/" + "b" ("" parts left out); malloc'd */
+char *rdc_join(const char *a, const char *b);
+/* The last path component of a source argument ("dir/" -> "dir", "/" -> "/"); malloc'd. */
+char *rdc_basename(const char *path);
+
+/* a path for messages: control bytes and backslashes escaped as \\ooo; malloc'd */
+char *rdc_shown(const char *path);
+
+/* hex line helpers for the manifest */
+char *rdc_manifest_line(const struct rdc_manifest_entry *e);   /* malloc'd hex */
+int rdc_manifest_parse(const char *hex, struct rdc_manifest_entry *e);
+
+/* XXH3-128 of fd's [0, len) (holes read as zeros); 0 or -1 with errno */
+struct XXH3_state_s;
+int rdc_hash_prefix(int fd, uint64_t len, struct XXH3_state_s *st);
+void rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n);
+void rdc_hash_final(struct XXH3_state_s *st, unsigned char out[16]);
+
+/* stderr lines the initiator parses ("@rdcp ..."), everything else is a message */
+#define RDC_TAG "@rdcp "
+
+/* the tree roles, run by the agent as `rdcp --tree-send ...` / `rdcp --tree-recv ...` */
+int rdc_tree_send_main(int argc, char **argv);
+int rdc_tree_recv_main(int argc, char **argv);
+
+#endif
