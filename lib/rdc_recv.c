@@ -374,6 +374,8 @@ static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
             if (!(flags & RDC_F_SKIP)) {
                 r->in_file = 1;
                 r->discard = 1;
+                r->size = size;
+                r->hpos = 0;
             }
             return (ssize_t)rd.off;
         }
@@ -687,7 +689,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     o.key_len = strlen(key);
     o.port = "0";
     r.dst = argv[optind];
-    r.times = r.preserve || resume;   /* resume compares mtimes, so it keeps them */
+    r.times = r.preserve;
     r.owners = r.preserve && geteuid() == 0;
     r.umask = umask(0);
     umask(r.umask);

@@ -216,7 +216,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
         const struct rdc_manifest_entry *p = find_man(s, key, 'P');
         free(key);
         unsigned char h[16];
-        if (e && e->size == size && e->mtime_s == m.mtime_s && e->mtime_ns == m.mtime_ns &&
+        if (e && e->size == size &&
             rdc_hash_prefix(fd, size, s->hs) == 0) {
             rdc_hash_final(s->hs, h);
             if (memcmp(h, e->hash, 16) == 0)

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# tests/rdcp/run.sh - rdcp across real hosts: the network namespaces + sshds of
+# tests/rdpipe/lib.sh (h0 runs the initiator; h1 h2 h3 are the other hosts). Namespaces share
+# the filesystem, so "remote" trees are directories in the scratch dir, compared directly.
+#
+#   tests/rdcp/run.sh           all cases (about a minute and a half)
+#   RDCP_MANY=20000             how many small files in the many-files case (default 2000)
+#   RDPIPE_BIN=dir              binaries to test (default: bin/ of the repo)
+#   RDPIPE_KEEP=1               keep the scratch directory
+#
+# One line per case, then "N passed, N failed"; exit 0 iff all passed, 77 if it cannot run.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${RDPIPE_BIN:-$ROOT/bin}
+case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
+[ -x "$BIN/rdcp" ] || { echo "skip: no $BIN/rdcp (run make)"; exit 77; }
+
+. "$ROOT/tests/rdpipe/lib.sh"
+
+PASS=0 FAILN=0
+ok() { echo "ok   $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1: $2"; FAILN=$((FAILN + 1)); }
+check() {   # check NAME CONDITION-RESULT(0/1) DETAIL: also verifies that nothing was left running
+    local s
+    if [ "$2" != 0 ]; then bad "$1" "$3"; return; fi
+    if ! s=$(no_strays); then bad "$1" "processes left: $(echo "$s" | tr '\n' ';')"; return; fi
+    ok "$1"
+}
+rdcp_h0() { on_h0 timeout 120 rdcp --no-progress --ssh "$SSH" "$@"; }
+
+# the tree's content and metadata, NUL-safe: types, modes, sizes, link targets (+ mtimes with -t)
+meta() {   # meta DIR [t]
+    local fmt='%P\0%y %m %s %l\0'
+    [ "${2:-}" = t ] && fmt='%P\0%y %m %s %l %T@\0'
+    (cd "$1" && find . -mindepth 1 ! -type d -printf "$fmt" && find . -mindepth 1 -type d -printf "%P\0%y %m ${2:+%T@}\0") |
+        tr '\0\n' '\n?' | paste -d' ' - - | LC_ALL=C sort
+}
+same_tree() {   # same_tree A B [t]: contents (diff -r) and metadata
+    diff -r --no-dereference "$1" "$2" > "$T/diff.out" 2>&1 || { echo "diff: $(head -c 300 "$T/diff.out")"; return 1; }
+    diff <(meta "$1" "${3:-}") <(meta "$2" "${3:-}") > "$T/meta.out" || { echo "meta: $(head -c 300 "$T/meta.out")"; return 1; }
+    return 0
+}
+no_temps() { [ -z "$(find "$1" -name '.rdcp.*' 2>/dev/null | head -1)" ]; }
+
+# a small tmpfs that fills up; mounted before the hosts start so that their mount namespaces
+# (copies made by `ip netns exec`) have it too
+mkdir -p "$T/full"
+mount -t tmpfs -o size=8m rdcp-test "$T/full" || skip "cannot mount a tmpfs"
+trap 'umount "$T/full" 2>/dev/null; cleanup' EXIT
+rdp_setup_or_skip
+
+# ---------------------------------------------------------------------------------------
+CH=$((4 << 20))
+mkdir -p "$T/files"
+for n in 0 1 4095 $((CH - 1)) $CH $((CH + 1)); do head -c $n /dev/urandom > "$T/files/f$n"; done
+head -c $((48 << 20)) /dev/urandom > "$T/big.img"
+
+# the zoo: odd names, links, empty dirs, deep nesting
+Z=$T/zoo
+mkdir -p "$Z/empty" "$Z/sub/empty2" "$Z/-leading dash"
+echo one > "$Z/a file with spaces"
+echo two > "$Z/-n"
+printf 'three' > "$Z/new
+line"
+printf 'four' > "$Z/$(printf 'bad\xff\xfeutf8')"
+printf 'five' > "$Z/back\\slash 'quote\" \$x *"
+echo six > "$Z/-leading dash/--"
+echo tab > "$Z/$(printf 'tab\there')"
+ln -s "a file with spaces" "$Z/link"
+ln -s /nonexistent/dangling "$Z/dangling"
+ln -s sub "$Z/dirlink"
+echo hard > "$Z/sub/h1"
+ln "$Z/sub/h1" "$Z/h2"
+ln "$Z/sub/h1" "$Z/sub/empty2/../h3"
+d=$Z/deep
+for i in $(seq 40); do d=$d/d$i; done
+mkdir -p "$d" && echo bottom > "$d/file"
+cp "$T/files/f$CH" "$Z/sub/chunk"
+chmod 0750 "$Z/sub"; chmod 0604 "$Z/-n"; chmod 0755 "$Z/a file with spaces"
+touch -d '2001-02-03 04:05:06.789' "$Z/-n" "$Z/sub/h1"
+touch -h -d '2002-01-01' "$Z/link"
+touch -d '2003-01-01' "$Z/empty" "$Z/sub"
+
+# ---------------------------------------------------------------------------------------
+name="local -> remote: one file (48 MiB), -v reports bytes"
+mkdir -p "$T/d1"
+rdcp_h0 -v big.img h1:"$T/d1/big.img" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && cmp -s "$T/big.img" "$T/d1/big.img" && grep -q 'copied' "$T/err" && no_temps "$T/d1" && r=0
+check "$name" $r "rc=$rc $(tail -2 "$T/err" | tr '\n' ' ')"
+
+name="local -> remote: sizes 0 1 4095 chunk-1 chunk chunk+1, several sources into a directory"
+mkdir -p "$T/d2"
+rdcp_h0 files/f0 files/f1 files/f4095 files/f$((CH - 1)) files/f$CH files/f$((CH + 1)) h1:"$T/d2" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/files" "$T/d2" > "$T/why" && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="remote -> local: -a the zoo (names, symlinks, dangling, hard links, empty dirs, depth 40)"
+rdcp_h0 -a h1:"$T/zoo" "$T/zoo-copy" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/zoo-copy" t > "$T/why" &&
+    [ "$(stat -c %i "$T/zoo-copy/sub/h1")" = "$(stat -c %i "$T/zoo-copy/h2")" ] &&
+    [ "$(stat -c %i "$T/zoo-copy/sub/h1")" = "$(stat -c %i "$T/zoo-copy/sub/h3")" ] &&
+    [ -L "$T/zoo-copy/dangling" ] && [ "$(stat -c %h "$T/zoo-copy/sub/h1")" = 3 ] && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="remote -> remote: h1 -> h2 directly, -r into an existing dir makes dst/NAME"
+mkdir -p "$T/d3"
+rdcp_h0 -v -a h1:"$T/zoo" h2:"$T/d3" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d3/zoo" t > "$T/why" && grep -q "h1 -> h2 at ${ADDR[h2]}" "$T/err" && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="cp -r semantics: into a missing dst makes dst; 'src/' puts the contents into dst"
+rdcp_h0 -r h1:"$T/zoo/sub" h2:"$T/d4" 2> "$T/err"; rc1=$?
+mkdir -p "$T/d5"; rdcp_h0 -r h1:"$T/zoo/sub/" h2:"$T/d5" 2>> "$T/err"; rc2=$?
+r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && diff -r "$T/zoo/sub" "$T/d4" >/dev/null && diff -r "$T/zoo/sub" "$T/d5" >/dev/null && r=0
+check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
+
+MANY=${RDCP_MANY:-2000}
+name="$MANY small files (1 B - 64 KiB) in 20 dirs, remote -> remote"
+mkdir -p "$T/many"
+(cd "$T/many" && for i in $(seq 0 $((MANY - 1))); do
+    [ $((i % 100)) = 0 ] && mkdir -p "d$((i / 100))"
+    echo "$i"; done | awk -v n="$MANY" 'BEGIN{srand(7)} {printf "%s %d\n", $1, 1 + int(rand() * 65535)}' |
+    while read -r i sz; do head -c "$sz" /dev/urandom > "d$((i / 100))/f$i"; done)
+t0=$(date +%s.%N)
+rdcp_h0 -r h1:"$T/many" h2:"$T/many-copy" 2> "$T/err"; rc=$?
+t1=$(date +%s.%N)
+r=1; [ $rc = 0 ] && same_tree "$T/many" "$T/many-copy" > "$T/why" && r=0
+check "$name ($(echo "$t1 - $t0" | bc | cut -c1-5) s)" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="sparse: 1 GiB with 1 MiB of data keeps its holes (du), remote -> local"
+mkdir -p "$T/sp"
+truncate -s 1G "$T/sp/sparse"
+head -c $((512 << 10)) /dev/urandom | dd of="$T/sp/sparse" bs=1M seek=100 conv=notrunc status=none
+head -c $((512 << 10)) /dev/urandom | dd of="$T/sp/sparse" bs=1M seek=700 conv=notrunc status=none
+rdcp_h0 h1:"$T/sp/sparse" "$T/sparse-copy" 2> "$T/err"; rc=$?
+du1=$(du -k "$T/sp/sparse" | cut -f1); du2=$(du -k "$T/sparse-copy" | cut -f1)
+r=1; [ $rc = 0 ] && cmp -s "$T/sp/sparse" "$T/sparse-copy" && [ "$du2" -le $((du1 + 64)) ] && r=0
+check "$name (du $du1 K -> $du2 K)" $r "rc=$rc du $du1 $du2 $(head -2 "$T/err" | tr '\n' ' ')"
+
+name="-p keeps modes and mtimes (stat), without -p the umask applies and mtimes are new"
+rdcp_h0 -r -p h1:"$T/zoo/sub" h2:"$T/d6" 2> "$T/err"; rc1=$?
+rdcp_h0 -r h1:"$T/zoo/sub" h2:"$T/d7" 2>> "$T/err"; rc2=$?
+r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] &&
+    [ "$(stat -c '%a %Y' "$T/zoo/sub" "$T/zoo/sub/h1")" = "$(stat -c '%a %Y' "$T/d6" "$T/d6/h1")" ] &&
+    [ "$(stat -c '%y' "$T/zoo/sub/h1")" = "$(stat -c '%y' "$T/d6/h1")" ] &&
+    [ "$(stat -c '%Y' "$T/zoo/sub/h1")" != "$(stat -c '%Y' "$T/d7/h1")" ] && r=0
+check "$name" $r "rc=$rc1/$rc2 $(head -2 "$T/err" | tr '\n' ' ')"
+
+name="a directory without -r: one clear line, other sources still copied, exit 23"
+mkdir -p "$T/d8"
+rdcp_h0 h1:"$T/zoo" h1:"$T/big.img" h2:"$T/d8" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && grep -q "is a directory (not copied; use -r)" "$T/err" && cmp -s "$T/big.img" "$T/d8/big.img" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
+name="several sources, destination not a directory: clear error, exit 23"
+echo x > "$T/notadir"
+rdcp_h0 files/f1 files/f0 h1:"$T/notadir" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && grep -q "h1: destination '.*notadir' is not a directory" "$T/err" && [ "$(cat "$T/notadir")" = x ] && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
+name="missing source: clear line naming it, exit 23"
+rdcp_h0 h1:"$T/does-not-exist" "$T/d9" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && grep -q "h1: cannot stat '.*does-not-exist': No such file" "$T/err" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
+name="permission denied (unprivileged user, local -> local): the path, the others copied, exit 23"
+PD=$(mktemp -d /tmp/rdcp-perm.XXXXXX); chmod 755 "$PD"
+mkdir "$PD/src" && echo a > "$PD/src/ok" && echo b > "$PD/src/secret" && chmod 600 "$PD/src/secret"
+chown -R nobody "$PD" && chown root "$PD/src/secret"
+(cd "$PD" && timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups env PATH="$BIN:$PATH" rdcp --no-progress -r src dst) 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && grep -q "cannot open '.*secret': Permission denied" "$T/err" && [ "$(cat "$PD/dst/ok")" = a ] && [ ! -e "$PD/dst/secret" ] && no_temps "$PD/dst" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+rm -rf "$PD"
+
+name="destination fills up (8 MiB tmpfs): 'No space left' with host and path, no temp files, exit 23"
+mkdir -p "$T/fsrc"
+for i in 1 2 3 4; do head -c $((3 << 20)) /dev/urandom > "$T/fsrc/f$i"; done
+rdcp_h0 -r h1:"$T/fsrc/" h2:"$T/full" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && grep -q "h2: .*'.*full/f[0-9]': No space left on device" "$T/err" && no_temps "$T/full" &&
+    for f in "$T"/full/f*; do cmp -s "$f" "$T/fsrc/$(basename "$f")" || exit 1; done && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(ls -a "$T/full" | tr '\n' ' ')"
+
+name="--json summary"
+rdcp_h0 --json files/f1 h1:"$T/j1" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && grep -q '^{"tool":"rdcp","files":1,.*"bytes":1,.*"exit_code":0}$' "$T/err" && r=0
+check "$name" $r "rc=$rc $(tail -2 "$T/err" | tr '\n' ' ')"
+
+# ---------------------------------------------------------------------------------------
+name="SIGKILL mid-copy: no partial file under a final name; --resume completes it, skips bytes"
+R=$T/rsrc
+mkdir -p "$R/a"
+for i in 1 2 3 4 5 6; do head -c $((6 << 20)) /dev/urandom > "$R/a/f$i"; done
+head -c $((64 << 20)) /dev/urandom > "$R/big"
+cp -r "$Z/sub" "$R/zsub"
+tc -n "${P}h1" qdisc add dev eth0 root tbf rate 160mbit burst 64kb latency 500ms
+ip netns exec "${P}h0" env PATH="$BIN:$PATH" rdcp --no-progress --ssh "$SSH" -a h1:"$R/" h2:"$T/rdst" 2> "$T/err" &
+pid=$!   # ip netns exec and env exec: this is rdcp
+for _ in $(seq 200); do   # until it is inside the 64 MiB file (apparent sizes: fallocate is not data)
+    sz=$(find "$T/rdst" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    [ "${sz:-0}" -gt $((50 << 20)) ] && break
+    sleep 0.1
+done
+kill -9 $pid; wait $pid 2>/dev/null
+tc -n "${P}h1" qdisc del dev eth0 root
+no_strays > /dev/null
+partial=0
+while IFS= read -r -d '' f; do
+    case ${f##*/} in .rdcp.*) continue ;; esac
+    cmp -s "$f" "$R/${f#"$T/rdst/"}" || { partial=1; echo "partial under final name: $f"; }
+done < <(find "$T/rdst" -type f -print0)
+temps=$(find "$T/rdst" -name '.rdcp.*' | wc -l)
+rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err2"; rc=$?
+sk=$(sed -n 's/.*skipped \([0-9]*\) bytes.*/\1/p' "$T/err2")
+r=1; [ $partial = 0 ] && [ $rc = 0 ] && [ "${sk:-0}" -gt 0 ] && same_tree "$R" "$T/rdst" t > "$T/why" && no_temps "$T/rdst" && r=0
+check "$name (skipped ${sk:-?} bytes, $temps partial kept)" $r "rc=$rc partial=$partial $(cat "$T/why" "$T/err2" | head -3 | tr '\n' ' ')"
+
+name="--resume of a complete tree skips everything and copies 0 bytes"
+rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && grep -q " 0 bytes (0 B) copied" "$T/err" && same_tree "$R" "$T/rdst" t > "$T/why" && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+echo "$PASS passed, $FAILN failed"
+[ $FAILN = 0 ]
