@@ -36,6 +36,9 @@
 #   BENCH_VETH_MTU=1500      MTU of the veth pair
 #   BENCH_TIMEOUT=300        seconds before one transfer is given up
 #   RDSEND, RDRECV           binaries (default: bin/rdsend, bin/rdrecv of this checkout)
+#
+# Also reported: CPU seconds (user+sys, sender+receiver) per GB, from /usr/bin/time (package
+# time), which stays meaningful when the machine is shared and wall-clock figures are noisy.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -126,7 +129,7 @@ esac
 # ---- set-up and clean-up --------------------------------------------------------------------
 work="" ns_tx="" ns_rx="" pids=""
 cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do kill_tree "$p"; done
     for p in $pids; do wait "$p" 2>/dev/null; done
     [ -n "$ns_tx" ] && ip netns del "$ns_tx" 2>/dev/null
     [ -n "$ns_rx" ] && ip netns del "$ns_rx" 2>/dev/null   # deleting a namespace deletes its veth end
@@ -186,6 +189,12 @@ next_port() {   # sets P to a port nobody uses in the receiver's namespace
     done
 }
 
+kill_tree() {   # kill_tree PID: the process and its descendants (time/timeout wrappers)
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+    kill "$1" 2>/dev/null
+}
+
 wait_listen() {   # wait_listen PORT PID
     local i
     for i in $(seq 500); do
@@ -202,36 +211,41 @@ run_one() {
     local t=$1 p rx tx_rc rx_rc t0 t1 own=- log=$work/log
     RES=""
     next_port; p=$P
+    TIMERX=() TIMETX=()
+    if [ -n "$timebin" ]; then
+        TIMERX=("$timebin" -f "%U %S" -o "$log.rxtime") TIMETX=("$timebin" -f "%U %S" -o "$log.txtime")
+        : > "$log.rxtime"; : > "$log.txtime"
+    fi
     : > "$log.rx"; : > "$log.tx"
     local rdopt=(--transport "$TRANSPORT" --no-progress --json)
     # shellcheck disable=SC2206
     local extra=($RDARGS)
     case "$t" in
-        rd_*) "${RXEXEC[@]}" timeout "$TMO" "$RDRECV" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
-        iperf3) "${RXEXEC[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
-        nc) "${RXEXEC[@]}" timeout "$TMO" nc -l "$p" > /dev/null 2> "$log.rx" & ;;
-        socat) "${RXEXEC[@]}" timeout "$TMO" socat -b1048576 -u "TCP-LISTEN:$p,reuseaddr" OPEN:/dev/null 2> "$log.rx" & ;;
-        mbuffer) "${RXEXEC[@]}" timeout "$TMO" mbuffer -q -I "$p" -o /dev/null -m 64M > /dev/null 2> "$log.rx" & ;;
+        rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$RDRECV" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
+        iperf3) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
+        nc) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" nc -l "$p" > /dev/null 2> "$log.rx" & ;;
+        socat) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" socat -b1048576 -u "TCP-LISTEN:$p,reuseaddr" OPEN:/dev/null 2> "$log.rx" & ;;
+        mbuffer) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" mbuffer -q -I "$p" -o /dev/null -m 64M > /dev/null 2> "$log.rx" & ;;
     esac
     rx=$!; pids="$pids $rx"
     if ! wait_listen "$p" "$rx"; then
-        kill "$rx" 2>/dev/null; wait "$rx" 2>/dev/null
+        kill_tree "$rx"; wait "$rx" 2>/dev/null
         echo "bench.sh: $t: receiver did not start listening on port $p: $(head -c 300 "$log.rx")" >&2
         return 1
     fi
     t0=$EPOCHREALTIME
     case "$t" in
-        rd_file) "${TXEXEC[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
-        rd_stdin) "${TXEXEC[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" < "$file" 2> "$log.tx" ;;
-        rd_sparse) "${TXEXEC[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$sparse" 2> "$log.tx" ;;
-        rd_pipe) head -c "$BYTES" /dev/zero | "${TXEXEC[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" 2> "$log.tx" ;;
-        iperf3) "${TXEXEC[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J > "$log.tx" 2>&1 ;;
-        nc) "${TXEXEC[@]}" timeout "$TMO" nc -N "$HOST" "$p" < "$file" 2> "$log.tx" ;;
-        socat) "${TXEXEC[@]}" timeout "$TMO" socat -b1048576 -u "FILE:$file" "TCP:$HOST:$p" 2> "$log.tx" ;;
-        mbuffer) "${TXEXEC[@]}" timeout "$TMO" mbuffer -q -i "$file" -O "$HOST:$p" -m 64M 2> "$log.tx" ;;
+        rd_file) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
+        rd_stdin) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" < "$file" 2> "$log.tx" ;;
+        rd_sparse) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$sparse" 2> "$log.tx" ;;
+        rd_pipe) head -c "$BYTES" /dev/zero | "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" 2> "$log.tx" ;;
+        iperf3) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J > "$log.tx" 2>&1 ;;
+        nc) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" nc -N "$HOST" "$p" < "$file" 2> "$log.tx" ;;
+        socat) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" socat -b1048576 -u "FILE:$file" "TCP:$HOST:$p" 2> "$log.tx" ;;
+        mbuffer) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" mbuffer -q -i "$file" -O "$HOST:$p" -m 64M 2> "$log.tx" ;;
     esac
     tx_rc=$?
-    [ $tx_rc -ne 0 ] && kill "$rx" 2>/dev/null
+    [ $tx_rc -ne 0 ] && kill_tree "$rx"
     wait "$rx"; rx_rc=$?
     t1=$EPOCHREALTIME
     pids=${pids/ $rx/}
@@ -250,11 +264,16 @@ run_one() {
         iperf3)
             own=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.e+]/, "", $2); printf "%.4f", $2 / 8e9; exit }' FS=: "$log.tx") ;;
     esac
-    RES=$(awk -v b="$BYTES" -v t0="$t0" -v t1="$t1" -v own="${own:--}" 'BEGIN { printf "%.4f %s", b / (t1 - t0) / 1e9, own }')
+    local cpu=-
+    [ -n "$timebin" ] && cpu=$(cat "$log.txtime" "$log.rxtime" | awk -v b="$BYTES" '$1 ~ /^[0-9.]+$/ { s += $1 + $2; n++ } END { if (n == 2) printf "%.3f", s / (b / 1e9); else print "-" }')
+    RES=$(awk -v b="$BYTES" -v t0="$t0" -v t1="$t1" -v own="${own:--}" -v cpu="$cpu" 'BEGIN { printf "%.4f %s %s", b / (t1 - t0) / 1e9, own, cpu }')
 }
 
 # ---- the runs -------------------------------------------------------------------------------
-declare -A WALL OWN   # key "net tool" -> space-separated values
+declare -A WALL OWN CPU   # key "net tool" -> space-separated values
+timebin=""
+if [ -x /usr/bin/time ]; then timebin=/usr/bin/time
+else echo "bench.sh: /usr/bin/time missing (apt package: time): no CPU-cost column" >&2; fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date '+%Y-%m-%d %H:%M:%S %Z')
 for net in $nets; do
@@ -266,10 +285,11 @@ for net in $nets; do
         for t in $tools; do
             cat "$file" > /dev/null   # keep it cached whatever else ran meanwhile
             run_one "$t" || continue
-            res=$RES
-            WALL[$net $t]="${WALL[$net $t]:-} ${res% *}"
-            OWN[$net $t]="${OWN[$net $t]:-} ${res#* }"
-            printf 'bench.sh: %-8s %-10s rep %d/%d: %s GB/s wall, %s GB/s self-reported\n' "$net" "$t" "$r" "$REPS" "${res% *}" "${res#* }" >&2
+            read -r w o u <<< "$RES"
+            WALL[$net $t]="${WALL[$net $t]:-} $w"
+            OWN[$net $t]="${OWN[$net $t]:-} $o"
+            CPU[$net $t]="${CPU[$net $t]:-} $u"
+            printf 'bench.sh: %-8s %-10s rep %d/%d: %s GB/s wall, %s GB/s self-reported, %s CPU s/GB\n' "$net" "$t" "$r" "$REPS" "$w" "$o" "$u" >&2
         done
     done
 done
@@ -283,22 +303,23 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 ref=rd_file
 md=$work/table.md
 {
-    echo "| tool | source | loopback GB/s | veth GB/s | self-reported GB/s (lo / veth) | rdsend FILE ÷ tool (lo / veth) |"
-    echo "|---|---|---:|---:|---:|---:|"
+    echo "| tool | source | loopback GB/s | veth GB/s | self-reported GB/s (lo / veth) | rdsend FILE ÷ tool (lo / veth) | CPU s per GB, tx+rx (lo / veth) |"
+    echo "|---|---|---:|---:|---:|---:|---:|"
     for t in $tools; do
-        cells="" ; ratios="" ; owns=""
+        cells="" ; ratios="" ; owns="" ; cpus=""
         for net in loopback veth; do
-            case " $nets " in *" $net "*) ;; *) cells="$cells| n/a "; owns="$owns n/a"; ratios="$ratios n/a"; continue ;; esac
+            case " $nets " in *" $net "*) ;; *) cells="$cells| n/a "; owns="$owns n/a"; ratios="$ratios n/a"; cpus="$cpus n/a"; continue ;; esac
             m=$(median <<< "${WALL[$net $t]:-}")
             s=$(spread <<< "${WALL[$net $t]:-}")
             cells="$cells| $m${s:+ ($s)} "
             owns="$owns $(median <<< "${OWN[$net $t]:-}")"
+            cpus="$cpus $(median <<< "${CPU[$net $t]:-}")"
             ratios="$ratios $(ratio "$(median <<< "${WALL[$net $ref]:-}")" "$m")"
         done
-        owns=$(echo $owns | sed 's# # / #'); ratios=$(echo $ratios | sed 's# # / #')
+        owns=$(echo $owns | sed 's# # / #'); ratios=$(echo $ratios | sed 's# # / #'); cpus=$(echo $cpus | sed 's# # / #')
         [ "$owns" = "- / -" ] && owns="-"
         [ "$t" = "$ref" ] && ratios="1.00 / 1.00"
-        echo "| $(label "$t") | $(source_of "$t") $cells| $owns | $ratios |"
+        echo "| $(label "$t") | $(source_of "$t") $cells| $owns | $ratios | $cpus |"
     done
 } > "$md"
 
@@ -307,7 +328,8 @@ rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
 [ "$RDSEND" = "$root/bin/rdsend" ] || rev="$rev; binaries $RDSEND, $RDRECV"
 notes="$BYTES bytes per transfer, median of $REPS (min-max in brackets), GB/s = 1e9 bytes/s, wall clock from sender start to receiver exit.
 rdpipe $rev, --transport $TRANSPORT${RDARGS:+ $RDARGS}; veth MTU $MTU; $(nproc) CPUs; kernel $(uname -r); load average $load_before at start, $load_after at end.
-'self-reported' is rdsend's --json gb_per_s and iperf3's JSON sum_received; iperf3 sends from memory and reads no file."
+'self-reported' is rdsend's --json gb_per_s and iperf3's JSON sum_received; iperf3 sends from memory and reads no file.
+CPU s per GB = user+sys seconds of sender and receiver together (from /usr/bin/time) per 1e9 bytes: robust to a busy machine where wall clock is not (not counted: head in the pipe row, softirq work the kernel charges to no task)."
 
 echo
 echo "rdpipe benchmark, $started"
