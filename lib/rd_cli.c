@@ -31,7 +31,7 @@ static const char common_help[] =
     "  -d, --device DEV       RDMA device to use\n"
     "      --key-file FILE    read the key from FILE (first line) instead of the command line\n"
     "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
-    "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M)\n"
+    "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
     "      --depth N          frames in flight (default 8)\n"
     "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
     "      --sync             rdrecv: fdatasync FILE before confirming\n"

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #define RD_VERSION "0.1.0"
-#define RD_DEFAULT_CHUNK (4u << 20)
+#define RD_DEFAULT_CHUNK (4u << 20)      /* RDMA: big messages are what the NIC likes */
+#define RD_TCP_DEFAULT_CHUNK (1u << 20)  /* TCP: a chunk that stays in L2 while it is hashed */
 #define RD_DEFAULT_DEPTH 8u
 #define RD_RECV_MAX_CHUNK (64u << 20)   /* what a receiver grants unless told otherwise */
 #define RD_RECV_MAX_DEPTH 64u

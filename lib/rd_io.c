@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#define PIPE_SIZE (1 << 20)   /* what we ask of stdin/stdout pipes (pipe-max-size allows 1 MiB) */
 #define PIPE_IDLE_MS 5   /* a pipe that is quiet this long gets its partial chunk sent */
 
 int rd_source_open(struct rd_source *s, const char *path, int direct)
@@ -31,6 +32,8 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
     struct stat st;
     if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode))
         return rd_fail(RD_EIO, "input '%s' is a directory", s->name);
+    if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
+        fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);   /* fewer, larger reads; best effort */
     if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
         s->is_regular = 1;
         s->size = (uint64_t)st.st_size;
@@ -169,6 +172,8 @@ int rd_sink_open(struct rd_sink *s, const char *path)
     struct stat st;
     if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
         s->is_regular = 1;
+    if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
+        fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
     return RD_OK;
 }
 

@@ -46,6 +46,8 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     rc = rd_connect_any(o, &tp);
     if (rc)
         goto wipe_key;
+    if (!o->chunk_set && tp->ops == &rd_tcp_ops)
+        want.chunk_size = RD_TCP_DEFAULT_CHUNK;
     rc = rd_session_sender(tp, &key, &want, &agreed);
     if (rc)
         goto close_transport;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops)
 {
@@ -31,14 +32,23 @@ void *rd_alloc_aligned(size_t size)
 
 uint8_t *rd_frame_alloc(size_t size)
 {
-    uint8_t *base = rd_alloc_aligned(size + FRAME_LEAD);
-    return base ? base + FRAME_LEAD : NULL;
+    /* anonymous pages are zero and only faulted in when first used: a ring of big frames
+     * costs nothing until data flows (RDMA registration pins them anyway) */
+    size_t total = size + FRAME_LEAD;
+    uint8_t *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return NULL;
+    memcpy(base, &total, sizeof total);   /* the lead page's spare bytes remember the size */
+    return base + FRAME_LEAD;
 }
 
 void rd_frame_free(uint8_t *frame)
 {
-    if (frame)
-        free(frame - FRAME_LEAD);
+    if (!frame)
+        return;
+    size_t total;
+    memcpy(&total, frame - FRAME_LEAD, sizeof total);
+    munmap(frame - FRAME_LEAD, total);
 }
 
 void rd_frame_region(uint8_t *frame, size_t size, void **start, size_t *len)

@@ -285,8 +285,10 @@ static void start_root(struct rcv *r, uint32_t idx, uint8_t kind, uint8_t conten
     int weird = !*b || strchr(b, '/') || strcmp(b, ".") == 0 || strcmp(b, "..") == 0;
     const char *rel = rdc_root_rel(r->dst_is_dir, r->nsrc, contents || weird, b);
     if (!rel) {
+        static int said;
         char *p = rdc_shown(r->dst);
-        rd_warn("destination '%s' is not a directory", p);
+        if (!said++)
+            rd_warn("destination '%s' is not a directory", p);
         free(p);
         r->errors++;
         free(b);
@@ -645,6 +647,21 @@ static void make_manifest(struct rcv *r)
     free(dir);
 }
 
+static void rcv_free(struct rcv *r)
+{
+    for (size_t i = 0; i < r->ndirs; i++)
+        free(r->dirs[i].path);
+    free(r->dirs);
+    for (size_t i = 0; i < r->nroots; i++)
+        free(r->roots[i]);
+    free(r->roots);
+    rdc_buf_free(&r->pend);
+    free(r->final);
+    free(r->tmp);
+    if (r->hs)
+        XXH3_freeState(r->hs);
+}
+
 int rdc_tree_recv_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -725,7 +742,9 @@ int rdc_tree_recv_main(int argc, char **argv)
             (unsigned long long)r.ndir, (unsigned long long)r.bytes, (unsigned long long)r.skipped,
             (unsigned long long)r.errors, t1 - t0);
     free(o.key);
+    uint64_t errors = r.errors;
+    rcv_free(&r);
     if (rc)
         return rc;
-    return r.errors ? RDC_EXIT_PARTIAL : 0;
+    return errors ? RDC_EXIT_PARTIAL : 0;
 }

@@ -304,6 +304,8 @@ static void do_entry(struct snd *s, const char *fs, const char *rel)
     }
 }
 
+static char *held_base;
+
 static void start_root(struct snd *s)
 {
     const char *src = s->srcs[s->next_src];
@@ -333,10 +335,8 @@ static void start_root(struct snd *s)
     rdc_put_u8(&s->pend, (uint8_t)contents);
     rdc_put_str(&s->pend, base, strlen(base));
     if (s->root_prefix == base) {   /* keep it alive while the root is walked */
-        static char *held;
-        free(held);
-        held = base;
-        s->root_prefix = held;
+        free(held_base);
+        held_base = base;
     } else {
         free(base);
     }
@@ -521,6 +521,29 @@ static void read_manifest(struct snd *s)
         qsort(s->man, s->nman, sizeof *s->man, cmp_man);
 }
 
+static void snd_free(struct snd *s)
+{
+    while (s->depth > 0)
+        pop_dir(s);
+    free(s->st);
+    rdc_buf_free(&s->pend);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->fpath);
+    for (size_t i = 0; i < s->nlinks; i++)
+        free(s->links[i].rel);
+    free(s->links);
+    for (size_t i = 0; i < s->nman; i++) {
+        free(s->man[i].path);
+        free(s->man[i].tmp);
+    }
+    free(s->man);
+    if (s->hs)
+        XXH3_freeState(s->hs);
+    free(held_base);
+    held_base = NULL;
+}
+
 int rdc_tree_send_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -588,7 +611,9 @@ int rdc_tree_send_main(int argc, char **argv)
             (unsigned long long)s.dirs, (unsigned long long)s.bytes, (unsigned long long)s.skipped,
             (unsigned long long)s.errors, t1 - t0);
     free(o.key);
+    uint64_t errors = s.errors;
+    snd_free(&s);
     if (rc)
         return rc;
-    return s.errors ? RDC_EXIT_PARTIAL : 0;
+    return errors ? RDC_EXIT_PARTIAL : 0;
 }

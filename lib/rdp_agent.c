@@ -814,6 +814,17 @@ int rdp_agent_main(int cin, int cout)
                 if (write(a.death_w, "q", 1) != 1) {
                     /* the watchdog is gone; nothing left to sweep */
                 }
+                rdp_chan_free(&ctl);
+                free(a.cmd);
+                free(a.path);
+                free(a.in_key);
+                free(a.next_host);
+                free(a.next_port);
+                free(a.out_key);
+                for (int i = 0; i < NCHILD; i++)
+                    free(a.ch[i].error);
+                if (a.manifest_fd >= 0)
+                    close(a.manifest_fd);
                 return 0;
             }
         }
