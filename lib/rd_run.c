@@ -149,11 +149,11 @@ int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst)
         int left_ms = -1;
         if (deadline >= 0) {
             double left = deadline - rd_now();
-            left_ms = left > 0 ? (int)(left * 1000) : 0;
+            left_ms = left > 0 ? (int)(left * 1000) + 1 : 0;   /* round up: poll truncates */
         }
         struct rd_transport *tp;
         rc = rd_accept_any(&lis, &tp, left_ms);
-        if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline)
+        if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline - 0.002)
             break;   /* timed out waiting for a sender */
         if (rc) {
             rd_report();   /* one line, and keep listening */
