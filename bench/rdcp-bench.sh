@@ -6,7 +6,7 @@
 #   RDPIPE_BIN=dir   RUNS=n (best of n, default 2)
 #
 # Every tool copies from h1 to h2:
-#   one big file:  rdcp h1:F h2:D (started on h0) | scp F h2:D (on h1) | rsync F h2:D (on h1)
+#   one big file:  rdcp h1:F h2:D (started on h0) | scp -O F h2:D (on h1; -O: the test sshds have no sftp) | rsync F h2:D (on h1)
 #                  | rdrecv on h2 + rdsend on h1 (no ssh at all)
 #   small files:   rdcp -r | tar c | rdsend  +  rdrecv | tar x | rsync -a | scp -r
 # Times are wall clock of the whole command, ssh logins included (rdsend/rdrecv: none). The
@@ -59,7 +59,7 @@ best() {
 
 KEY=benchkey-$$
 rdcp_file() { on h0 rdcp --no-progress --ssh "$SSH" h1:"$T/big" h2:"$T/out/big"; }
-scp_file() { on h1 scp -q -F "$CFG" "$T/big" h2:"$T/out/big"; }
+scp_file() { on h1 scp -O -q -F "$CFG" "$T/big" h2:"$T/out/big"; }
 rsync_file() { on h1 rsync --whole-file -e "ssh -F $CFG" "$T/big" h2:"$T/out/big"; }
 rdsend_file() {
     on h2 rdrecv --timeout 60 7791 "$KEY" "$T/out/big" & local p=$!
@@ -73,7 +73,7 @@ tar_tree() {
     on h1 bash -c "tar c -C $T tree | rdsend ${ADDR[h2]} 7792 $KEY" && wait $p
 }
 rsync_tree() { on h1 rsync -a --whole-file -e "ssh -F $CFG" "$T/tree" h2:"$T/out/"; }
-scp_tree() { on h1 scp -q -r -F "$CFG" "$T/tree" h2:"$T/out/"; }
+scp_tree() { on h1 scp -O -q -r -F "$CFG" "$T/tree" h2:"$T/out/"; }
 
 echo "rdcp bench: one $FILE_MIB MiB file; $NFILES files of 1-64 KiB ($((TREE_BYTES >> 20)) MiB); h1 -> h2; best of $RUNS; $(nproc) CPUs" >&2
 declare -A R

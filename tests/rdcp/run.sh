@@ -181,6 +181,28 @@ r=1; [ $rc = 23 ] && grep -q "h2: .*'.*full/f[0-9]': No space left on device" "$
     for f in "$T"/full/f*; do cmp -s "$f" "$T/fsrc/$(basename "$f")" || exit 1; done && r=0
 check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(ls -a "$T/full" | tr '\n' ' ')"
 
+name="-L follows symlinks (files and directories) and copies what they point to"
+mkdir -p "$T/lsrc/real" && echo target > "$T/lsrc/real/t" && ln -s real "$T/lsrc/dl" && ln -s real/t "$T/lsrc/fl"
+rdcp_h0 -r -L h1:"$T/lsrc/" h2:"$T/ldst" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && [ -d "$T/ldst/dl" ] && [ ! -L "$T/ldst/dl" ] && [ ! -L "$T/ldst/fl" ] &&
+    [ "$(cat "$T/ldst/fl")" = target ] && [ "$(cat "$T/ldst/dl/t")" = target ] && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
+name="source vanished mid-copy: one line naming it, the rest copied, exit 23"
+mkdir -p "$T/vsrc"
+for i in 1 2 3 4 5; do head -c $((16 << 20)) /dev/urandom > "$T/vsrc/a$i"; done   # more than the engine reads ahead
+echo gone > "$T/vsrc/zz-vanishes"
+tc -n "${P}h1" qdisc add dev eth0 root tbf rate 160mbit burst 64kb latency 500ms
+ip netns exec "${P}h0" env PATH="$BIN:$PATH" timeout 60 rdcp --no-progress --ssh "$SSH" -r h1:"$T/vsrc/" h2:"$T/vdst" 2> "$T/err" &
+pid=$!
+for _ in $(seq 100); do [ -e "$T/vdst/a1" ] && break; sleep 0.05; done
+rm -f "$T/vsrc/zz-vanishes"
+wait $pid; rc=$?
+tc -n "${P}h1" qdisc del dev eth0 root
+r=1; [ $rc = 23 ] && grep -q "h1: source vanished: '.*zz-vanishes'" "$T/err" && [ ! -e "$T/vdst/zz-vanishes" ] &&
+    cmp -s "$T/vsrc/a5" "$T/vdst/a5" && no_temps "$T/vdst" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
 name="--json summary"
 rdcp_h0 --json files/f1 h1:"$T/j1" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && grep -q '^{"tool":"rdcp","files":1,.*"bytes":1,.*"exit_code":0}$' "$T/err" && r=0
