@@ -323,7 +323,7 @@ static void draw(struct run *r, int force)
         rd_format_bytes((uint64_t)bps, rate, sizeof rate);
         strcat(rate, "/s");
     }
-    if (r->have_total && bps > 0 && r->tot_bytes > r->bytes + r->skipped) {
+    if (!force && r->have_total && bps > 0 && r->tot_bytes > r->bytes + r->skipped) {
         double left = (r->tot_bytes - r->bytes - r->skipped) / bps;
         snprintf(eta, sizeof eta, " ETA %d:%02d", (int)left / 60, (int)left % 60);
     }

@@ -63,7 +63,7 @@ struct snd {
     int dst_is_dir;
     int finished;
     /* counters */
-    uint64_t files, dirs, bytes, skipped, errors;
+    uint64_t files, dirs, bytes, skipped, errors, holes;
     double last_progress;
 };
 
@@ -168,8 +168,9 @@ static void progress(struct snd *s, int force)
     if (!force && now - s->last_progress < 0.5)
         return;
     s->last_progress = now;
+    /* holes count as done for the progress line (they are part of the total) */
     dprintf(STDERR_FILENO, RDC_TAG "progress %llu %llu %llu\n", (unsigned long long)s->files,
-            (unsigned long long)s->bytes, (unsigned long long)s->skipped);
+            (unsigned long long)(s->bytes + s->holes), (unsigned long long)s->skipped);
 }
 
 /* A regular file: its header, and make it current (data follows in fill()). */
@@ -423,6 +424,7 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
                         end = s->size;
                 }
                 rdc_hash_zeros(s->hs, data - s->pos);
+                s->holes += data - s->pos;
                 s->pos = data;
                 s->ext_end = end;
                 continue;
