@@ -52,6 +52,8 @@ struct rcv {
     struct dirmeta *dirs;
     size_t ndirs, capdirs;
     int ended;
+    char *skip;               /* a directory that could not be made: its subtree is dropped */
+    size_t skip_len;
     uint64_t files, ndir, bytes, skipped, errors;
 };
 
@@ -135,7 +137,8 @@ static void begin_file(struct rcv *r, const char *fs, const struct rdc_meta *m, 
     }
     if (start > 0 && tmplen) {
         char *t = strndup(tmpname, tmplen);
-        r->tmp = strchr(t, '/') ? NULL : rdc_join(dir, t);
+        int ours = !strchr(t, '/') && strncmp(t, RDC_TMP_PREFIX, strlen(RDC_TMP_PREFIX)) == 0;
+        r->tmp = ours ? rdc_join(dir, t) : NULL;
         free(t);
         if (r->tmp)
             r->fd = open(r->tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -275,6 +278,8 @@ static void start_root(struct rcv *r, uint32_t idx, uint8_t kind, uint8_t conten
 {
     char *b = strndup(base, bl);
     r->root = NULL;
+    free(r->skip);
+    r->skip = NULL;
     if (idx >= r->nroots) {
         size_t n = idx + 1;
         r->roots = realloc(r->roots, n * sizeof *r->roots);
@@ -324,6 +329,11 @@ static void remove_old(struct rcv *r, const char *fs)
     (void)r;
 }
 
+static int skipped_path(struct rcv *r, const char *rel, size_t n)
+{
+    return r->skip && n > r->skip_len && rel[r->skip_len] == '/' && memcmp(rel, r->skip, r->skip_len) == 0;
+}
+
 /* One record at p (n bytes available). Returns its length, 0 if incomplete, -1 if malformed. */
 static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
 {
@@ -351,14 +361,22 @@ static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
             break;
         if (bad_rel(path, pl) || r->in_file)
             return -1;
-        if (r->root) {
+        if (r->root && !skipped_path(r, path, pl)) {
             char *fs = path_of(r, r->root, path, pl);
             struct stat st;
-            if (mkdir(fs, r->preserve ? 0700 : 0777) && !(errno == EEXIST && stat(fs, &st) == 0 && S_ISDIR(st.st_mode)))
+            if (mkdir(fs, r->preserve ? 0700 : 0777) && !(errno == EEXIST && stat(fs, &st) == 0 && S_ISDIR(st.st_mode))) {
                 err_path(r, "cannot create directory", fs, errno);
-            else
+                if (!pl) {
+                    r->root = NULL;   /* nothing of this root can be made */
+                } else {
+                    free(r->skip);
+                    r->skip = strndup(path, pl);
+                    r->skip_len = pl;
+                }
+            } else {
                 add_dirmeta(r, fs, &m);
-            r->ndir++;
+                r->ndir++;
+            }
             free(fs);
         }
         return (ssize_t)rd.off;
@@ -372,7 +390,7 @@ static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
             break;
         if (bad_rel(path, pl) || r->in_file || start > size)
             return -1;
-        if (!r->root) {
+        if (!r->root || skipped_path(r, path, pl)) {
             if (!(flags & RDC_F_SKIP)) {
                 r->in_file = 1;
                 r->discard = 1;
@@ -424,7 +442,7 @@ static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
             break;
         if (bad_rel(path, pl) || r->in_file || memchr(t, '\0', tl))
             return -1;
-        if (r->root) {
+        if (r->root && !skipped_path(r, path, pl)) {
             char *fs = path_of(r, r->root, path, pl), *target = strndup(t, tl);
             remove_old(r, fs);
             if (symlink(target, fs)) {
@@ -448,7 +466,7 @@ static ssize_t record(struct rcv *r, const unsigned char *p, size_t n)
             break;
         if (bad_rel(path, pl) || bad_rel(t, tl) || r->in_file)
             return -1;
-        if (r->root) {
+        if (r->root && !skipped_path(r, path, pl)) {
             char *fs = path_of(r, r->root, path, pl);
             if (root >= r->nroots || !r->roots[root]) {
                 err_path(r, "cannot create hard link", fs, ENOENT);
@@ -656,6 +674,7 @@ static void rcv_free(struct rcv *r)
         free(r->roots[i]);
     free(r->roots);
     rdc_buf_free(&r->pend);
+    free(r->skip);
     free(r->final);
     free(r->tmp);
     if (r->hs)

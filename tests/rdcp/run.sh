@@ -159,6 +159,13 @@ rdcp_h0 files/f1 files/f0 h1:"$T/notadir" 2> "$T/err"; rc=$?
 r=1; [ $rc = 23 ] && grep -q "h1: destination '.*notadir' is not a directory" "$T/err" && [ "$(cat "$T/notadir")" = x ] && r=0
 check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
 
+name="a directory that cannot be made: one line, its subtree skipped, the rest copied, exit 23"
+mkdir -p "$T/d10" && echo in-the-way > "$T/d10/sub"
+rdcp_h0 -r h1:"$T/zoo/" h2:"$T/d10" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && [ "$(grep -c . "$T/err")" = 1 ] && grep -q "h2: cannot create directory '.*d10/sub': File exists" "$T/err" &&
+    [ "$(cat "$T/d10/sub")" = in-the-way ] && [ "$(cat "$T/d10/-n")" = two ] && no_temps "$T/d10" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
+
 name="missing source: clear line naming it, exit 23"
 rdcp_h0 h1:"$T/does-not-exist" "$T/d9" 2> "$T/err"; rc=$?
 r=1; [ $rc = 23 ] && grep -q "h1: cannot stat '.*does-not-exist': No such file" "$T/err" && r=0
