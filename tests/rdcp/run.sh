@@ -78,6 +78,7 @@ for i in $(seq 40); do d=$d/d$i; done
 mkdir -p "$d" && echo bottom > "$d/file"
 cp "$T/files/f$CH" "$Z/sub/chunk"
 chmod 0750 "$Z/sub"; chmod 0604 "$Z/-n"; chmod 0755 "$Z/a file with spaces"
+chown 1234:5678 "$Z/-n"; chown -h 4321:8765 "$Z/link"
 touch -d '2001-02-03 04:05:06.789' "$Z/-n" "$Z/sub/h1"
 touch -h -d '2002-01-01' "$Z/link"
 touch -d '2003-01-01' "$Z/empty" "$Z/sub"
@@ -95,12 +96,13 @@ rdcp_h0 files/f0 files/f1 files/f4095 files/f$((CH - 1)) files/f$CH files/f$((CH
 r=1; [ $rc = 0 ] && same_tree "$T/files" "$T/d2" > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
-name="remote -> local: -a the zoo (names, symlinks, dangling, hard links, empty dirs, depth 40)"
+name="remote -> local: -a the zoo (names, symlinks, dangling, hard links, empty dirs, depth 40, owners)"
 rdcp_h0 -a h1:"$T/zoo" "$T/zoo-copy" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/zoo-copy" t > "$T/why" &&
     [ "$(stat -c %i "$T/zoo-copy/sub/h1")" = "$(stat -c %i "$T/zoo-copy/h2")" ] &&
     [ "$(stat -c %i "$T/zoo-copy/sub/h1")" = "$(stat -c %i "$T/zoo-copy/sub/h3")" ] &&
-    [ -L "$T/zoo-copy/dangling" ] && [ "$(stat -c %h "$T/zoo-copy/sub/h1")" = 3 ] && r=0
+    [ -L "$T/zoo-copy/dangling" ] && [ "$(stat -c %h "$T/zoo-copy/sub/h1")" = 3 ] &&
+    [ "$(stat -c %u:%g "$T/zoo-copy/-n" "$T/zoo-copy/link")" = "$(printf '1234:5678\n4321:8765')" ] && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
 name="remote -> remote: h1 -> h2 directly, -r into an existing dir makes dst/NAME"
@@ -116,7 +118,7 @@ r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && diff -r "$T/zoo/sub" "$T/d4" >/dev/null && 
 check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
 
 MANY=${RDCP_MANY:-2000}
-name="$MANY small files (1 B - 64 KiB) in 20 dirs, remote -> remote"
+name="$MANY small files (1 B - 64 KiB) in $((MANY / 100)) dirs, remote -> remote"
 mkdir -p "$T/many"
 (cd "$T/many" && for i in $(seq 0 $((MANY - 1))); do
     [ $((i % 100)) = 0 ] && mkdir -p "d$((i / 100))"
@@ -174,8 +176,9 @@ check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
 name="permission denied (unprivileged user, local -> local): the path, the others copied, exit 23"
 PD=$(mktemp -d /tmp/rdcp-perm.XXXXXX); chmod 755 "$PD"
 mkdir "$PD/src" && echo a > "$PD/src/ok" && echo b > "$PD/src/secret" && chmod 600 "$PD/src/secret"
+mkdir "$PD/bin" && cp "$BIN/rdcp" "$BIN/rdpipe" "$BIN/rdsend" "$BIN/rdrecv" "$PD/bin/"   # $BIN may be private
 chown -R nobody "$PD" && chown root "$PD/src/secret"
-(cd "$PD" && timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups env PATH="$BIN:$PATH" rdcp --no-progress -r src dst) 2> "$T/err"; rc=$?
+(cd "$PD" && timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups env PATH="$PD/bin:$PATH" rdcp --no-progress -r src dst) 2> "$T/err"; rc=$?
 r=1; [ $rc = 23 ] && grep -q "cannot open '.*secret': Permission denied" "$T/err" && [ "$(cat "$PD/dst/ok")" = a ] && [ ! -e "$PD/dst/secret" ] && no_temps "$PD/dst" && r=0
 check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
 rm -rf "$PD"
@@ -248,6 +251,20 @@ name="--resume of a complete tree skips everything and copies 0 bytes"
 rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && grep -q " 0 bytes (0 B) copied" "$T/err" && same_tree "$R" "$T/rdst" t > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="IPv6 literals: local -> root@[fd99::12]:path and [fd99::12]:path -> local"
+ip -n "${P}h0" addr add fd99::10/64 dev eth0 nodad && ip -n "${P}h2" addr add fd99::12/64 dev eth0 nodad
+sed "s/^ListenAddress .*/ListenAddress fd99::12/; s|^PidFile .*|PidFile $T/sshd6.pid|" "$T/sshd-h2.conf" > "$T/sshd6.conf"
+ip netns exec "${P}h2" "$SSHD" -f "$T/sshd6.conf" -E "$T/sshd6.log"
+echo "fd99::* $(cut -d' ' -f1,2 "$T/hostkey.pub")" >> "$T/known_hosts"
+printf 'Host fd99::*\n  IdentityFile %s/id\n  IdentitiesOnly yes\n  UserKnownHostsFile %s/known_hosts\n  GlobalKnownHostsFile /dev/null\n  BatchMode yes\n  LogLevel ERROR\n' "$T" "$T" >> "$CFG"
+for _ in $(seq 50); do [ -s "$T/sshd6.pid" ] && break; sleep 0.1; done
+rdcp_h0 -v files/f4095 "root@[fd99::12]:$T/v6.out" 2> "$T/err"; rc1=$?
+rdcp_h0 "root@[fd99::12]:$T/files/f$CH" "$T/v6.back" 2>> "$T/err"; rc2=$?
+kill "$(cat "$T/sshd6.pid")" 2>/dev/null
+r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$T/files/f4095" "$T/v6.out" && cmp -s "$T/files/f$CH" "$T/v6.back" &&
+    grep -q "at fd99::12 port" "$T/err" && r=0
+check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
 
 echo "$PASS passed, $FAILN failed"
 [ $FAILN = 0 ]
