@@ -29,6 +29,11 @@
 #define RD_V_CONNECT_MS 5000       /* default connect timeout (rd_addr.timeout_ms = -1) */
 #define RD_V_ACK_TIMEOUT 16        /* 4.096us << 16 = 268 ms per try, x retry_count 6 */
 #define RD_V_RETRY 6               /* 7 means retry forever on rxe */
+/* Spin this long before sleeping on the completion channel (RDPIPE_BUSY_POLL_US overrides).
+ * On rxe (TCG VM, 256 MiB, 1M chunks) 0/20/100 us measured 13-17/17/16 MB/s: within noise,
+ * since the "NIC" is kernel code on the same CPUs; on a real HCA a short spin saves the
+ * wakeup when a completion is microseconds away, and 20 us costs little. */
+#define RD_V_BUSY_US 20
 
 /* imm_data layout (host order): bit 31 credit-only, bits 16..30 big credits, 0..15 small */
 #define RD_V_IMM_INTERNAL 0x80000000u

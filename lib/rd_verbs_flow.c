@@ -57,7 +57,7 @@ int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small)
     c->rd_cap = c->rq_cap;
     c->ready = calloc(c->rd_cap, sizeof *c->ready);
     const char *bp = getenv("RDPIPE_BUSY_POLL_US");
-    c->busy_us = bp ? atoi(bp) : 0;
+    c->busy_us = bp ? atoi(bp) : RD_V_BUSY_US;
     if (!c->ready)
         return rd_fail(RD_EIO, "out of memory");
     return RD_OK;

@@ -21,7 +21,7 @@ next_port() { PORT=$((PORT + 1)); }
 sha() { sha256sum < "$1" | cut -d' ' -f1; }
 # wait_exit PID SECS -> exit status, or 255 (and SIGKILL) when still running after SECS
 wait_exit() {
-    local pid=$1 end; end=$(awk -v t="$(now)" -v s="$2" 'BEGIN{print t + s}')
+    local pid=$1 end; end=$(awk -v t="$(now)" -v s="$2" 'BEGIN{printf "%.3f", t + s}')
     while kill -0 "$pid" 2>/dev/null; do
         awk -v t="$(now)" -v e="$end" 'BEGIN{exit !(t > e)}' && { kill -9 "$pid"; wait "$pid"; return 255; }
         sleep 0.05
@@ -73,6 +73,23 @@ xfer "size $((K + 1)), 64K chunks, pipes" $((K + 1)) pipe --chunk-size 64K
 xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
 xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
 xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
+
+# IPv6, receiver listening on any address ([::], dual stack): loopback through rxe_a
+if ip -6 addr add fd00:7::1/64 dev va nodad 2>/dev/null; then
+    sleep 1; next_port; head -c 1000000 "$T/big" > "$T/in"
+    "$RECV" --transport rdma $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    "$SEND" -v --transport rdma --timeout 20 fd00:7::1 $PORT key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 20; rrc=$?
+    if [ $src = 0 ] && [ $rrc = 0 ] && cmp -s "$T/in" "$T/out"; then pass "IPv6 (fd00:7::1), receiver on [::]"
+    else fail "IPv6" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+    # and IPv4 to the same any-address listener
+    next_port
+    "$RECV" --transport rdma $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    "$SEND" "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 20; rrc=$?
+    if [ $src = 0 ] && [ $rrc = 0 ] && cmp -s "$T/in" "$T/out"; then pass "IPv4 to a receiver on [::]"
+    else fail "IPv4 to [::]" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+fi
 
 # -v names the RDMA device and port
 next_port; head -c 1000 "$T/big" > "$T/in"
@@ -137,6 +154,16 @@ for ((i = 1; i <= 3; i++)); do
 done
 if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 5)}'; then pass "receiver SIGKILLed: rdsend exits non-zero (slowest ${worst}s)"
 else fail "receiver SIGKILLed" "slowest ${worst}s $bad"; fi
+
+# locked-memory limit too low for the ring: rdsend exits 5 and names the ulimit -l it needs
+# (root's CAP_IPC_LOCK would bypass the limit, so it is dropped)
+next_port; head -c 300000 "$T/big" > "$T/in"
+"$RECV" "${RS[@]}" --timeout 30 $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+(ulimit -l 2048 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
+    "$SEND" "${SS[@]}" --chunk-size 4M $S $PORT key "$T/in") 2> "$T/serr"; src=$?
+kill -9 $rp 2>/dev/null; wait $rp 2>/dev/null
+if [ $src = 5 ] && grep -q "ulimit -l" "$T/serr"; then pass "memlock limit too low: rdsend exits 5: $(tail -1 "$T/serr")"
+else fail "memlock limit too low" "exit $src: $(cat "$T/serr")"; fi
 
 # nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
 next_port; t0=$(now)
