@@ -53,7 +53,9 @@ rdp_setup_or_skip
 # ---------------------------------------------------------------------------------------
 CH=$((4 << 20))
 mkdir -p "$T/files"
-for n in 0 1 4095 $((CH - 1)) $CH $((CH + 1)); do head -c $n /dev/urandom > "$T/files/f$n"; done
+for n in 0 1 4095 $((CH - 1)) $CH $((CH + 1)) $((1 << 20)) $(((1 << 20) - 1)) $(((1 << 20) + 1)); do
+    head -c $n /dev/urandom > "$T/files/f$n"   # the engine's chunk: 4 MiB (RDMA), 1 MiB (TCP)
+done
 head -c $((48 << 20)) /dev/urandom > "$T/big.img"
 
 # the zoo: odd names, links, empty dirs, deep nesting
@@ -90,9 +92,9 @@ rdcp_h0 -v big.img h1:"$T/d1/big.img" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && cmp -s "$T/big.img" "$T/d1/big.img" && grep -q 'copied' "$T/err" && no_temps "$T/d1" && r=0
 check "$name" $r "rc=$rc $(tail -2 "$T/err" | tr '\n' ' ')"
 
-name="local -> remote: sizes 0 1 4095 chunk-1 chunk chunk+1, several sources into a directory"
+name="local -> remote: sizes 0 1 4095 and 1 MiB / 4 MiB chunks -1 +0 +1, several sources into a directory"
 mkdir -p "$T/d2"
-rdcp_h0 files/f0 files/f1 files/f4095 files/f$((CH - 1)) files/f$CH files/f$((CH + 1)) h1:"$T/d2" 2> "$T/err"; rc=$?
+rdcp_h0 "$T"/files/* h1:"$T/d2" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/files" "$T/d2" > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
