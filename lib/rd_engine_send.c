@@ -41,6 +41,35 @@ static void *reader_main(void *arg)
         struct rd_buf *b;
         if (c->tp->ops->get_send_buf(c->tp, &b))
             break;
+        b->ref = NULL;
+        if (c->tp->ops->send_ref && (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len))) {
+            /* page-cached file over TCP: checksum the pages in place, the kernel copies them
+             * straight from the page cache into the socket */
+            uint64_t sum;
+            if (rd_checksum_mapped(c->src, b->ref, b->ref_len, &sum)) {
+                rd_source_unmap(b->ref, b->ref_len);
+                b->ref = NULL;
+                struct rd_reason r = { .code = RD_ESTREAM };
+                snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
+                size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
+                b->len = rd_frame_seal(b->data, RD_ABORT, 0, (uint32_t)len, 0);
+                rd_queue_push(&c->ready, b);
+                break;
+            }
+            uint32_t n = (uint32_t)b->ref_len;
+            rd_frame_seal_sum(b->data, RD_DATA, 0, n, seq, sum);
+            b->len = RD_FRAME_HDR + n;
+            rd_stream_hash_add(&hash, seq, n, sum);
+            seq++;
+            total += n;
+            if (rd_queue_push(&c->ready, b)) {
+                rd_source_unmap(b->ref, b->ref_len);
+                break;
+            }
+            atomic_fetch_add(&c->cnt->bytes, n);
+            atomic_fetch_add(&c->cnt->frames, 1);
+            continue;
+        }
         ssize_t n = read_chunk(c, b);
         if (n < 0) {
             struct rd_reason r = { .code = RD_ESTREAM };
@@ -122,7 +151,14 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
             break;
         }
         uint8_t type = b->data[5];
-        rc = tp->ops->send(tp, b);
+        if (b->ref) {
+            const uint8_t *ref = b->ref;
+            size_t ref_len = b->ref_len;
+            rc = tp->ops->send_ref(tp, b);
+            rd_source_unmap(ref, ref_len);
+        } else {
+            rc = tp->ops->send(tp, b);
+        }
         if (rc)
             break;
         if (type == RD_ABORT) {

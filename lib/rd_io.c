@@ -1,10 +1,14 @@
 #include "rd_io.h"
 
 #include "rd_error.h"
+#include "rd_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
@@ -114,6 +118,65 @@ void rd_sink_custom(struct rd_sink *s, const char *name,
     s->finish_fn = finish_fn;
     s->ctx = ctx;
     snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len)
+{
+    struct stat st;
+    if (!s->is_regular || s->read_fn || s->is_direct || s->offset % 4096 != 0)
+        return NULL;
+    if (s->offset >= s->size && fstat(s->fd, &st) == 0)
+        s->size = (uint64_t)st.st_size;   /* the file may have grown */
+    if (s->offset >= s->size)
+        return NULL;   /* let read() say where the end is */
+    size_t n = s->size - s->offset < cap ? (size_t)(s->size - s->offset) : cap;
+    if (!range_cached(s->fd, s->offset, n))
+        return NULL;   /* cold: O_DIRECT into the buffer is cheaper than faulting pages in */
+    void *m = mmap(NULL, n, PROT_READ, MAP_SHARED | MAP_POPULATE, s->fd, (off_t)s->offset);
+    if (m == MAP_FAILED)
+        return NULL;
+    s->offset += n;
+    s->cached_bytes += n;
+    *len = n;
+    return m;
+}
+
+void rd_source_unmap(const uint8_t *p, size_t len)
+{
+    munmap((void *)p, len);
+}
+
+static __thread sigjmp_buf *bus_jump;   /* set while this thread hashes mapped pages */
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    if (bus_jump)
+        siglongjmp(*bus_jump, 1);
+    signal(sig, SIG_DFL);   /* not ours: die of it as we would have */
+    raise(sig);
+}
+
+static void install_sigbus(void)
+{
+    struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, uint64_t *sum)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_sigbus);
+    sigjmp_buf env;
+    if (sigsetjmp(env, 1)) {
+        bus_jump = NULL;
+        rd_fail(RD_EIO, "%s shrank while it was being sent", s->name);
+        return -1;
+    }
+    bus_jump = &env;
+    *sum = rd_checksum(p, n);
+    bus_jump = NULL;
+    return 0;
 }
 
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)

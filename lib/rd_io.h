@@ -44,6 +44,14 @@ int rd_source_open(struct rd_source *s, const char *path, int direct);
  * flow promptly. Returns bytes read (0 = end of input) or -1 with rd_fail() recorded. */
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap);
 void rd_source_close(struct rd_source *s);
+/* Zero-copy read for transports with send_ref: map the next chunk of a regular file when
+ * it is entirely in the page cache; NULL means "use rd_source_read instead". The mapping
+ * lives until rd_source_unmap. */
+const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len);
+void rd_source_unmap(const uint8_t *p, size_t len);
+/* XXH3 of mapped file pages; -1 (rd_fail recorded) if the file shrank under the mapping
+ * (SIGBUS), instead of dying of it. */
+int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, uint64_t *sum);
 void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 

@@ -7,6 +7,7 @@
  * error within seconds even when no data is moving.
  */
 #include "rd_error.h"
+#include "rd_proto.h"
 #include "rd_pool.h"
 #include "rd_transport.h"
 
@@ -301,19 +302,17 @@ static int io_error(struct rd_transport *tp, int err, const char *what)
     return rd_fail(RD_ESTREAM, "connection to %s lost %s: %s", tp->peer, what, strerror(err));
 }
 
-static int tcp_send(struct rd_transport *tp, struct rd_buf *b)
+static int send_iov(struct rd_transport *tp, struct rd_buf *b, struct iovec *iov, int iovcnt)
 {
     struct tcp_conn *c = tp->priv;
-    uint8_t prefix[4] = { (uint8_t)b->len, (uint8_t)(b->len >> 8), (uint8_t)(b->len >> 16),
-                          (uint8_t)(b->len >> 24) };
-    struct iovec iov[2] = { { prefix, 4 }, { b->data, b->len } };
-    int iovcnt = 2, idx = 0, rc = RD_OK;
+    int idx = 0, rc = RD_OK;
     while (idx < iovcnt) {
         ssize_t n = writev(c->fd, iov + idx, iovcnt - idx);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            rc = io_error(tp, errno, "while sending");
+            rc = errno == EFAULT ? rd_fail(RD_EIO, "the input file shrank while it was being sent")
+                                 : io_error(tp, errno, "while sending");
             break;
         }
         while (idx < iovcnt && (size_t)n >= iov[idx].iov_len) {
@@ -327,6 +326,28 @@ static int tcp_send(struct rd_transport *tp, struct rd_buf *b)
     }
     rd_pool_put(&c->send_pool, b);
     return rc;
+}
+
+static void put_prefix(uint8_t prefix[4], size_t len)
+{
+    for (int i = 0; i < 4; i++)
+        prefix[i] = (uint8_t)(len >> (8 * i));
+}
+
+static int tcp_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    uint8_t prefix[4];
+    put_prefix(prefix, b->len);
+    struct iovec iov[2] = { { prefix, 4 }, { b->data, b->len } };
+    return send_iov(tp, b, iov, 2);
+}
+
+static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    uint8_t prefix[4];
+    put_prefix(prefix, RD_FRAME_HDR + b->ref_len);
+    struct iovec iov[3] = { { prefix, 4 }, { b->data, RD_FRAME_HDR }, { (void *)b->ref, b->ref_len } };
+    return send_iov(tp, b, iov, 3);
 }
 
 /* Read exactly n bytes; with timeout_ms >= 0 the whole read must finish by then. */
@@ -440,6 +461,7 @@ const struct rd_transport_ops rd_tcp_ops = {
     .setup_ring = tcp_setup_ring,
     .get_send_buf = tcp_get_send_buf,
     .send = tcp_send,
+    .send_ref = tcp_send_ref,
     .recv = tcp_recv,
     .release = tcp_release,
     .drain = tcp_drain,

@@ -43,6 +43,9 @@ struct rd_buf {
     size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
     unsigned slot;   /* index inside the transport's pool (transport private meaning) */
     void *owner;     /* transport private */
+    /* send_ref only: the payload lives here (a mapping of the input file), not in data */
+    const uint8_t *ref;
+    size_t ref_len;
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -73,6 +76,10 @@ struct rd_transport_ops {
     int (*setup_ring)(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth);
     int (*get_send_buf)(struct rd_transport *tp, struct rd_buf **out);
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
+    /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
+     * followed by b->ref_len bytes at b->ref, which stay valid only until the call returns.
+     * Lets the TCP sender hand page-cached file pages to the kernel without copying them. */
+    int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */
     int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
