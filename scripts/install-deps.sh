@@ -6,7 +6,7 @@ set -euo pipefail
 build=(build-essential clang pkg-config libssl-dev libzstd-dev libxxhash-dev librdmacm-dev libibverbs-dev)
 test=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 qemu-system-x86 busybox-static
       kmod cpio iperf3 netcat-openbsd socat mbuffer openssh-server openssh-client openssl procps psmisc
-      coreutils util-linux)
+      coreutils util-linux rsync)
 want=("${build[@]}")
 [ "${1:-}" = --build ] || want+=("${test[@]}")
 missing=()
