@@ -29,6 +29,34 @@ static ssize_t read_chunk(struct send_ctx *c, struct rd_buf *b)
     return n;
 }
 
+/* Seal b as the ABORT that tells the receiver why our input failed. */
+static void seal_abort(struct rd_buf *b)
+{
+    struct rd_reason r = { .code = RD_ESTREAM };
+    snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
+    size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
+    b->len = rd_frame_seal(b->data, RD_ABORT, 0, (uint32_t)len, 0);
+}
+
+/* The next chunk, with its checksum: a page-cached file over a transport that can send from
+ * a mapping is checksummed in place and never copied by us (b->ref); anything else is read
+ * into b. Returns its length, 0 at the end of the input, -1 on error. */
+static ssize_t next_chunk(struct send_ctx *c, struct rd_buf *b, uint64_t *sum)
+{
+    b->ref = NULL;
+    if (c->tp->ops->send_ref && (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len))) {
+        if (rd_checksum_mapped(c->src, b->ref, b->ref_len, sum) == 0)
+            return (ssize_t)b->ref_len;
+        rd_source_unmap(b->ref, b->ref_len);
+        b->ref = NULL;
+        return -1;
+    }
+    ssize_t n = read_chunk(c, b);
+    if (n > 0)
+        *sum = rd_checksum(b->data + RD_FRAME_HDR, (size_t)n);
+    return n;
+}
+
 static void *reader_main(void *arg)
 {
     struct send_ctx *c = arg;
@@ -39,43 +67,12 @@ static void *reader_main(void *arg)
     rd_stream_hash_init(&hash);
     for (;;) {
         struct rd_buf *b;
+        uint64_t sum = 0;
         if (c->tp->ops->get_send_buf(c->tp, &b))
             break;
-        b->ref = NULL;
-        if (c->tp->ops->send_ref && (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len))) {
-            /* page-cached file over TCP: checksum the pages in place, the kernel copies them
-             * straight from the page cache into the socket */
-            uint64_t sum;
-            if (rd_checksum_mapped(c->src, b->ref, b->ref_len, &sum)) {
-                rd_source_unmap(b->ref, b->ref_len);
-                b->ref = NULL;
-                struct rd_reason r = { .code = RD_ESTREAM };
-                snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
-                size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
-                b->len = rd_frame_seal(b->data, RD_ABORT, 0, (uint32_t)len, 0);
-                rd_queue_push(&c->ready, b);
-                break;
-            }
-            uint32_t n = (uint32_t)b->ref_len;
-            rd_frame_seal_sum(b->data, RD_DATA, 0, n, seq, sum);
-            b->len = RD_FRAME_HDR + n;
-            rd_stream_hash_add(&hash, seq, n, sum);
-            seq++;
-            total += n;
-            if (rd_queue_push(&c->ready, b)) {
-                rd_source_unmap(b->ref, b->ref_len);
-                break;
-            }
-            atomic_fetch_add(&c->cnt->bytes, n);
-            atomic_fetch_add(&c->cnt->frames, 1);
-            continue;
-        }
-        ssize_t n = read_chunk(c, b);
+        ssize_t n = next_chunk(c, b, &sum);
         if (n < 0) {
-            struct rd_reason r = { .code = RD_ESTREAM };
-            snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
-            size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
-            b->len = rd_frame_seal(b->data, RD_ABORT, 0, (uint32_t)len, 0);
+            seal_abort(b);
             rd_queue_push(&c->ready, b);
             break;
         }
@@ -86,13 +83,15 @@ static void *reader_main(void *arg)
             rd_queue_push(&c->ready, b);
             break;
         }
-        uint64_t sum = rd_checksum(b->data + RD_FRAME_HDR, (size_t)n);
         b->len = rd_frame_seal_sum(b->data, RD_DATA, 0, (uint32_t)n, seq, sum);
         rd_stream_hash_add(&hash, seq, (uint32_t)n, sum);
         seq++;
         total += (uint64_t)n;
-        if (rd_queue_push(&c->ready, b))
+        if (rd_queue_push(&c->ready, b)) {
+            if (b->ref)
+                rd_source_unmap(b->ref, b->ref_len);
             break;
+        }
         atomic_fetch_add(&c->cnt->bytes, (uint64_t)n);
         atomic_fetch_add(&c->cnt->frames, 1);
     }

@@ -17,6 +17,15 @@ static struct rd_addr make_addr(const struct rd_opts *o, int timeout_ms)
     return a;
 }
 
+/* A transport whose connect or listen failed: close what it set up, or just free it. */
+static void discard(struct rd_transport *tp)
+{
+    if (tp->priv)
+        tp->ops->close(tp);
+    else
+        free(tp);
+}
+
 static int try_connect(const struct rd_transport_ops *ops, const struct rd_addr *a, struct rd_transport **out)
 {
     struct rd_transport *tp = rd_transport_new(ops);
@@ -24,10 +33,7 @@ static int try_connect(const struct rd_transport_ops *ops, const struct rd_addr 
         return rd_fail(RD_EIO, "out of memory");
     int rc = ops->connect(tp, a);
     if (rc) {
-        if (tp->priv)
-            ops->close(tp);
-        else
-            free(tp);
+        discard(tp);
         return rc;
     }
     *out = tp;
@@ -65,10 +71,7 @@ static int add_listener(struct rd_listener *l, const struct rd_transport_ops *op
         return rd_fail(RD_EIO, "out of memory");
     int rc = ops->listen(tp, a);
     if (rc) {
-        if (tp->priv)
-            ops->close(tp);
-        else
-            free(tp);
+        discard(tp);
         return rc;
     }
     l->lis[l->count++] = tp;
