@@ -99,6 +99,22 @@ if [ $src = 0 ] && [ $rrc = 0 ] && grep -q "rdma rxe_b port 1" "$T/serr" && grep
     pass "-v shows the RDMA device on both sides"
 else fail "-v shows the RDMA device" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
 
+# --transport auto on both ends (the default) picks RDMA where both have it; a receiver
+# forced to TCP makes the auto sender fall back to TCP
+next_port; head -c 300000 "$T/big" > "$T/in"
+"$RECV" -v --bind "$S" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+"$SEND" -v --bind "$C" --timeout 20 $S $PORT key "$T/in" 2> "$T/serr"; src=$?; wait_exit $rp 20; rrc=$?
+if [ $src = 0 ] && [ $rrc = 0 ] && cmp -s "$T/in" "$T/out" && grep -q "over rdma rxe_b" "$T/serr"; then
+    pass "auto on both ends uses RDMA"
+else fail "auto uses RDMA" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '
+' '|')"; fi
+next_port
+"$RECV" -v --transport tcp --bind "$S" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+"$SEND" -v --bind "$C" --timeout 20 $S $PORT key "$T/in" 2> "$T/serr"; src=$?; wait_exit $rp 20; rrc=$?
+if [ $src = 0 ] && [ $rrc = 0 ] && cmp -s "$T/in" "$T/out" && grep -q "using TCP" "$T/serr" && grep -q "over tcp" "$T/serr"; then
+    pass "auto sender falls back to TCP when the receiver listens on TCP only"
+else fail "auto falls back to TCP" "$src/$rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+
 # wrong key: rdsend 3 "authentication failed"; rdrecv keeps listening and takes the right one
 next_port; head -c 300000 "$T/big" > "$T/in"
 "$RECV" "${RS[@]}" --timeout 60 $PORT rightkey "$T/out" 2> "$T/rerr" & rp=$!
