@@ -9,22 +9,21 @@
 
 #include "rd_cli.h"
 #include "rd_report.h"
+#include "rdp_hop.h"
 #include "rdp_line.h"
+#include "rdp_link.h"
+#include "rdp_opts.h"
 #include "rdp_proc.h"
+#include "rdp_warn.h"
+#include "rdp_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LOGIN_TIMEOUT_S 60.0
@@ -69,16 +68,13 @@ static const char usage_text[] =
 struct end {
     char *dest;        /* ssh destination, NULL = local */
     char *host;        /* for messages */
-    pid_t pid;
-    int wfd, rfd, is_sock;
-    struct rdp_chan ch;
-    char srv[64], cli[64];
-    int hello, port, ready, done, eof, reaped, status;
+    struct rdp_link l; /* the control link to its agent */
 };
 
 struct run {
     struct end e[2];   /* 0 = source, 1 = destination */
-    const char *ssh_cmd, *transport, *remote_path, *hostname;
+    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdp_watch w; /* the links of e[0] and e[1] */
     int verbose, progress, json, recursive, preserve, follow, resume;
     char **srcs;
     int nsrc;
@@ -99,16 +95,7 @@ struct run {
     int drawn;
 };
 
-static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warnx(const char *fmt, ...)
-{
-    va_list ap;
-    char buf[4096];
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rdcp: %s\n", buf);
-}
+#define warnx(...) rdp_warnx("rdcp", __VA_ARGS__)
 
 static void clear_progress(struct run *r)
 {
@@ -171,113 +158,18 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
     return 0;
 }
 
-static int split_words(const char *s, char **out, int max)
-{
-    int n = 0;
-    while (*s && n < max - 1) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (!*s)
-            break;
-        char *w = malloc(strlen(s) + 1), *o = w;
-        while (*s && *s != ' ' && *s != '\t') {
-            if (*s == '\'' || *s == '"') {
-                char q = *s++;
-                while (*s && *s != q)
-                    *o++ = *s++;
-                if (*s)
-                    s++;
-            } else if (*s == '\\' && s[1]) {
-                *o++ = s[1];
-                s += 2;
-            } else {
-                *o++ = *s++;
-            }
-        }
-        *o = '\0';
-        out[n++] = w;
-    }
-    out[n] = NULL;
-    return n;
-}
-
-static char *shell_quote(const char *s)
-{
-    size_t n = 3;
-    for (const char *p = s; *p; p++)
-        n += *p == '\'' ? 4 : 1;
-    char *q = malloc(n), *o = q;
-    *o++ = '\'';
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'') {
-            memcpy(o, "'\\''", 4);
-            o += 4;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o++ = '\'';
-    *o = '\0';
-    return q;
-}
-
 static int spawn_end(struct run *r, struct end *x)
 {
-    if (x->dest) {
-        int to[2], from[2];
-        if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
-            return -1;
-        char *v[72];
-        int n = split_words(r->ssh_cmd, v, 68);
-        v[n++] = strdup(x->dest);
-        char *q = shell_quote(r->remote_path ? r->remote_path : "rdpipe");
-        size_t len = strlen(q) + 32;
-        char *cmd = malloc(len);
-        snprintf(cmd, len, "exec %s --agent", r->remote_path ? q : "rdpipe");
-        free(q);
-        v[n++] = cmd;
-        v[n] = NULL;
-        x->pid = rdp_spawn(v, NULL, to[0], from[1], STDERR_FILENO, -1, -1);
-        for (int i = 0; i < n; i++)
-            free(v[i]);
-        close(to[0]);
-        close(from[1]);
-        x->wfd = to[1];
-        x->rfd = from[0];
-    } else {
-        int sp[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
-            return -1;
-        char *tool = rdp_sibling_tool("rdpipe");
-        char *v[] = { tool, "--agent", "--control-fd", "3", NULL };
-        x->pid = rdp_spawn(v, NULL, -1, -1, STDERR_FILENO, sp[1], -1);
-        free(tool);
-        close(sp[1]);
-        x->wfd = x->rfd = sp[0];
-        x->is_sock = 1;
-    }
-    if (x->pid < 0)
-        return -1;
-    rdp_set_nonblock(x->rfd);
-    rdp_chan_init(&x->ch, x->rfd, x->wfd);
-    return 0;
-}
-
-static void close_ctl(struct end *x)
-{
-    if (x->wfd < 0)
-        return;
-    if (x->is_sock)
-        shutdown(x->wfd, SHUT_WR);
-    else
-        close(x->wfd);
-    x->wfd = -1;
+    char *tool = x->dest ? NULL : rdp_sibling_tool("rdpipe");
+    int rc = rdp_link_spawn(&x->l, &r->o.reach, x->dest, tool, -1, -1);
+    free(tool);
+    return rc;
 }
 
 static void say(struct end *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct end *x, const char *fmt, ...)
 {
-    if (x->wfd < 0)
+    if (x->l.wfd < 0)
         return;
     char *buf = NULL;
     va_list ap;
@@ -287,13 +179,13 @@ static void say(struct end *x, const char *fmt, ...)
     if (n < 0)
         return;
     /* a blocking write: the control channel is ours, lines are short or few */
-    int fl = fcntl(x->wfd, F_GETFL);
-    if (x->is_sock)
-        fcntl(x->wfd, F_SETFL, fl & ~O_NONBLOCK);
-    if (rdp_send(x->wfd, "%s", buf) < 0)
-        close_ctl(x);
-    else if (x->is_sock)
-        fcntl(x->wfd, F_SETFL, fl);
+    int fl = fcntl(x->l.wfd, F_GETFL);
+    if (x->l.is_sock)
+        fcntl(x->l.wfd, F_SETFL, fl & ~O_NONBLOCK);
+    if (rdp_send(x->l.wfd, "%s", buf) < 0)
+        rdp_link_close(&x->l);
+    else if (x->l.is_sock)
+        fcntl(x->l.wfd, F_SETFL, fl);
     free(buf);
 }
 
@@ -334,22 +226,13 @@ static void draw(struct run *r, int force)
     r->drawn = 1;
 }
 
-static void handle_line(struct run *r, int i, char *line)
+/* What an agent says beyond the setup replies: the resume manifest, logs (progress and
+ * statistics among them), exits. */
+static void handle_line(void *ctx, int i, char **w, int n)
 {
+    struct run *r = ctx;
     struct end *x = &r->e[i];
-    char *w[8];
-    int n = rdp_split(line, w, 8);
-    if (n == 0)
-        return;
-    if (strcmp(w[0], "hello") == 0 && n >= 3) {
-        snprintf(x->srv, sizeof x->srv, "%s", w[1]);
-        snprintf(x->cli, sizeof x->cli, "%s", w[2]);
-        x->hello = 1;
-    } else if (strcmp(w[0], "port") == 0 && n == 2) {
-        x->port = atoi(w[1]);
-    } else if (strcmp(w[0], "ready") == 0) {
-        x->ready = 1;
-    } else if (strcmp(w[0], "manifest") == 0 && n == 2) {
+    if (strcmp(w[0], "manifest") == 0 && n == 2) {
         if (r->nman == r->capman) {
             r->capman = r->capman ? r->capman * 2 : 256;
             r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
@@ -407,117 +290,23 @@ static void handle_line(struct run *r, int i, char *line)
             }
         }
         free(m);
-    } else if (strcmp(w[0], "done") == 0) {
-        x->done = 1;
     }
 }
 
-static void reap(struct run *r)
+static void lost(void *ctx, int i)
 {
-    for (int i = 0; i < 2; i++) {
-        struct end *x = &r->e[i];
-        int st;
-        if (x->pid > 0 && !x->reaped && waitpid(x->pid, &st, WNOHANG) == x->pid) {
-            x->reaped = 1;
-            x->status = rdp_status_code(st);
-        }
-    }
-}
-
-static void pump(struct run *r, int timeout_ms)
-{
-    struct pollfd pfd[3];
-    int idx[3], np = 0;
-    pfd[np] = (struct pollfd){ .fd = rdp_sig_fd(), .events = POLLIN };
-    idx[np++] = -1;
-    for (int i = 0; i < 2; i++)
-        if (!r->e[i].eof && r->e[i].rfd >= 0) {
-            pfd[np] = (struct pollfd){ .fd = r->e[i].rfd, .events = POLLIN };
-            idx[np++] = i;
-        }
-    int pr = poll(pfd, (nfds_t)np, timeout_ms);
-    if (pr < 0 && errno != EINTR)
-        return;
-    unsigned sig = rdp_sig_drain();
-    for (int s = 1; s < 32; s++)
-        if ((sig & (1u << s)) && (s == SIGINT || s == SIGTERM || s == SIGHUP) && !r->interrupted)
-            r->interrupted = s;
-    reap(r);
-    for (int k = 1; k < np; k++) {
-        if (!pfd[k].revents)
-            continue;
-        int i = idx[k];
-        struct end *x = &r->e[i];
-        while (rdp_chan_fill(&x->ch) > 0)
-            ;
-        char *line;
-        while (rdp_chan_line(&x->ch, &line)) {
-            handle_line(r, i, line);
-            free(line);
-        }
-        if (x->ch.eof) {
-            x->eof = 1;
-            if (!x->done && !r->interrupted) {
-                for (int t = 0; t < 50 && !x->reaped; t++) {
-                    struct timespec ts = { 0, 10 * 1000000L };
-                    nanosleep(&ts, NULL);
-                    reap(r);
-                }
-                char msg[512];
-                snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
-                         x->reaped && x->status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
-                fail(r, 8, LOST_CODE, msg);
-            }
-        }
-    }
-}
-
-static void random_key(char out[65])
-{
-    unsigned char b[32];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        for (size_t i = 0; i < sizeof b; i++)
-            b[i] = (unsigned char)(ts.tv_nsec >> (i % 4 * 8)) ^ (unsigned char)getpid();
-    }
-    char *h = rdp_hex(b, sizeof b);
-    snprintf(out, 65, "%s", h);
-    free(h);
+    struct run *r = ctx;
+    struct end *x = &r->e[i];
+    rdp_watch_settle(&r->w, i, 500);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
+             x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
+    fail(r, 8, LOST_CODE, msg);
 }
 
 static void shut_down(struct run *r)
 {
-    for (int i = 0; i < 2; i++)
-        close_ctl(&r->e[i]);
-    double t0 = rd_now();
-    int stage = 0;
-    for (;;) {
-        reap(r);
-        int left = 0;
-        for (int i = 0; i < 2; i++)
-            if (r->e[i].pid > 0 && !r->e[i].reaped)
-                left++;
-        if (!left)
-            break;
-        double dt = rd_now() - t0;
-        if (stage == 0 && dt > 5) {
-            for (int i = 0; i < 2; i++)
-                if (r->e[i].pid > 0 && !r->e[i].reaped)
-                    kill(r->e[i].pid, SIGTERM);
-            stage = 1;
-        } else if (stage == 1 && dt > 7) {
-            for (int i = 0; i < 2; i++)
-                if (r->e[i].pid > 0 && !r->e[i].reaped)
-                    kill(r->e[i].pid, SIGKILL);
-            stage = 2;
-        }
-        int saved = r->interrupted;
-        r->interrupted = saved ? saved : -1;
-        pump(r, 50);
-        if (!saved && r->interrupted == -1)
-            r->interrupted = 0;
-    }
+    rdp_watch_stop(&r->w, 5, 7);
 }
 
 /* NUL-terminated words, hex-encoded */
@@ -533,14 +322,14 @@ static char *args_hex(char **v, int n)
 
 static int run_copy(struct run *r)
 {
-    static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
-    signal(SIGPIPE, SIG_IGN);
-    if (rdp_sig_setup(sigs, 4)) {
+    if (rdp_watch_signals()) {
         warnx("cannot set up signal handling: %s", strerror(errno));
         return 5;
     }
+    r->w = (struct rdp_watch){ .l = (struct rdp_link *[]){ &r->e[0].l, &r->e[1].l }, .n = 2,
+                               .interrupted = &r->interrupted, .ctx = r, .on_line = handle_line,
+                               .on_lost = lost };
     for (int i = 0; i < 2; i++) {
-        r->e[i].wfd = r->e[i].rfd = -1;
         if (spawn_end(r, &r->e[i])) {
             warnx("cannot start the agent for %s: %s", r->e[i].host, strerror(errno));
             shut_down(r);
@@ -569,9 +358,9 @@ static int run_copy(struct run *r)
         v[n++] = "--";
         v[n++] = r->dst;
         char *h = args_hex(v, n);
-        say(&r->e[1], "%s\nseg trecv recv none %s %d %s -", RDP_PROTO, r->transport, r->verbose, h);
+        say(&r->e[1], "%s\nseg trecv recv none %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
         free(h);
-        random_key(r->key);
+        rdp_hop_key(r->key);
         say(&r->e[1], "key %s", r->key);
         say(&r->e[1], "setup");
     }
@@ -587,7 +376,7 @@ static int run_copy(struct run *r)
             v[n++] = r->srcs[k];
         char *h = args_hex(v, n);
         free(v);
-        say(&r->e[0], "%s\nseg tsend none send %s %d %s -", RDP_PROTO, r->transport, r->verbose, h);
+        say(&r->e[0], "%s\nseg tsend none send %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
         free(h);
         say(&r->e[0], "setup");
     }
@@ -599,37 +388,32 @@ static int run_copy(struct run *r)
             break;
         if (r->fail_msg && r->fail_rank < 40)
             break;
-        if (started && r->e[0].done && r->e[1].done)
+        if (started && r->e[0].l.done && r->e[1].l.done)
             break;
-        if (!started && r->e[0].ready && r->e[1].ready) {
+        if (!started && r->e[0].l.ready && r->e[1].l.ready) {
             for (size_t k = 0; k < r->nman; k++)
                 say(&r->e[0], "manifest %s", r->manifest[k]);
             char addr[80];
             struct end *to = &r->e[1], *from = &r->e[0];
-            if (to->dest)
-                snprintf(addr, sizeof addr, "%s", strcmp(to->srv, "-") && to->srv[0] ? to->srv : to->host);
-            else if (!from->dest)
-                snprintf(addr, sizeof addr, "%s", r->hostname ? r->hostname : "127.0.0.1");
-            else
-                snprintf(addr, sizeof addr, "%s", r->hostname ? r->hostname : "@initiator");
-            say(from, "next %s %d %s", addr, to->port, r->key);
+            rdp_hop_addr(to->dest, to->host, to->l.srv, from->dest, r->o.hostname, addr, sizeof addr);
+            say(from, "next %s %d %s", addr, to->l.port, r->key);
             if (r->verbose)
-                warnx("%s -> %s at %s port %d", from->host, to->host, addr, to->port);
+                warnx("%s -> %s at %s port %d", from->host, to->host, addr, to->l.port);
             say(&r->e[1], "start");
             say(&r->e[0], "start");
             started = 1;
             r->t0 = rd_now();
         }
-        if (!started && (!r->e[0].hello || !r->e[1].hello) && rd_now() > login_deadline) {
+        if (!started && (!r->e[0].l.hello || !r->e[1].l.hello) && rd_now() > login_deadline) {
             char msg[256];
             snprintf(msg, sizeof msg, "%s: the agent did not start within %.0f s",
-                     r->e[r->e[0].hello ? 1 : 0].host, LOGIN_TIMEOUT_S);
+                     r->e[r->e[0].l.hello ? 1 : 0].host, LOGIN_TIMEOUT_S);
             fail(r, 8, LOST_CODE, msg);
             break;
         }
-        if (r->e[0].eof && r->e[1].eof)
+        if (r->e[0].l.eof && r->e[1].l.eof)
             break;
-        pump(r, 250);
+        rdp_watch_pump(&r->w, 250);
         draw(r, 0);
     }
     int rc = 0;
@@ -639,8 +423,9 @@ static int run_copy(struct run *r)
         rc = 128 + r->interrupted;
     }
     /* a partial failure (23) still lets both ends finish; wait for their "done" */
-    while (!rc && r->fail_msg && r->fail_rank >= 40 && !(r->e[0].done && r->e[1].done) && !(r->e[0].eof && r->e[1].eof))
-        pump(r, 250);
+    while (!rc && r->fail_msg && r->fail_rank >= 40 && !(r->e[0].l.done && r->e[1].l.done) &&
+           !(r->e[0].l.eof && r->e[1].l.eof))
+        rdp_watch_pump(&r->w, 250);
     if (!rc && r->fail_msg) {
         clear_progress(r);
         if (*r->fail_msg)
@@ -676,7 +461,7 @@ static int run_copy(struct run *r)
     return rc;
 }
 
-enum { OPT_SSH = 256, OPT_TRANSPORT, OPT_REMOTE_PATH, OPT_RESUME, OPT_JSON, OPT_NO_PROGRESS };
+enum { OPT_RESUME = RDP_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS };
 
 int rdc_main(int argc, char **argv)
 {
@@ -694,18 +479,13 @@ int rdc_main(int argc, char **argv)
         { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
         { "json", no_argument, NULL, OPT_JSON },
         { "resume", no_argument, NULL, OPT_RESUME },
-        { "ssh", required_argument, NULL, OPT_SSH },
-        { "transport", required_argument, NULL, OPT_TRANSPORT },
-        { "remote-path", required_argument, NULL, OPT_REMOTE_PATH },
-        { "hostname", required_argument, NULL, 'H' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
+        RDP_INIT_LONG_OPTS_END,
     };
     struct run r;
     memset(&r, 0, sizeof r);
-    r.ssh_cmd = "ssh -o BatchMode=yes";
-    r.transport = "auto";
+    rdp_init_opts_default(&r.o);
+    for (int i = 0; i < 2; i++)
+        r.e[i].l.wfd = r.e[i].l.rfd = -1;
     r.progress = -1;
     int c;
     while ((c = getopt_long(argc, argv, "rpaLvPH:hV", opts, NULL)) != -1) {
@@ -719,32 +499,18 @@ int rdc_main(int argc, char **argv)
         case OPT_NO_PROGRESS: r.progress = 0; break;
         case OPT_JSON: r.json = 1; break;
         case OPT_RESUME: r.resume = 1; break;
-        case OPT_SSH: r.ssh_cmd = optarg; break;
-        case OPT_TRANSPORT:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "tcp") && strcmp(optarg, "rdma")) {
-                warnx("--transport must be auto, tcp or rdma, not '%s'", optarg);
-                return 1;
-            }
-            r.transport = optarg;
-            break;
-        case OPT_REMOTE_PATH: r.remote_path = optarg; break;
-        case 'H': r.hostname = optarg; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("rdcp (rdpipe) %s\n", RD_VERSION); return 0;
-        default: warnx("try 'rdcp --help'"); return 1;
+        default: {
+            int st = rdp_init_opt(&r.o, c, optarg, "rdcp", usage_text);
+            if (st != RDP_OPT_TAKEN)
+                return st;
+        }
         }
     }
     if (r.progress < 0)
         r.progress = isatty(STDERR_FILENO);
     int nargs = argc - optind;
-    if (nargs < 2) {
-        warnx("need at least one source and a destination (try 'rdcp --help')");
+    if (rdp_init_opts_check(&r.o, "rdcp", nargs, 2, "need at least one source and a destination"))
         return 1;
-    }
-    if (!*r.ssh_cmd) {
-        warnx("--ssh must not be empty");
-        return 1;
-    }
     r.nsrc = nargs - 1;
     r.srcs = calloc((size_t)r.nsrc, sizeof *r.srcs);
     int rc = 1;
@@ -783,9 +549,7 @@ int rdc_main(int argc, char **argv)
     fflush(stdout);
     rc = run_copy(&r);
     for (int i = 0; i < 2; i++) {
-        rdp_chan_free(&r.e[i].ch);
-        if (r.e[i].rfd >= 0 && r.e[i].rfd != r.e[i].wfd)
-            close(r.e[i].rfd);
+        rdp_link_free(&r.e[i].l);
         free(r.e[i].dest);
         free(r.e[i].host);
     }

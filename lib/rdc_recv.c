@@ -6,6 +6,7 @@
  * partial temporary files with the hash of what they hold) on the ready fd, before the port.
  */
 #include "rdc_tree.h"
+#include "rdc_end.h"
 
 #include "rd_cli.h"
 #include "rd_error.h"
@@ -19,7 +20,6 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -695,18 +695,14 @@ int rdc_tree_recv_main(int argc, char **argv)
     r.fd = -1;
     r.nsrc = 1;
     struct rd_opts o;
-    memset(&o, 0, sizeof o);
+    rdc_end_init(&o);
     o.timeout_s = 120;
-    o.json = 1;
-    o.ready_fd = -1;
     int resume = 0;
-    rd_set_progname("rdcp");
-    signal(SIGPIPE, SIG_IGN);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
         switch (c) {
-        case 't': o.transport = strcmp(optarg, "tcp") == 0 ? RD_T_TCP : strcmp(optarg, "rdma") == 0 ? RD_T_RDMA : RD_T_AUTO; break;
+        case 't': o.transport = rdc_end_transport(optarg); break;
         case 'F': o.ready_fd = atoi(optarg); break;
         case 'R': resume = 1; break;
         case 'n': r.nsrc = atoi(optarg); break;

@@ -4,6 +4,7 @@
  * share chunks). Runs as a child of an rdpipe agent; the key comes in RDPIPE_KEY.
  */
 #include "rdc_tree.h"
+#include "rdc_end.h"
 
 #include "rd_cli.h"
 #include "rd_error.h"
@@ -17,7 +18,6 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,23 +561,19 @@ int rdc_tree_send_main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.fd = -1;
     struct rd_opts o;
-    memset(&o, 0, sizeof o);
+    rdc_end_init(&o);
     o.is_sender = 1;
     o.timeout_s = -1;
     o.chunk_size = RD_DEFAULT_CHUNK;
     o.depth = RD_DEFAULT_DEPTH;
-    o.json = 1;
-    o.ready_fd = -1;
     int count = 0;
-    rd_set_progname("rdcp");
-    signal(SIGPIPE, SIG_IGN);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.port = optarg; break;
-        case 't': o.transport = strcmp(optarg, "tcp") == 0 ? RD_T_TCP : strcmp(optarg, "rdma") == 0 ? RD_T_RDMA : RD_T_AUTO; break;
+        case 't': o.transport = rdc_end_transport(optarg); break;
         case 'R': s.resume = 1; break;
         case 'D': s.dst_is_dir = atoi(optarg); break;
         case 'c': count = 1; break;

@@ -412,6 +412,22 @@ static char **tree_argv(struct agent *a, const char *role, char **extra, int nex
     return v;
 }
 
+/* The receiving tool (rdrecv or rdcp --tree-recv) said its port: tell the initiator we are
+ * ready. No port: it died or hangs; stop it, its exit is reported by the main loop. */
+static void report_port(struct agent *a, int port)
+{
+    if (port <= 0) {
+        a->killing = 1;
+        kill(a->ch[C_RECV].pid, SIGTERM);
+        a->killing = 0;
+        return;
+    }
+    char line[64];
+    snprintf(line, sizeof line, "port %d", port);
+    send_line(a, line);
+    send_line(a, "ready");
+}
+
 /* rdcp's receiving end: `rdcp --tree-recv` reports manifest lines (with --resume), then its
  * port, on fd 3; it may walk and hash a big destination first, so there is no short timeout,
  * and its stderr is drained meanwhile. */
@@ -459,16 +475,7 @@ static void setup_tree_recv(struct agent *a)
     }
     rdp_chan_free(&ch);
     close(rdy[0]);
-    if (port <= 0) {
-        a->killing = 1;
-        kill(a->ch[C_RECV].pid, SIGTERM);
-        a->killing = 0;
-        return;
-    }
-    char line[64];
-    snprintf(line, sizeof line, "port %d", port);
-    send_line(a, line);
-    send_line(a, "ready");
+    report_port(a, port);
 }
 
 static void start_tree_send(struct agent *a)
@@ -556,18 +563,7 @@ static void do_setup(struct agent *a)
         buf[got] = '\0';
     }
     close(rdy[0]);
-    int port = atoi(buf);
-    if (port <= 0) {
-        /* rdrecv died or hangs: its exit is reported by the main loop */
-        a->killing = 1;
-        kill(a->ch[C_RECV].pid, SIGTERM);
-        a->killing = 0;
-        return;
-    }
-    char line[64];
-    snprintf(line, sizeof line, "port %d", port);
-    send_line(a, line);
-    send_line(a, "ready");
+    report_port(a, atoi(buf));
 }
 
 /* "start": the command, the copies and rdsend. */

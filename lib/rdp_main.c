@@ -5,24 +5,23 @@
 #include "rd_cli.h"
 #include "rd_report.h"
 #include "rdp_agent.h"
+#include "rdp_hop.h"
 #include "rdp_line.h"
+#include "rdp_link.h"
+#include "rdp_opts.h"
 #include "rdp_proc.h"
+#include "rdp_shell.h"
 #include "rdp_spec.h"
+#include "rdp_warn.h"
+#include "rdp_watch.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SETUP_TIMEOUT_S 60.0   /* ssh login + agent start on every host */
@@ -69,13 +68,8 @@ static const char usage_text[] =
 
 struct node {
     struct rdp_seg s;
-    pid_t pid;
-    int wfd, rfd, is_sock;
-    struct rdp_chan ch;
-    char srv[64], cli[64];
-    int port;
+    struct rdp_link l;         /* the control link to this node's agent */
     char key[65];              /* hex key of the hop into this node */
-    int ready, done, eof, reaped, status;
     int has_recv_stat;
     unsigned long long recv_bytes;
     double recv_seconds;
@@ -93,23 +87,15 @@ struct run {
     struct node *n;
     int count;
     int verbose, dry_run;
-    const char *ssh_cmd, *transport, *remote_path, *hostname;
+    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdp_watch w;        /* the links of n[0..count-1] while the pipeline runs */
     struct failure best;
     int have_failure, seq;
     double settle_at;
     int interrupted;
 };
 
-static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warnx(const char *fmt, ...)
-{
-    va_list ap;
-    char buf[2048];
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rdpipe: %s\n", buf);
-}
+#define warnx(...) rdp_warnx("rdpipe", __VA_ARGS__)
 
 static const char *label(const struct node *x, char *buf, size_t len)
 {
@@ -120,85 +106,6 @@ static const char *label(const struct node *x, char *buf, size_t len)
     else
         snprintf(buf, len, "%s '%s'", x->s.host, x->s.text);
     return buf;
-}
-
-/* shell words: whitespace separated, '...' and "..." quoting (no expansions) */
-static int split_words(const char *s, char **out, int max)
-{
-    int n = 0;
-    while (*s && n < max - 1) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (!*s)
-            break;
-        char *w = malloc(strlen(s) + 1), *o = w;
-        while (*s && *s != ' ' && *s != '\t') {
-            if (*s == '\'' || *s == '"') {
-                char q = *s++;
-                while (*s && *s != q)
-                    *o++ = *s++;
-                if (*s)
-                    s++;
-            } else if (*s == '\\' && s[1]) {
-                *o++ = s[1];
-                s += 2;
-            } else {
-                *o++ = *s++;
-            }
-        }
-        *o = '\0';
-        out[n++] = w;
-    }
-    out[n] = NULL;
-    return n;
-}
-
-static char *shell_quote(const char *s)
-{
-    size_t n = 3;
-    for (const char *p = s; *p; p++)
-        n += *p == '\'' ? 4 : 1;
-    char *q = malloc(n), *o = q;
-    *o++ = '\'';
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'') {
-            memcpy(o, "'\\''", 4);
-            o += 4;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o++ = '\'';
-    *o = '\0';
-    return q;
-}
-
-static char *remote_command(const struct run *r)
-{
-    char *path = shell_quote(r->remote_path ? r->remote_path : "rdpipe");
-    size_t len = strlen(path) + 32;
-    char *c = malloc(len);
-    snprintf(c, len, "exec %s --agent", r->remote_path ? path : "rdpipe");
-    free(path);
-    return c;
-}
-
-/* argv of the ssh command for one node (malloc'd strings, NULL-terminated). */
-static char **ssh_argv(const struct run *r, const struct node *x)
-{
-    char **v = calloc(72, sizeof *v);
-    int n = split_words(r->ssh_cmd, v, 68);
-    v[n++] = strdup(x->s.dest);
-    v[n++] = remote_command(r);
-    v[n] = NULL;
-    return v;
-}
-
-static void free_argv(char **v)
-{
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
 }
 
 static void print_plan(const struct run *r)
@@ -221,11 +128,11 @@ static void print_plan(const struct run *r)
         }
         printf("; output: %s\n", out);
         if (x->s.dest) {
-            char **v = ssh_argv(r, x);
+            char **v = rdp_link_ssh_argv(&r->o.reach, x->s.dest);
             printf("     agent via:");
             for (char **p = v; *p; p++) {
                 if (strpbrk(*p, " \t'\"$")) {
-                    char *q = shell_quote(*p);
+                    char *q = rdp_shell_quote(*p);
                     printf(" %s", q);
                     free(q);
                 } else {
@@ -233,71 +140,32 @@ static void print_plan(const struct run *r)
                 }
             }
             printf("\n");
-            free_argv(v);
+            rdp_link_argv_free(v);
         } else {
             printf("     agent: local\n");
         }
         if (x->s.out == RDP_OUT_SEND && i + 1 < r->count)
             printf("     hop %d: %s -> %s (transport %s)\n", i + 1, x->s.host,
-                   label(&r->n[i + 1], lb2, sizeof lb2), r->transport);
+                   label(&r->n[i + 1], lb2, sizeof lb2), r->o.transport);
     }
 }
 
 static int spawn_node(struct run *r, struct node *x)
 {
-    if (x->s.dest) {
-        int to[2], from[2];
-        if (pipe2(to, O_CLOEXEC))
-            return -1;
-        if (pipe2(from, O_CLOEXEC)) {
-            close(to[0]);
-            close(to[1]);
-            return -1;
-        }
-        char **v = ssh_argv(r, x);
-        x->pid = rdp_spawn(v, NULL, to[0], from[1], STDERR_FILENO, -1, -1);
-        free_argv(v);
-        close(to[0]);
-        close(from[1]);
-        x->wfd = to[1];
-        x->rfd = from[0];
-    } else {
-        int sp[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
-            return -1;
-        char self[PATH_MAX];
+    char self[PATH_MAX] = "";
+    if (!x->s.dest) {   /* a local agent is this very binary, on our stdin and stdout */
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n <= 0)
             return -1;
         self[n] = '\0';
-        char *v[] = { self, "--agent", "--control-fd", "3", NULL };
-        x->pid = rdp_spawn(v, NULL, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, sp[1], -1);
-        close(sp[1]);
-        x->wfd = x->rfd = sp[0];
-        x->is_sock = 1;
     }
-    if (x->pid < 0)
-        return -1;
-    rdp_set_nonblock(x->rfd);
-    rdp_chan_init(&x->ch, x->rfd, x->wfd);
-    return 0;
-}
-
-static void close_ctl(struct node *x)
-{
-    if (x->wfd < 0)
-        return;
-    if (x->is_sock)
-        shutdown(x->wfd, SHUT_WR);
-    else
-        close(x->wfd);
-    x->wfd = -1;
+    return rdp_link_spawn(&x->l, &r->o.reach, x->s.dest, self, STDIN_FILENO, STDOUT_FILENO);
 }
 
 static void send_to(struct node *x, const char *fmt, const char *a, const char *b, const char *c)
 {
-    if (x->wfd >= 0 && rdp_send(x->wfd, fmt, a, b, c) < 0)
-        close_ctl(x);
+    if (x->l.wfd >= 0 && rdp_send(x->l.wfd, fmt, a, b, c) < 0)
+        rdp_link_close(&x->l);
 }
 
 static void add_failure(struct run *r, int node, const char *role, int rank, int code, const char *msg)
@@ -314,22 +182,13 @@ static void add_failure(struct run *r, int node, const char *role, int rank, int
     r->have_failure = 1;
 }
 
-static void handle_line(struct run *r, int i, char *line)
+/* What an agent says beyond the setup replies: logs, statistics, exits. */
+static void handle_line(void *ctx, int i, char **w, int n)
 {
+    struct run *r = ctx;
     struct node *x = &r->n[i];
-    char *w[8];
-    int n = rdp_split(line, w, 8);
     char lb[512];
-    if (n == 0)
-        return;
-    if (strcmp(w[0], "hello") == 0 && n >= 3) {
-        snprintf(x->srv, sizeof x->srv, "%s", w[1]);
-        snprintf(x->cli, sizeof x->cli, "%s", w[2]);
-    } else if (strcmp(w[0], "port") == 0 && n == 2) {
-        x->port = atoi(w[1]);
-    } else if (strcmp(w[0], "ready") == 0) {
-        x->ready = 1;
-    } else if (strcmp(w[0], "log") == 0 && n == 2) {
+    if (strcmp(w[0], "log") == 0 && n == 2) {
         char *t = rdp_unhex(w[1], NULL);
         if (t && r->verbose)
             fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
@@ -374,108 +233,27 @@ static void handle_line(struct run *r, int i, char *line)
         }
         add_failure(r, i, role, rank, code, msg);
         free(m);
-    } else if (strcmp(w[0], "done") == 0) {
-        x->done = 1;
     }
 }
 
-static void reap_nodes(struct run *r)
+static void lost(void *ctx, int i)
 {
-    for (int i = 0; i < r->count; i++) {
-        struct node *x = &r->n[i];
-        int st;
-        if (x->pid > 0 && !x->reaped && waitpid(x->pid, &st, WNOHANG) == x->pid) {
-            x->reaped = 1;
-            x->status = rdp_status_code(st);
-        }
-    }
-}
-
-static void lost(struct run *r, int i)
-{
+    struct run *r = ctx;
     struct node *x = &r->n[i];
     char lb[512], msg[1024];
     if (r->interrupted)
         return;
     /* give ssh a moment to exit so that its status can be named */
-    for (int k = 0; k < 20 && !x->reaped; k++) {
-        struct timespec ts = { 0, 10 * 1000000L };
-        nanosleep(&ts, NULL);
-        reap_nodes(r);
-    }
+    rdp_watch_settle(&r->w, i, 200);
     char how[64] = "";
-    if (x->reaped && x->status > 128)
-        snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->status - 128);
-    else if (x->reaped)
-        snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->status);
+    if (x->l.reaped && x->l.status > 128)
+        snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.status - 128);
+    else if (x->l.reaped)
+        snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
              label(x, lb, sizeof lb), how,
-             x->reaped && x->status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
+             x->l.reaped && x->l.status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
     add_failure(r, i, "lost", 10, LOST_CODE, msg);
-}
-
-/* Read what the agents said; returns when something may have changed. */
-static void pump(struct run *r, int timeout_ms)
-{
-    struct pollfd pfd[r->count + 1];
-    int idx[r->count + 1];
-    int np = 0;
-    pfd[np] = (struct pollfd){ .fd = rdp_sig_fd(), .events = POLLIN };
-    idx[np++] = -1;
-    for (int i = 0; i < r->count; i++)
-        if (!r->n[i].eof) {
-            pfd[np] = (struct pollfd){ .fd = r->n[i].rfd, .events = POLLIN };
-            idx[np++] = i;
-        }
-    int pr = poll(pfd, (nfds_t)np, timeout_ms);
-    if (pr < 0 && errno != EINTR)
-        return;
-    unsigned sig = rdp_sig_drain();
-    for (int s = 1; s < 32; s++)
-        if ((sig & (1u << s)) && (s == SIGINT || s == SIGTERM || s == SIGHUP) && !r->interrupted)
-            r->interrupted = s;
-    reap_nodes(r);
-    for (int k = 1; k < np; k++) {
-        if (!pfd[k].revents)
-            continue;
-        int i = idx[k];
-        struct node *x = &r->n[i];
-        while (rdp_chan_fill(&x->ch) > 0)
-            ;
-        char *line;
-        while (rdp_chan_line(&x->ch, &line)) {
-            handle_line(r, i, line);
-            free(line);
-        }
-        if (x->ch.eof) {
-            x->eof = 1;
-            if (!x->done)
-                lost(r, i);
-        }
-    }
-}
-
-static void random_key(char out[65])
-{
-    unsigned char b[32];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = getrandom(b + got, sizeof b - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            /* no entropy source at all: fall back to the time (still a per-run secret) */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            for (size_t i = got; i < sizeof b; i++)
-                b[i] = (unsigned char)(ts.tv_nsec >> (i % 4 * 8)) ^ (unsigned char)getpid();
-            break;
-        }
-        got += (size_t)n;
-    }
-    char *h = rdp_hex(b, sizeof b);
-    snprintf(out, 65, "%s", h);
-    free(h);
 }
 
 static const char *in_name(enum rdp_in i)
@@ -486,18 +264,6 @@ static const char *in_name(enum rdp_in i)
 static const char *out_name(enum rdp_out o)
 {
     return o == RDP_OUT_SEND ? "send" : o == RDP_OUT_STDOUT ? "stdout" : "none";
-}
-
-/* Where node i sends to: the address of node i+1 as node i can reach it. */
-static void next_addr(struct run *r, int i, char *out, size_t len)
-{
-    struct node *from = &r->n[i], *to = &r->n[i + 1];
-    if (to->s.dest)
-        snprintf(out, len, "%s", strcmp(to->srv, "-") && to->srv[0] ? to->srv : to->s.host);
-    else if (!from->s.dest)
-        snprintf(out, len, "%s", r->hostname ? r->hostname : "127.0.0.1");
-    else
-        snprintf(out, len, "%s", r->hostname ? r->hostname : "@initiator");
 }
 
 static void print_hops(struct run *r)
@@ -525,55 +291,29 @@ static void print_hops(struct run *r)
 /* Close every control channel, give the agents EXIT_GRACE_S to go, then force them. */
 static void shut_down(struct run *r, int forced)
 {
-    for (int i = 0; i < r->count; i++)
-        close_ctl(&r->n[i]);
-    double t0 = rd_now();
-    int stage = 0;
-    for (;;) {
-        reap_nodes(r);
-        int left = 0;
-        for (int i = 0; i < r->count; i++)
-            if (r->n[i].pid > 0 && !r->n[i].reaped)
-                left++;
-        if (!left)
-            break;
-        double dt = rd_now() - t0;
-        double limit = forced ? EXIT_GRACE_S : 2 * EXIT_GRACE_S;
-        if (stage == 0 && dt > limit) {
-            for (int i = 0; i < r->count; i++)
-                if (r->n[i].pid > 0 && !r->n[i].reaped)
-                    kill(r->n[i].pid, SIGTERM);
-            stage = 1;
-        } else if (stage == 1 && dt > limit + 2) {
-            for (int i = 0; i < r->count; i++)
-                if (r->n[i].pid > 0 && !r->n[i].reaped)
-                    kill(r->n[i].pid, SIGKILL);
-            stage = 2;
-        }
-        int saved = r->interrupted;
-        r->interrupted = r->interrupted ? r->interrupted : -1;   /* no new failures now */
-        pump(r, 50);
-        if (saved == 0 && r->interrupted == -1)
-            r->interrupted = 0;
-    }
+    double limit = forced ? EXIT_GRACE_S : 2 * EXIT_GRACE_S;
+    rdp_watch_stop(&r->w, limit, limit + 2);
 }
 
 static int run_pipeline(struct run *r)
 {
-    static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP };
-    signal(SIGPIPE, SIG_IGN);
-    if (rdp_sig_setup(sigs, 4)) {
+    if (rdp_watch_signals()) {
         warnx("cannot set up signal handling: %s", strerror(errno));
         return 5;
     }
     char lb[512];
+    struct rdp_link **links = calloc((size_t)r->count, sizeof *links);
+    for (int i = 0; i < r->count; i++)
+        links[i] = &r->n[i].l;
+    r->w = (struct rdp_watch){ .l = links, .n = r->count, .interrupted = &r->interrupted, .ctx = r,
+                               .on_line = handle_line, .on_lost = lost };
     for (int i = 0; i < r->count; i++) {
         struct node *x = &r->n[i];
-        x->wfd = x->rfd = -1;
         if (spawn_node(r, x)) {
             warnx("cannot start the agent for %s: %s", label(x, lb, sizeof lb), strerror(errno));
-            r->count = i;
+            r->count = r->w.n = i;
             shut_down(r, 1);
+            free(links);
             return 5;
         }
     }
@@ -582,12 +322,12 @@ static int run_pipeline(struct run *r)
         char *cmd = rdp_hex_str(x->s.cmd), *path = rdp_hex_str(x->s.path);
         char head[200];
         snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDP_PROTO, rdp_kind_name(x->s.kind),
-                 in_name(x->s.in), out_name(x->s.out), r->transport, r->verbose);
+                 in_name(x->s.in), out_name(x->s.out), r->o.transport, r->verbose);
         send_to(x, "%s %s %s", head, cmd, path);
         free(cmd);
         free(path);
         if (x->s.in == RDP_IN_RECV) {
-            random_key(x->key);
+            rdp_hop_key(x->key);
             send_to(x, "key %s%s%s", x->key, "", "");
         }
         send_to(x, "setup%s%s%s", "", "", "");
@@ -599,9 +339,9 @@ static int run_pipeline(struct run *r)
             break;
         int all_ready = 1, all_done = 1;
         for (int i = 0; i < r->count; i++) {
-            if (!r->n[i].ready)
+            if (!r->n[i].l.ready)
                 all_ready = 0;
-            if (!r->n[i].done)
+            if (!r->n[i].l.done)
                 all_done = 0;
         }
         if (r->have_failure && (all_done || rd_now() >= r->settle_at))
@@ -613,9 +353,11 @@ static int run_pipeline(struct run *r)
                 struct node *x = &r->n[i];
                 if (x->s.out != RDP_OUT_SEND)
                     continue;
-                next_addr(r, i, r->n[i + 1].addr, sizeof r->n[i + 1].addr);
+                struct node *to = &r->n[i + 1];
+                rdp_hop_addr(to->s.dest, to->s.host, to->l.srv, x->s.dest, r->o.hostname, to->addr,
+                             sizeof to->addr);
                 char port[16];
-                snprintf(port, sizeof port, "%d", r->n[i + 1].port);
+                snprintf(port, sizeof port, "%d", to->l.port);
                 send_to(x, "next %s %s %s", r->n[i + 1].addr, port, r->n[i + 1].key);
                 if (r->verbose)
                     fprintf(stderr, "rdpipe: hop %s -> %s at %s port %s\n", x->s.host,
@@ -627,7 +369,7 @@ static int run_pipeline(struct run *r)
         }
         if (!started && !r->have_failure && rd_now() >= deadline) {
             for (int i = 0; i < r->count; i++)
-                if (!r->n[i].ready) {
+                if (!r->n[i].l.ready) {
                     char msg[1024];
                     snprintf(msg, sizeof msg, "%s: the agent for %s did not start within %.0f s", r->n[i].s.host,
                              label(&r->n[i], lb, sizeof lb), SETUP_TIMEOUT_S);
@@ -637,7 +379,7 @@ static int run_pipeline(struct run *r)
             break;
         }
         double wait = r->have_failure ? r->settle_at - rd_now() : started ? 1.0 : deadline - rd_now();
-        pump(r, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+        rdp_watch_pump(&r->w, wait > 0 ? (int)(wait * 1000) + 1 : 0);
     }
     int rc = 0;
     if (r->interrupted > 0) {
@@ -648,12 +390,11 @@ static int run_pipeline(struct run *r)
         rc = r->best.code ? r->best.code : 1;
     }
     shut_down(r, rc != 0);
+    free(links);
     if (r->verbose)
         print_hops(r);
     return rc;
 }
-
-enum { OPT_SSH = 256, OPT_TRANSPORT, OPT_REMOTE_PATH };
 
 int rdp_main(int argc, char **argv)
 {
@@ -666,47 +407,26 @@ int rdp_main(int argc, char **argv)
     static const struct option opts[] = {
         { "dry-run", no_argument, NULL, 'n' },
         { "verbose", no_argument, NULL, 'v' },
-        { "ssh", required_argument, NULL, OPT_SSH },
-        { "transport", required_argument, NULL, OPT_TRANSPORT },
-        { "remote-path", required_argument, NULL, OPT_REMOTE_PATH },
-        { "hostname", required_argument, NULL, 'H' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
+        RDP_INIT_LONG_OPTS_END,
     };
     struct run r;
     memset(&r, 0, sizeof r);
-    r.ssh_cmd = "ssh -o BatchMode=yes";
-    r.transport = "auto";
+    rdp_init_opts_default(&r.o);
     int c;
     while ((c = getopt_long(argc, argv, "+nvH:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'n': r.dry_run = 1; break;
         case 'v': r.verbose++; break;
-        case OPT_SSH: r.ssh_cmd = optarg; break;
-        case OPT_TRANSPORT:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "tcp") && strcmp(optarg, "rdma")) {
-                warnx("--transport must be auto, tcp or rdma, not '%s'", optarg);
-                return 1;
-            }
-            r.transport = optarg;
-            break;
-        case OPT_REMOTE_PATH: r.remote_path = optarg; break;
-        case 'H': r.hostname = optarg; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("rdpipe (rdpipe) %s\n", RD_VERSION); return 0;
-        default: warnx("try 'rdpipe --help'"); return 1;
+        default: {
+            int st = rdp_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
+            if (st != RDP_OPT_TAKEN)
+                return st;
+        }
         }
     }
     int nseg = argc - optind;
-    if (nseg < 1) {
-        warnx("no segments (try 'rdpipe --help')");
+    if (rdp_init_opts_check(&r.o, "rdpipe", nseg, 1, "no segments"))
         return 1;
-    }
-    if (!*r.ssh_cmd) {
-        warnx("--ssh must not be empty");
-        return 1;
-    }
     struct rdp_seg *segs = calloc((size_t)nseg, sizeof *segs);
     char err[1024];
     int rc = 1;
@@ -725,7 +445,7 @@ int rdp_main(int argc, char **argv)
     r.count = nplan;
     for (int i = 0; i < nplan; i++) {
         r.n[i].s = plan[i];
-        r.n[i].wfd = r.n[i].rfd = -1;
+        r.n[i].l.wfd = r.n[i].l.rfd = -1;
     }
     free(plan);
     if (r.dry_run) {
@@ -735,11 +455,8 @@ int rdp_main(int argc, char **argv)
         fflush(stdout);
         rc = run_pipeline(&r);
     }
-    for (int i = 0; i < r.count; i++) {
-        rdp_chan_free(&r.n[i].ch);
-        if (r.n[i].rfd >= 0)
-            close(r.n[i].rfd);
-    }
+    for (int i = 0; i < r.count; i++)
+        rdp_link_free(&r.n[i].l);
     free(r.n);
     free(r.best.msg);
 out:
