@@ -10,10 +10,10 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd); TOP=$(cd "$HERE/.." && pwd)
 if [ -z "${RXE_SERVER_IP:-}" ]; then      # host: build, boot, run inside
     make -C "$TOP" -s > /dev/null || [ -x "$TOP/bin/rdsend" ] || exit 1   # a broken tree: use the last build
-    SHARE=$(mktemp -d /tmp/rxe-bench.XXXXXX)
-    RXE_MEM=${RXE_MEM:-3072} "$TOP/tests/rxe/run-in-vm.sh" "$SHARE" \
+    # the checkout is the share: visible in the guest at the same path wherever it lives
+    RXE_MEM=${RXE_MEM:-3072} "$TOP/tests/rxe/run-in-vm.sh" "$TOP" \
         "BENCH_MB=${BENCH_MB:-256} BENCH_DEPTH=${BENCH_DEPTH:-8} BENCH_BUSY='${BENCH_BUSY:-0}' BENCH_REPEAT=${BENCH_REPEAT:-3} bash $HERE/rxe-bench.sh $*"
-    rc=$?; rm -rf "$SHARE"; exit $rc
+    exit $?
 fi
 
 S=$RXE_SERVER_IP; C=$RXE_CLIENT_IP; G=${RXE_GID_INDEX:-1}; BIN=$TOP/bin

@@ -42,14 +42,16 @@ if ! [ -s "$LAB/cache/vmlinuz" ] && ! apt-cache depends linux-image-amd64 > /dev
     skip "no cached kernel in $LAB/cache and apt cannot fetch linux-image-amd64"
 fi
 
-SHARE=$(mktemp -d /tmp/rxe-share.XXXXXX)
+# The checkout itself is the VM's share: mounted read-write at the same path in the guest, it
+# is visible there wherever it lives (the guest's /tmp, /run and /root are fresh tmpfs).
+VMLOG=$(mktemp /tmp/rxe-vm.XXXXXX)
 echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
-RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$SHARE" \
+RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$TOP" \
     "RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} bash $HERE/tests.sh" \
-    | tee "$SHARE/vm.log"
+    | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
-vp=$(grep -c '^PASS ' "$SHARE/vm.log"); vf=$(grep -c '^FAIL ' "$SHARE/vm.log")
-rm -rf "$SHARE"
+vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG")
+rm -f "$VMLOG"
 npass=$((npass + vp)); nfail=$((nfail + vf))
 if [ "$vmrc" = 125 ]; then fail "vm" "the VM did not boot or set up rxe (exit 125)"
 elif [ "$vmrc" = 124 ]; then fail "vm" "timed out inside the VM"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests.sh - the RDMA cases, run INSIDE the rxe VM by tests/rxe/run.sh (cwd = a scratch share).
+# tests.sh - the RDMA cases, run INSIDE the rxe VM by tests/rxe/run.sh (cwd = the checkout).
 # Receiver on $RXE_SERVER_IP (rxe_a), sender bound to $RXE_CLIENT_IP (rxe_b): traffic crosses the
 # veth. Prints "PASS name" / "FAIL name: why" per case; exit status = number of failures.
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
