@@ -67,6 +67,8 @@ rdp_setup() {
         echo "  ConnectTimeout 10"
         for h in $HOSTS; do printf 'Host %s\n  HostName %s\n' "$h" "${ADDR[$h]}"; done
     } > "$CFG"
+    # SHLVL=1: bash started by sshd then counts itself as level 2 and skips ~/.bashrc, which
+    # on some machines runs slow or lock-taking setup (pyenv rehash) in every session
     for h in $HOSTS; do
         cat > "$T/sshd-$h.conf" <<EOF
 ListenAddress ${ADDR[$h]}
@@ -82,7 +84,7 @@ StrictModes no
 MaxStartups 100:30:200
 MaxSessions 100
 LogLevel ERROR
-SetEnv PATH=$BIN:/usr/local/bin:/usr/bin:/bin
+SetEnv PATH=$BIN:/usr/local/bin:/usr/bin:/bin SHLVL=1
 EOF
         ip netns exec "$P$h" "$SSHD" -f "$T/sshd-$h.conf" -E "$T/sshd-$h.log" || return 1
     done
