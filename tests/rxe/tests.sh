@@ -181,6 +181,24 @@ kill -9 $rp 2>/dev/null; wait $rp 2>/dev/null
 if [ $src = 5 ] && grep -q "ulimit -l" "$T/serr"; then pass "memlock limit too low: rdsend exits 5: $(tail -1 "$T/serr")"
 else fail "memlock limit too low" "exit $src: $(cat "$T/serr")"; fi
 
+# rdcp over RDMA (local agents; -H puts the data on rxe): a single file and a small tree with -a
+if [ -x "$BIN/rdcp" ]; then
+    rm -rf "$T/cps" "$T/cpd"; mkdir -p "$T/cps/tree/sub" "$T/cpd"
+    head -c 3000001 "$T/big" > "$T/cps/one.img"
+    for i in $(seq 40); do head -c $((RANDOM * 2 + 1)) /dev/urandom > "$T/cps/tree/f$i"; done
+    ln -s f1 "$T/cps/tree/link"; ln -s nowhere "$T/cps/tree/dangling"; mkdir "$T/cps/tree/empty"
+    ln "$T/cps/tree/f2" "$T/cps/tree/sub/hard"
+    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" --transport rdma -H $S "$T/cps/one.img" "$T/cpd/one.img" 2> "$T/cperr"; rc=$?
+    if [ $rc = 0 ] && cmp -s "$T/cps/one.img" "$T/cpd/one.img"; then pass "rdcp: a single file over RDMA"
+    else fail "rdcp single file over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
+    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" -a --transport rdma -H $S "$T/cps/tree" "$T/cpd/tree" 2> "$T/cperr"; rc=$?
+    if [ $rc = 0 ] && diff -r --no-dereference "$T/cps/tree" "$T/cpd/tree" > /dev/null &&
+       [ "$(stat -c %i "$T/cpd/tree/f2")" = "$(stat -c %i "$T/cpd/tree/sub/hard")" ] &&
+       [ "$(readlink "$T/cpd/tree/dangling")" = nowhere ] && [ -d "$T/cpd/tree/empty" ]; then
+        pass "rdcp -a: a small tree over RDMA (symlinks, hard link, empty dir)"
+    else fail "rdcp -a tree over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
+fi
+
 # nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
 next_port; t0=$(now)
 "$SEND" --transport rdma --bind $C --timeout 2 $S $PORT key /dev/null 2> "$T/serr"; src=$?
