@@ -222,8 +222,12 @@ static void take_json(struct child *c, const char *line)
     if ((p = json_find(line, "seconds")))
         c->seconds = strtod(p, NULL);
     char *t = json_string_at(json_find(line, "transport"));
-    snprintf(c->transport, sizeof c->transport, "%s", t ? t : "-");
+    snprintf(c->transport, sizeof c->transport, "%s", t && *t ? t : "-");
     free(t);
+    /* control lines are space separated: "rdma rxe_a port 1" travels as "rdma-rxe_a-port-1" */
+    for (char *q = c->transport; *q; q++)
+        if (*q == ' ')
+            *q = '-';
     char *e = json_string_at(json_find(line, "error"));
     if (e && *e) {
         free(c->error);

@@ -199,6 +199,14 @@ if [ -x "$BIN/rdcp" ]; then
     else fail "rdcp -a tree over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
 fi
 
+# rdpipe over RDMA (local agents; -H puts the hops on rxe): data right, -v names the transport
+if [ -x "$BIN/rdpipe" ]; then
+    got=$(echo hello | PATH=$BIN:$PATH timeout 60 "$BIN/rdpipe" -v --transport rdma -H $S \
+          localhost:'tr a-z A-Z' localhost:'rev' 2> "$T/rperr"); rc=$?
+    if [ $rc = 0 ] && [ "$got" = OLLEH ] && grep -q "over rdma-rxe" "$T/rperr"; then pass "rdpipe over RDMA: OLLEH, -v names the RDMA device"
+    else fail "rdpipe over RDMA" "exit $rc, got '$got': $(tr '\n' '|' < "$T/rperr")"; fi
+fi
+
 # nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
 next_port; t0=$(now)
 "$SEND" --transport rdma --bind $C --timeout 2 $S $PORT key /dev/null 2> "$T/serr"; src=$?
