@@ -246,7 +246,8 @@ static void attempt_undo(struct rd_v_conn *c)
     c->id = NULL;
 }
 
-static int v_connect(struct rd_transport *tp, const struct rd_addr *a)
+/* What connect and listen both start with: a device to use, and the connection state. */
+static int conn_start(struct rd_transport *tp, const struct rd_addr *a, struct rd_v_conn **out)
 {
     if (!rd_verbs_available())
         return rd_fail(RD_ENODEV, "no RDMA device");
@@ -256,6 +257,16 @@ static int v_connect(struct rd_transport *tp, const struct rd_addr *a)
     if (!c)
         return rd_fail(RD_EIO, "out of memory");
     tp->priv = c;
+    *out = c;
+    return RD_OK;
+}
+
+static int v_connect(struct rd_transport *tp, const struct rd_addr *a)
+{
+    struct rd_v_conn *c;
+    int started = conn_start(tp, a, &c);
+    if (started)
+        return started;
     struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *dst = NULL, *src = NULL;
     int rc = RD_OK;
     if (rdma_getaddrinfo(a->host, a->port, &hints, &dst) || !dst->ai_dst_addr) {
@@ -300,14 +311,10 @@ out:
 
 static int v_listen(struct rd_transport *lis, const struct rd_addr *a)
 {
-    if (!rd_verbs_available())
-        return rd_fail(RD_ENODEV, "no RDMA device");
-    if (a->device && a->device[0] && !device_exists(a->device))
-        return rd_fail(RD_ENODEV, "no RDMA device named %s", a->device);
-    struct rd_v_conn *c = conn_new(a);
-    if (!c)
-        return rd_fail(RD_EIO, "out of memory");
-    lis->priv = c;
+    struct rd_v_conn *c;
+    int started = conn_start(lis, a, &c);
+    if (started)
+        return started;
     struct rdma_addrinfo *ai = NULL;
     struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
                                  .sin6_port = htons((uint16_t)atoi(a->port)) };
