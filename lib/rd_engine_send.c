@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct send_ctx {
     struct rd_transport *tp;
@@ -16,6 +17,8 @@ struct send_ctx {
     struct rd_end end;       /* what END announced (written by the reader before it queues END) */
     struct rd_end confirm;   /* what CONFIRM said (written by the monitor) */
     int confirmed;
+    struct rd_reason peer_reason;   /* the receiver's ABORT/REJECT, if it sent one */
+    int peer_said;
 };
 
 /* Read the next chunk; the only place the reader may be cancelled (a stuck stdin must not
@@ -110,8 +113,10 @@ static void *monitor_main(void *arg)
     if (rc == RD_OK) {
         if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &c->confirm) == RD_P_OK)
             c->confirmed = 1;
-        else if (f.type == RD_ABORT || f.type == RD_REJECT)
+        else if (f.type == RD_ABORT || f.type == RD_REJECT) {
+            c->peer_said = rd_reason_decode(f.payload, f.length, &c->peer_reason) == RD_P_OK;
             rd_fail_from_reason(&f, "receiver");
+        }
         else
             rd_fail(RD_ESTREAM, "protocol error: receiver %s sent %s during the stream", c->tp->peer,
                     rd_frame_type_name(f.type));
@@ -170,13 +175,28 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
             break;
         }
     }
+    int monitor_joined = 0;
+    if (rc && !rd_queue_closed(&c.ready)) {
+        /* our send failed (EPIPE, reset): the receiver usually said why just before it hung
+         * up, and that reason, not "broken pipe", is what the user needs to see */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        monitor_joined = pthread_timedjoin_np(monitor, NULL, &ts) == 0;
+        if (monitor_joined && c.peer_said) {
+            rd_error_clear();
+            rc = rd_fail(c.peer_reason.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM, "receiver: %s",
+                         c.peer_reason.text);
+        }
+    }
     if (rc) {
         tp->ops->shutdown(tp);
         rd_queue_close(&c.ready);
         pthread_cancel(reader);
     }
     pthread_join(reader, NULL);
-    pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
+    if (!monitor_joined)
+        pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
     rd_queue_destroy(&c.ready);
     if (rc)
         return rd_error_code() ? rd_error_code() : rc;

@@ -63,3 +63,11 @@ void rd_queue_close(struct rd_queue *q)
     pthread_cond_broadcast(&q->not_full);
     pthread_mutex_unlock(&q->lock);
 }
+
+int rd_queue_closed(struct rd_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    int closed = q->closed;
+    pthread_mutex_unlock(&q->lock);
+    return closed;
+}

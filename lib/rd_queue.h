@@ -22,5 +22,6 @@ int rd_queue_push(struct rd_queue *q, struct rd_buf *b);
 struct rd_buf *rd_queue_pop(struct rd_queue *q);
 /* No more pushes: poppers drain what is left, then get NULL. */
 void rd_queue_close(struct rd_queue *q);
+int rd_queue_closed(struct rd_queue *q);
 
 #endif
