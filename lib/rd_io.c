@@ -52,7 +52,9 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
 
 /* Is the whole range in the page cache? mincore() on a throw-away mapping: no page is
  * touched, so nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
-static int range_cached(int fd, uint64_t off, size_t len)
+/* Are the pages of this mapping in the page cache? mincore() touches none of them, so
+ * nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
+static int resident(void *m, size_t len)
 {
     static long page;
     if (!page)
@@ -61,13 +63,19 @@ static int range_cached(int fd, uint64_t off, size_t len)
     unsigned char vec[4096];
     if (pages > sizeof vec)
         pages = sizeof vec;   /* the first 16 MiB decide for the rest of the read */
-    void *m = mmap(NULL, pages * (size_t)page, PROT_READ, MAP_SHARED, fd, (off_t)off);
-    if (m == MAP_FAILED)
-        return 1;
     int cached = mincore(m, pages * (size_t)page, vec) == 0;
     for (size_t i = 0; cached && i < pages; i++)
         cached = vec[i] & 1;
-    munmap(m, pages * (size_t)page);
+    return cached;
+}
+
+static int range_cached(int fd, uint64_t off, size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+    if (m == MAP_FAILED)
+        return 1;
+    int cached = resident(m, len);
+    munmap(m, len);
     return cached;
 }
 
@@ -130,11 +138,17 @@ const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len)
     if (s->offset >= s->size)
         return NULL;   /* let read() say where the end is */
     size_t n = s->size - s->offset < cap ? (size_t)(s->size - s->offset) : cap;
-    if (!range_cached(s->fd, s->offset, n))
-        return NULL;   /* cold: O_DIRECT into the buffer is cheaper than faulting pages in */
-    void *m = mmap(NULL, n, PROT_READ, MAP_SHARED | MAP_POPULATE, s->fd, (off_t)s->offset);
+    /* one mapping serves both the residency check and the send */
+    void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, s->fd, (off_t)s->offset);
     if (m == MAP_FAILED)
         return NULL;
+    if (!resident(m, n)) {
+        munmap(m, n);
+        return NULL;   /* cold: O_DIRECT into the buffer is cheaper than faulting pages in */
+    }
+#ifdef MADV_POPULATE_READ
+    madvise(m, n, MADV_POPULATE_READ);   /* map the cached pages now, not one fault at a time */
+#endif
     s->offset += n;
     s->cached_bytes += n;
     *len = n;
