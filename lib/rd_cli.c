@@ -36,13 +36,15 @@ static const char common_help[] =
     "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
     "      --sync             rdrecv: fdatasync FILE before confirming\n"
     "      --ready-fd N       rdrecv: once listening, write the port number to fd N (PORT 0 = any)\n"
+    "      --relay-fd N       rdrecv: pass the stream on unchanged to the receiver named by the\n"
+    "                         line \"HOST PORT KEY\" on fd N, instead of writing it (rdpipe's relays)\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n"
     "\nexit codes: 0 success, 1 usage, 2 cannot connect or timed out, 3 authentication failed,\n"
     "            4 stream incomplete or corrupt, 5 local input/output error, 101 no RDMA device\n";
 
 enum { OPT_NO_PROGRESS = 256, OPT_JSON, OPT_TRANSPORT, OPT_BIND, OPT_KEY_FILE, OPT_TIMEOUT,
-       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_READY_FD };
+       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_READY_FD, OPT_RELAY_FD };
 
 static const struct option long_opts[] = {
     { "verbose", no_argument, NULL, 'v' },
@@ -59,6 +61,7 @@ static const struct option long_opts[] = {
     { "direct", no_argument, NULL, OPT_DIRECT },
     { "sync", no_argument, NULL, OPT_SYNC },
     { "ready-fd", required_argument, NULL, OPT_READY_FD },
+    { "relay-fd", required_argument, NULL, OPT_RELAY_FD },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -134,6 +137,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     o->chunk_size = RD_DEFAULT_CHUNK;
     o->depth = RD_DEFAULT_DEPTH;
     o->ready_fd = -1;
+    o->relay_fd = -1;
     const char *key_file = NULL;
     uint64_t v;
     int c;
@@ -176,12 +180,14 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             break;
         case OPT_DIRECT: o->direct = 1; break;
         case OPT_SYNC: o->sync = 1; break;
-        case OPT_READY_FD: {
+        case OPT_READY_FD:
+        case OPT_RELAY_FD: {
             char *end;
             long fd = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end || fd < 0 || fd > 65535)
-                return rd_fail(RD_EUSAGE, "--ready-fd takes a file descriptor number, not '%s'", optarg);
-            o->ready_fd = (int)fd;
+                return rd_fail(RD_EUSAGE, "%s takes a file descriptor number, not '%s'",
+                               c == OPT_READY_FD ? "--ready-fd" : "--relay-fd", optarg);
+            *(c == OPT_READY_FD ? &o->ready_fd : &o->relay_fd) = (int)fd;
             break;
         }
         case 'h':

@@ -33,6 +33,7 @@ struct rd_opts {
     int direct;             /* --direct: O_DIRECT on FILE */
     int sync;               /* --sync: fdatasync the output before confirming */
     int ready_fd;           /* rdrecv --ready-fd N: write the listening port to fd N, close it */
+    int relay_fd;           /* rdrecv --relay-fd N: forward the stream to "HOST PORT KEY" read from fd N */
 };
 
 #define RD_CLI_EXIT_OK (-1)   /* --help or --version was printed: exit 0 */

@@ -47,7 +47,9 @@ static void seal_abort(struct rd_buf *b)
 static ssize_t next_chunk(struct send_ctx *c, struct rd_buf *b, uint64_t *sum)
 {
     b->ref = NULL;
-    if (c->tp->ops->send_ref && (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len))) {
+    if (c->tp->ops->send_ref &&
+        (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len, &b->ref_off))) {
+        b->ref_fd = c->src->fd;
         if (rd_checksum_mapped(c->src, b->ref, b->ref_len, sum) == 0)
             return (ssize_t)b->ref_len;
         rd_source_unmap(b->ref, b->ref_len);

@@ -128,7 +128,7 @@ void rd_sink_custom(struct rd_sink *s, const char *name,
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
-const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len)
+const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset)
 {
     struct stat st;
     if (!s->is_regular || s->read_fn || s->is_direct || s->offset % 4096 != 0)
@@ -149,6 +149,7 @@ const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len)
 #ifdef MADV_POPULATE_READ
     madvise(m, n, MADV_POPULATE_READ);   /* map the cached pages now, not one fault at a time */
 #endif
+    *offset = s->offset;
     s->offset += n;
     s->cached_bytes += n;
     *len = n;

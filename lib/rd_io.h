@@ -47,7 +47,7 @@ void rd_source_close(struct rd_source *s);
 /* Zero-copy read for transports with send_ref: map the next chunk of a regular file when
  * it is entirely in the page cache; NULL means "use rd_source_read instead". The mapping
  * lives until rd_source_unmap. */
-const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len);
+const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset);
 void rd_source_unmap(const uint8_t *p, size_t len);
 /* XXH3 of mapped file pages; -1 (rd_fail recorded) if the file shrank under the mapping
  * (SIGBUS), instead of dying of it. */

@@ -76,10 +76,8 @@ size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length
     return rd_frame_seal_sum(buf, type, flags, length, seq, rd_checksum(buf + RD_FRAME_HDR, length));
 }
 
-int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f)
+int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame *f)
 {
-    if (len < RD_FRAME_HDR)
-        return RD_P_SHORT;
     if (memcmp(buf, RD_MAGIC, 4) != 0)
         return RD_P_MAGIC;
     if (buf[4] != RD_PROTO_VERSION)
@@ -95,12 +93,23 @@ int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd
     f->length = get32(buf + 8);
     if (f->length > max_payload)
         return RD_P_LENGTH;
+    f->seq = get64(buf + 16);
+    f->checksum = get64(buf + 24);
+    f->payload = NULL;
+    return RD_P_OK;
+}
+
+int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f)
+{
+    if (len < RD_FRAME_HDR)
+        return RD_P_SHORT;
+    int rc = rd_frame_parse_head(buf, max_payload, f);
+    if (rc != RD_P_OK)
+        return rc;
     if (len < RD_FRAME_HDR + (size_t)f->length)
         return RD_P_SHORT;
     if (len > RD_FRAME_HDR + (size_t)f->length)
         return RD_P_LENGTH;
-    f->seq = get64(buf + 16);
-    f->checksum = get64(buf + 24);
     f->payload = buf + RD_FRAME_HDR;
     return RD_P_OK;
 }

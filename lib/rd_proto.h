@@ -112,6 +112,9 @@ size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t le
  * flags, that len == header + length, and length <= max_payload. Does NOT verify the
  * checksum (that is the expensive part, done by whichever thread writes the payload). */
 int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f);
+/* The checks of rd_frame_parse that need only the RD_FRAME_HDR header bytes (payload = NULL):
+ * for a relay that forwards the payload without reading it. */
+int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame *f);
 /* Verify the payload checksum of a parsed frame. */
 int rd_frame_verify(const struct rd_frame *f);
 uint64_t rd_checksum(const void *p, size_t n);

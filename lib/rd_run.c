@@ -2,11 +2,13 @@
 
 #include "rd_auth.h"
 #include "rd_engine.h"
+#include "rd_relay.h"
 #include "rd_error.h"
 #include "rd_report.h"
 #include "rd_select.h"
 #include "rd_session.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,24 +94,34 @@ int rd_run_send(const struct rd_opts *o)
     return rc;
 }
 
-/* One connection: handshake, then the stream. Returns RD_OK, an error of this peer that
- * leaves the receiver listening (*retry = 1), or a final error. */
-static int serve(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
-                 struct rd_sink *dst, int *retry)
+/* What a receiver does with one connection: handshake, then the stream. Returns RD_OK, an
+ * error of this peer that leaves the receiver listening (*retry = 1), or a final error. */
+typedef int (*serve_fn)(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
+                        void *ctx, int *retry);
+
+static int handshake(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
+                     struct rd_params *agreed, int *retry)
 {
     struct rd_params limits = {
         .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
         .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
-    }, agreed = { 0 };
+    };
+    int rc = rd_session_receiver(tp, key, &limits, agreed);
+    /* nothing of a peer that failed here was written: keep listening for the right sender */
+    *retry = rc != RD_OK;
+    return rc;
+}
+
+static int serve_sink(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
+                      void *ctx, int *retry)
+{
+    struct rd_sink *dst = ctx;
+    struct rd_params agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
-    *retry = 0;
-    int rc = rd_session_receiver(tp, key, &limits, &agreed);
-    if (rc) {
-        /* nothing of this peer was written: keep listening for the right sender */
-        *retry = 1;
+    int rc = handshake(o, tp, key, &agreed, retry);
+    if (rc)
         return rc;
-    }
     if (o->verbose)
         rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s", tp->peer, tp->desc,
                 agreed.chunk_size, agreed.depth, dst->name);
@@ -126,7 +138,8 @@ static int serve(const struct rd_opts *o, struct rd_transport *tp, const struct 
     return rc;
 }
 
-int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst)
+/* Listen, then hand connections to serve until one is served (or the timeout passes). */
+static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
 {
     struct rd_key key;
     struct rd_listener lis;
@@ -161,7 +174,7 @@ int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst)
             continue;
         }
         int retry;
-        rc = serve(o, tp, &key, dst, &retry);
+        rc = serve(o, tp, &key, ctx, &retry);
         served = !retry;
         tp->ops->close(tp);
         if (rc && retry) {
@@ -181,6 +194,96 @@ out:
             summarize(o, "rdrecv", NULL, NULL, 0, 0, rc);
     }
     return rc;
+}
+
+int rd_recv_sink(const struct rd_opts *o, struct rd_sink *dst)
+{
+    return accept_loop(o, serve_sink, dst);
+}
+
+/* ---- relay (rdrecv --relay-fd N, what rdpipe runs for a `cat` segment) ---- */
+
+/* "HOST PORT KEY" on the relay fd: where the stream goes next. Blocks until the agent has
+ * it (rdpipe says it only when the whole pipeline is set up). */
+static int read_next_hop(int fd, char *host, char *port, char *key, size_t keycap)
+{
+    char line[1024];
+    size_t got = 0;
+    while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
+        ssize_t n = read(fd, line + got, sizeof line - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    line[got] = '\0';
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%%255s %%31s %%%zus", keycap - 1);
+    int ok = sscanf(line, fmt, host, port, key) == 3;
+    memset(line, 0, sizeof line);
+    return ok ? RD_OK : rd_fail(RD_EIO, "no next hop on the relay descriptor");
+}
+
+static int serve_relay(const struct rd_opts *o, struct rd_transport *up, const struct rd_key *key,
+                       void *ctx, int *retry)
+{
+    (void)ctx;
+    struct rd_params agreed = { 0 }, down_agreed = { 0 };
+    struct rd_counters cnt = { 0 };
+    struct rd_report rep = { 0 };
+    struct rd_transport *down = NULL;
+    struct rd_key down_key;
+    char host[256], port[32], keytext[512];
+    double t0 = 0, t1 = 0;
+    int rc = handshake(o, up, key, &agreed, retry);
+    if (rc)
+        return rc;
+    rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
+    if (rc)
+        goto tell_upstream;
+    struct rd_opts d = *o;
+    d.is_sender = 1;
+    d.host = host;
+    d.port = port;
+    d.bind = NULL;
+    d.timeout_s = -1;
+    rc = rd_key_derive(&down_key, keytext, strlen(keytext)) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
+    memset(keytext, 0, sizeof keytext);
+    if (rc)
+        goto tell_upstream;
+    rc = rd_connect_any(&d, &down);
+    if (rc)
+        goto wipe_key;
+    rc = rd_session_sender(down, &down_key, &agreed, &down_agreed);
+    if (!rc && down_agreed.chunk_size < agreed.chunk_size)
+        rc = rd_fail(RD_ESTREAM, "downstream %s takes chunks of at most %u bytes, the sender sends %u",
+                     down->peer, down_agreed.chunk_size, agreed.chunk_size);
+    if (rc)
+        goto close_down;
+    if (o->verbose)
+        rd_warn("relaying from %s over %s to %s over %s (chunk %u)", up->peer, up->desc, down->peer,
+                down->desc, agreed.chunk_size);
+    t0 = rd_now();
+    if (o->progress)
+        rd_progress_start(&rep, &cnt, 0);
+    rc = rd_relay(up, down, &agreed, &cnt);
+    rd_progress_stop(&rep);
+    t1 = rd_now();
+close_down:
+    down->ops->close(down);
+wipe_key:
+    rd_key_wipe(&down_key);
+tell_upstream:
+    if (rc && !t0)
+        rd_send_reason(up, RD_ABORT, rd_error_code(), rd_error_msg());
+    summarize(o, "rdrecv", up, &agreed, atomic_load(&cnt.bytes), t1 - t0, rc);
+    return rc;
+}
+
+int rd_run_relay(const struct rd_opts *o)
+{
+    return accept_loop(o, serve_relay, NULL);
 }
 
 int rd_run_recv(const struct rd_opts *o)
@@ -217,7 +320,10 @@ int rd_tool_main(int argc, char **argv, int is_sender)
         rd_cli_free(&o);
         return rc;
     }
-    rc = is_sender ? rd_run_send(&o) : rd_run_recv(&o);
+    if (is_sender)
+        rc = rd_run_send(&o);
+    else
+        rc = o.relay_fd >= 0 ? rd_run_relay(&o) : rd_run_recv(&o);
     rd_cli_free(&o);
     return rc;
 }

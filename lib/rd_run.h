@@ -7,6 +7,9 @@
 /* Both return the process exit code (an rd_err) after printing any error line. */
 int rd_run_send(const struct rd_opts *o);
 int rd_run_recv(const struct rd_opts *o);
+/* rdrecv --relay-fd: receive one stream and pass it on unchanged to the receiver named on
+ * the relay fd (rd_relay.h). */
+int rd_run_relay(const struct rd_opts *o);
 
 /* The same with a source or sink the caller opened (a file, or a custom producer or
  * consumer such as rdcp's tree stream). */

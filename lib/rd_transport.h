@@ -46,6 +46,8 @@ struct rd_buf {
     /* send_ref only: the payload lives here (a mapping of the input file), not in data */
     const uint8_t *ref;
     size_t ref_len;
+    int ref_fd;          /* the file ref maps, and where: TCP hands these pages to the kernel */
+    uint64_t ref_off;    /* with sendfile, so not even the socket copies them */
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -77,8 +79,9 @@ struct rd_transport_ops {
     int (*get_send_buf)(struct rd_transport *tp, struct rd_buf **out);
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
-     * followed by b->ref_len bytes at b->ref, which stay valid only until the call returns.
-     * Lets the TCP sender hand page-cached file pages to the kernel without copying them. */
+     * followed by the b->ref_len bytes at b->ref, which stay valid only until the call
+     * returns. When they map file b->ref_fd (>= 0) at b->ref_off, TCP hands the page-cache
+     * pages to the kernel with sendfile and copies nothing. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */

@@ -3,6 +3,8 @@
  * Process layout:   agent (session leader, child subreaper)
  *                     ├─ rdrecv ──pipe── bash -c CMD ──pipe── rdsend       (process group W)
  *                     └─ ...
+ * A `cat` segment between two hops is one process instead: rdrecv --relay-fd, which passes
+ * the frames on to the next hop unchanged (rd_relay.c) and is reported as role "relay".
  *                   watchdog W (not our child: double fork) leads the group of all children.
  * The watchdog blocks on a pipe only the agent holds. When the agent dies for any reason
  * (even SIGKILL) the pipe reaches EOF and the watchdog kills the whole group: no strays.
@@ -59,6 +61,7 @@ struct agent {
     char *next_host, *next_port, *out_key;
     int file_fd;         /* read / write / append */
     int recv_out;        /* read end of rdrecv's stdout pipe, -1 if it writes elsewhere */
+    int relay_w;         /* relay: where rdrecv --relay-fd learns the next hop at start, or -1 */
     struct child ch[NCHILD];
     int started, killing, no_children, file_failed;
     char ssh_server[64], ssh_client[64];
@@ -283,7 +286,8 @@ static void report(struct agent *a)
             send_line(a, line);
         }
         char *h = rdp_hex_str(c->code ? c->error : NULL);
-        snprintf(line, sizeof line, "exit %s %d %d ", role_name[i], c->code, c->killed);
+        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDP_PASS &&
+                 a->out == RDP_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
         if (a->cout >= 0 && rdp_send(a->cout, "%s%s", line, h) < 0)
             a->cout = -1;
         free(h);
@@ -497,6 +501,69 @@ static void start_tree_send(struct agent *a)
     free(v);
 }
 
+/* The port rdrecv writes on its --ready-fd (0 if it died or said nothing within 30 s). */
+static int wait_port(int fd)
+{
+    char buf[32] = "";
+    size_t got = 0;
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
+        int pr = poll(&pfd, 1, 30000);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            break;
+        ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+    }
+    close(fd);
+    return atoi(buf);
+}
+
+/* A relay: rdrecv --relay-fd 0 listens now and learns the next hop on its stdin at start. */
+static void setup_relay(struct agent *a)
+{
+    int rdy[2], rl[2];
+    if (pipe2(rdy, O_CLOEXEC)) {
+        fail_local(a, "relay", 5, "pipe failed");
+        return;
+    }
+    if (pipe2(rl, O_CLOEXEC)) {
+        close(rdy[0]);
+        close(rdy[1]);
+        fail_local(a, "relay", 5, "pipe failed");
+        return;
+    }
+    char *tool = rdp_sibling_tool("rdrecv");
+    char *v[16];
+    int n = 0;
+    v[n++] = tool;
+    common_args(a, v, &n);
+    v[n++] = "--ready-fd";
+    v[n++] = "3";
+    v[n++] = "--relay-fd";
+    v[n++] = "0";
+    v[n++] = "0";
+    v[n] = NULL;
+    int rc = start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
+    free(tool);
+    close(rdy[1]);
+    close(rl[0]);
+    if (rc) {
+        close(rdy[0]);
+        close(rl[1]);
+        fail_local(a, "relay", 5, "cannot start rdrecv");
+        return;
+    }
+    a->relay_w = rl[1];
+    report_port(a, wait_port(rdy[0]));
+}
+
 /* "setup": the file, and rdrecv listening on an ephemeral port. */
 static void do_setup(struct agent *a)
 {
@@ -509,6 +576,10 @@ static void do_setup(struct agent *a)
         return;
     if (a->in != RDP_IN_RECV) {
         send_line(a, "ready");
+        return;
+    }
+    if (a->kind == RDP_PASS && a->out == RDP_OUT_SEND) {
+        setup_relay(a);
         return;
     }
     int target = -1;
@@ -549,25 +620,7 @@ static void do_setup(struct agent *a)
         fail_local(a, "recv", 5, "cannot start rdrecv");
         return;
     }
-    char buf[32] = "";
-    size_t got = 0;
-    struct pollfd pfd = { .fd = rdy[0], .events = POLLIN };
-    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
-        int pr = poll(&pfd, 1, 30000);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            break;
-        ssize_t r = read(rdy[0], buf + got, sizeof buf - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        buf[got] = '\0';
-    }
-    close(rdy[0]);
-    report_port(a, atoi(buf));
+    report_port(a, wait_port(rdy[0]));
 }
 
 /* "start": the command, the copies and rdsend. */
@@ -585,6 +638,14 @@ static void do_start(struct agent *a)
     }
     if (a->kind == RDP_TRECV)
         return;
+    if (a->relay_w >= 0) {
+        /* the key travels in this pipe, never in an argv */
+        if (dprintf(a->relay_w, "%s %s %s\n", a->next_host, a->next_port, a->out_key) < 0)
+            fail_local(a, "relay", 5, "cannot pass the next hop to the relay");
+        close(a->relay_w);
+        a->relay_w = -1;
+        return;
+    }
     if (a->in == RDP_IN_RECV && a->recv_out >= 0) {
         cur = a->recv_out;
         cur_own = 1;
@@ -732,6 +793,7 @@ int rdp_agent_main(int cin, int cout)
     a.cout = cout;
     a.file_fd = -1;
     a.recv_out = -1;
+    a.relay_w = -1;
     a.manifest_fd = -1;
     for (int i = 0; i < NCHILD; i++)
         a.ch[i].cap = -1;

@@ -221,6 +221,11 @@ static void handle_line(void *ctx, int i, char **w, int n)
             snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
                      x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
                      m && *m ? ": " : "", m ? m : "");
+        } else if (strcmp(role, "relay") == 0) {
+            rank = code > 128 ? 15 : 20;
+            snprintf(msg, sizeof msg, "%s: relaying the stream from %s to %s failed (rdrecv exit %d)%s%s",
+                     x->s.host, i > 0 ? r->n[i - 1].s.host : "?", i + 1 < r->count ? r->n[i + 1].s.host : "?",
+                     code, m && *m ? ": " : "", m ? m : "");
         } else if (strcmp(role, "send") == 0) {
             rank = code > 128 ? 15 : 20;
             snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",

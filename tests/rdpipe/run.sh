@@ -216,6 +216,41 @@ if start_sleepers && vp=$(ns_pid_matching h2 'rdrecv'); then
     finish_sleepers "$name" 137 "rdpipe: h2: receiving the stream"
 else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
 
+# a plain `cat` between two hops is one relay process that forwards frames unchanged
+start_relay() {
+    (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
+        rdpipe --ssh "$SSH" h1:"cat $T/big.img; sleep 1234" h2:'cat' h3:'cat > /dev/null; sleep 1234' </dev/null >/dev/null 2>"$T/err") &
+    RP=$!
+    ( sleep 60; kill -9 $RP 2>/dev/null ) &
+    GUARD=$!
+    wait_procs 'sleep 123[4]' 2
+}
+name="relay: h2:'cat' runs as rdrecv --relay-fd alone (no cat, no rdsend); killed: exit 137 naming it"
+if start_relay && vp=$(ns_pid_matching h2 'rdrecv .*--relay-fd'); then
+    extra=$(ns_pid_matching h2 '^(cat|rdsend|bash)( |$)')
+    kill -9 "$vp"
+    if [ -n "$extra" ]; then
+        wait $RP; kill $GUARD 2>/dev/null; wait $GUARD 2>/dev/null
+        bad "$name" "h2 also runs: $(tr '\0' ' ' < "/proc/$extra/cmdline" 2>/dev/null)"; after "$name"
+    else
+        finish_sleepers "$name" 137 "rdpipe: h2: relaying the stream from h1 to h3 failed"
+    fi
+else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
+
+name="relay: the consumer behind it quits early: its status, the relay and the producer stop"
+rdpipe_h0 h1:"cat $T/big.img" h2:'cat' h3:'head -c 1000 > /dev/null; exit 5' </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 5 ] && grep -q "rdpipe: h3: command 'head -c 1000 > /dev/null; exit 5' failed with exit status 5" "$T/err"; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+
+name="relay: two relays on one host, -v names every hop"
+rdpipe_h0 -v h1:"< $T/big.img" h2:'cat' h2:'cat' h3:"> $T/copy5.img" </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 0 ] && cmp -s "$T/big.img" "$T/copy5.img" &&
+   [ "$(grep -c "hop [123] .*: 67108864 bytes" "$T/err")" = 3 ]; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 800 "$T/err")"; fi
+rm -f "$T/copy5.img"
+
 name="1 GiB of random data through 3 hosts (4 hops), sha256 compared"
 big=$((1 << 30))
 [ "${RDPIPE_BIG:-1}" = 0 ] && { big=$((64 << 20)); name="64 MiB (--no-big) of random data through 3 hosts (4 hops), sha256 compared"; }

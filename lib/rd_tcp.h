@@ -1,0 +1,27 @@
+/* rd_tcp.h - what a relay needs beyond the transport interface when both of its connections
+ * are TCP: frames can then pass from one socket to the other with splice, so the relay host
+ * never copies (or even reads) a payload. */
+#ifndef RD_TCP_H
+#define RD_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rd_proto.h"
+#include "rd_transport.h"
+
+int rd_tcp_is(const struct rd_transport *tp);
+/* The next frame's RD_FRAME_HDR header bytes and its whole length (header included); the
+ * payload stays in the socket for rd_tcp_recv_payload or rd_tcp_splice_frame. */
+int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t *frame_len);
+int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n);
+/* One whole frame (header + payload) from memory. */
+int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len);
+/* Send head, then move the n payload bytes still waiting in in's socket to out's socket
+ * through pipefd (a pipe the caller owns and keeps empty between calls). *out_failed tells
+ * which connection an error came from. */
+int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
+                        const uint8_t head[RD_FRAME_HDR], size_t n, const int pipefd[2],
+                        int *out_failed);
+
+#endif
