@@ -118,6 +118,14 @@ int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame 
 /* Verify the payload checksum of a parsed frame. */
 int rd_frame_verify(const struct rd_frame *f);
 uint64_t rd_checksum(const void *p, size_t n);
+/* The same checksum computed piece by piece, as bytes arrive: a receiver can hash each
+ * read while it is still in cache instead of reading the whole chunk back from memory. */
+struct rd_sum;
+struct rd_sum *rd_sum_new(void);   /* NULL: out of memory */
+void rd_sum_free(struct rd_sum *s);
+void rd_sum_reset(struct rd_sum *s);
+void rd_sum_update(struct rd_sum *s, const void *p, size_t n);
+uint64_t rd_sum_digest(const struct rd_sum *s);
 
 /* Payload encoders write into out (enough room assumed) and return bytes written;
  * decoders return RD_P_OK or RD_P_LENGTH. */

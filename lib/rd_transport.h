@@ -48,6 +48,10 @@ struct rd_buf {
     size_t ref_len;
     int ref_fd;          /* the file ref maps, and where: TCP hands these pages to the kernel */
     uint64_t ref_off;    /* with sendfile, so not even the socket copies them */
+    /* recv only: has_sum = 1 when the transport computed the payload's checksum (rd_sum of
+     * the bytes after the header) while they arrived, so nobody reads them back for it */
+    int has_sum;
+    uint64_t sum;
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };

@@ -33,6 +33,43 @@ static size_t data_frame(uint32_t n, uint64_t seq)
 
 /* ---- header ---- */
 
+/* rd_sum fed in pieces must equal rd_checksum of the whole: the TCP receiver hashes each
+ * read as it arrives and compares with the sender's one-shot checksum. Sizes straddle XXH3's
+ * internal boundaries (16, 128, 240 bytes; 1 KiB stripes blocks); pieces are uneven. */
+static void t_sum_in_pieces_equals_checksum(void)
+{
+    static const size_t sizes[] = { 0, 1, 16, 17, 128, 129, 239, 240, 241, 1023, 1024, 1025,
+                                    4095, 65536, 1000003 };
+    struct rd_sum *s = rd_sum_new();
+    CHECK_OR(s != NULL, return);
+    uint8_t *data = malloc(1000003);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < 1000003; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        data[i] = (uint8_t)x;
+    }
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        for (size_t piece = 1; piece <= 4099; piece = piece * 3 + 2) {
+            rd_sum_reset(s);
+            for (size_t off = 0; off < n; off += piece)
+                rd_sum_update(s, data + off, n - off < piece ? n - off : piece);
+            if (rd_sum_digest(s) != rd_checksum(data, n)) {
+                CHECK(!"pieces differ from one shot");
+                printf("    size %zu, pieces of %zu\n", n, piece);
+            }
+        }
+    }
+    /* and it must notice a flipped bit like the one-shot checksum */
+    rd_sum_reset(s);
+    data[777] ^= 4;
+    rd_sum_update(s, data, 1000003);
+    data[777] ^= 4;
+    CHECK(rd_sum_digest(s) != rd_checksum(data, 1000003));
+    free(data);
+    rd_sum_free(s);
+}
+
 static void t_header_layout(void)
 {
     memset(buf, 0xee, sizeof buf);
@@ -592,6 +629,7 @@ int main(void)
 {
     check_before_each = before_each;
     RUN(t_header_layout);
+    RUN(t_sum_in_pieces_equals_checksum);
     RUN(t_seal_sum_uses_given_checksum);
     RUN(t_parse_every_type);
     RUN(t_parse_empty_and_max_payload);
