@@ -207,6 +207,23 @@ if [ -x "$BIN/rdpipe" ]; then
     else fail "rdpipe over RDMA" "exit $rc, got '$got': $(tr '\n' '|' < "$T/rperr")"; fi
 fi
 
+# rdpipe relays over RDMA: two `cat` segments forward frames verbs to verbs (copied once into
+# registered send buffers); then a consumer that quits early: the ABORT crosses both relays
+if [ -x "$BIN/rdpipe" ]; then
+    head -c 20000003 "$T/big" > "$T/rl.in"; rm -f "$T/rl.out"
+    PATH=$BIN:$PATH timeout 120 "$BIN/rdpipe" -v --transport rdma -H $S localhost:"< $T/rl.in" \
+        localhost:cat localhost:cat localhost:"> $T/rl.out" < /dev/null 2> "$T/rlerr"; rc=$?
+    if [ $rc = 0 ] && cmp -s "$T/rl.in" "$T/rl.out" && [ "$(grep -c "20000003 bytes .* over rdma-rxe" "$T/rlerr")" = 3 ]; then
+        pass "rdpipe: 2 relays over RDMA, 20 MB byte-identical, 3 hops over rdma"
+    else fail "rdpipe relays over RDMA" "exit $rc: $(tr '\n' '|' < "$T/rlerr")"; fi
+    t0=$(now)
+    PATH=$BIN:$PATH timeout 120 "$BIN/rdpipe" --transport rdma -H $S localhost:"< $T/big" \
+        localhost:cat localhost:cat localhost:'head -c 1000 > /dev/null; exit 5' < /dev/null 2> "$T/rlerr"; rc=$?
+    if [ $rc = 5 ] && grep -q "command 'head -c 1000 > /dev/null; exit 5' failed with exit status 5" "$T/rlerr"; then
+        pass "rdpipe: consumer quits behind 2 RDMA relays: exit 5 after $(since "$t0")s"
+    else fail "rdpipe relays over RDMA, consumer quits" "exit $rc: $(tr '\n' '|' < "$T/rlerr")"; fi
+fi
+
 # nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
 next_port; t0=$(now)
 "$SEND" --transport rdma --bind $C --timeout 2 $S $PORT key /dev/null 2> "$T/serr"; src=$?
