@@ -1,0 +1,851 @@
+/* test_relay.c - rd_relay between an origin sender and a final receiver, three threads over
+ * two in-memory links, with faults injected on either link:
+ *
+ *   origin (session + engine_send) -> link 1 -> relay (session_receiver on link 1,
+ *   session_sender on link 2 with the upstream's agreed parameters, rd_relay) -> link 2 ->
+ *   final receiver (session + engine_recv)
+ *
+ * The relay does not verify payloads, so a corruption upstream must be caught at the far end;
+ * it confirms upstream only after downstream confirmed, so the origin's RD_OK means written.
+ *
+ * Note: rd_fail() keeps one error per process, shared here by the three sides, and the library
+ * sometimes clears it to record a better one (the peer's reason), so rd_error_msg() may be any
+ * side's and even a side's return code can be touched (see fail_run). Error texts are
+ * therefore read off the wire: every endpoint is wrapped in a tap that records the ABORT
+ * each side sent (its code and text, computed when it failed) and the ABORT/CONFIRM frames it
+ * received (what it was told). A watchdog (alarm) turns a hang into a failure. */
+#include "check.h"
+#include "mem_transport.h"
+
+#include "rd_auth.h"
+#include "rd_engine.h"
+#include "rd_error.h"
+#include "rd_io.h"
+#include "rd_proto.h"
+#include "rd_relay.h"
+#include "rd_session.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK 4096u          /* the smallest chunk: many frames from little data */
+#define CASE_TIMEOUT_S 30    /* a case that takes longer hangs */
+#define FAIL_WITHIN_S 10     /* a failure must be noticed by every side well before that */
+/* Failures mid-stream use an input longer than all the buffers between origin and receiver,
+ * so the origin is still reading when the stream breaks: once its reader has reached the end
+ * (and closed the queue), rd_engine_send no longer waits for its monitor after a failed send
+ * and may shut down before reading the ABORT that says why. That is the origin's business;
+ * these cases check what the relay tells it. */
+#define LONG_INPUT (100 * CHUNK)
+
+/* two keys: each link has its own, as rdpipe gives each hop its own */
+static const char key_up[] = "relay test key, link 1";
+static const char key_down[] = "relay test key, link 2";
+
+/* Frames sent on either link by its sending side: 0 HELLO, 1 AUTH, 2 + i DATA seq i, END;
+ * by its receiving side: 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM (or ABORT). */
+#define DATA_FRAME(i) (2 + (long)(i))
+#define CONFIRM_FRAME 2
+
+/* ---- helpers: data, files ---- */
+
+static uint8_t *random_bytes(size_t n, uint64_t seed)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+    return p;
+}
+
+static void temp_path(char *out, size_t n, const char *what)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(out, n, "%s/rdpipe-test-relay-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+    int fd = mkstemp(out);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(2);
+    }
+    close(fd);
+}
+
+static int write_file(const char *path, const void *data, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT, 0600);
+    if (fd < 0)
+        return -1;
+    const uint8_t *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return close(fd);
+}
+
+/* Whole file into a malloc'ed buffer; *n = its size. NULL on error. */
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        close(fd);
+        return NULL;
+    }
+    uint8_t *p = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, p + got, (size_t)st.st_size + 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        if (got == (size_t)st.st_size + 1)
+            break;
+    }
+    close(fd);
+    *n = got;
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- a tap: a transport that passes everything to a mem endpoint and remembers the
+ * ABORT/REJECT/CONFIRM frames its owner sent and received ---- */
+
+struct tap {
+    struct rd_transport tp;      /* what the side under test uses */
+    struct rd_transport *inner;  /* the mem endpoint */
+    /* received: frames of these kinds (REJECT counts as abort), the first ABORT/REJECT's text */
+    int aborts, confirms;
+    char said[sizeof ((struct rd_reason *)0)->text];
+    /* sent: ABORT/REJECT frames passed to send() (failed sends included) and the first one's
+     * code and text; CONFIRM frames send() took */
+    int sent_aborts, sent_confirms;
+    int sent_code;
+    char sent_text[sizeof ((struct rd_reason *)0)->text];
+};
+
+static struct rd_transport *inner_of(struct rd_transport *tp)
+{
+    return ((struct tap *)tp->priv)->inner;
+}
+
+static int tap_listen(struct rd_transport *t, const struct rd_addr *a) { return inner_of(t)->ops->listen(inner_of(t), a); }
+static int tap_accept(struct rd_transport *t, struct rd_transport **c, int ms) { return inner_of(t)->ops->accept(inner_of(t), c, ms); }
+static int tap_listen_fd(struct rd_transport *t) { return inner_of(t)->ops->listen_fd(inner_of(t)); }
+static int tap_connect(struct rd_transport *t, const struct rd_addr *a) { return inner_of(t)->ops->connect(inner_of(t), a); }
+static int tap_setup_ring(struct rd_transport *t, enum rd_dir d, size_t size, unsigned depth) { return inner_of(t)->ops->setup_ring(inner_of(t), d, size, depth); }
+static int tap_get_send_buf(struct rd_transport *t, struct rd_buf **b) { return inner_of(t)->ops->get_send_buf(inner_of(t), b); }
+static void tap_release(struct rd_transport *t, struct rd_buf *b) { inner_of(t)->ops->release(inner_of(t), b); }
+static int tap_drain(struct rd_transport *t) { return inner_of(t)->ops->drain(inner_of(t)); }
+static void tap_shutdown(struct rd_transport *t) { inner_of(t)->ops->shutdown(inner_of(t)); }
+static void tap_close(struct rd_transport *t) { inner_of(t)->ops->close(inner_of(t)); }   /* the tap itself is the case's */
+
+/* One thread receives at a time on an endpoint (handshake, then the engine's monitor or
+ * network thread, each started after the previous is done), and the case reads after the
+ * join. Sends may come from two threads (the relay's monitor and its main thread): those
+ * counters are only updated under the lock. */
+static pthread_mutex_t tap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int tap_recv(struct rd_transport *t, struct rd_buf **out, int timeout_ms)
+{
+    struct tap *tp = t->priv;
+    int rc = tp->inner->ops->recv(tp->inner, out, timeout_ms);
+    struct rd_frame f;
+    if (rc == RD_OK && rd_frame_parse((*out)->data, (*out)->len, (*out)->cap, &f) == RD_P_OK) {
+        if (f.type == RD_CONFIRM)
+            tp->confirms++;
+        if (f.type == RD_ABORT || f.type == RD_REJECT) {
+            struct rd_reason why;
+            if (tp->aborts++ == 0 && rd_reason_decode(f.payload, f.length, &why) == RD_P_OK)
+                snprintf(tp->said, sizeof tp->said, "%s", why.text);
+        }
+    }
+    return rc;
+}
+
+static int tap_send(struct rd_transport *t, struct rd_buf *b)
+{
+    struct tap *tp = t->priv;
+    struct rd_frame f;
+    struct rd_reason why;
+    int kind = 0;   /* 1 abort, 2 confirm */
+    if (rd_frame_parse(b->data, b->len, b->cap, &f) == RD_P_OK) {
+        if (f.type == RD_ABORT || f.type == RD_REJECT) {
+            kind = 1;
+            if (rd_reason_decode(f.payload, f.length, &why) != RD_P_OK)
+                why = (struct rd_reason){ .code = 0, .text = "(malformed)" };
+        } else if (f.type == RD_CONFIRM) {
+            kind = 2;
+        }
+    }
+    int rc = tp->inner->ops->send(tp->inner, b);   /* b is gone now */
+    pthread_mutex_lock(&tap_lock);
+    if (kind == 1) {
+        if (tp->sent_aborts++ == 0) {
+            tp->sent_code = (int)why.code;
+            snprintf(tp->sent_text, sizeof tp->sent_text, "%s", why.text);
+        }
+    } else if (kind == 2 && rc == RD_OK) {
+        tp->sent_confirms++;
+    }
+    pthread_mutex_unlock(&tap_lock);
+    return rc;
+}
+
+static const struct rd_transport_ops tap_ops = {
+    .name = "tap",
+    .listen = tap_listen,
+    .accept = tap_accept,
+    .listen_fd = tap_listen_fd,
+    .connect = tap_connect,
+    .setup_ring = tap_setup_ring,
+    .get_send_buf = tap_get_send_buf,
+    .send = tap_send,
+    .send_ref = NULL,   /* mem has none: the engine and relay copy */
+    .recv = tap_recv,
+    .release = tap_release,
+    .drain = tap_drain,
+    .shutdown = tap_shutdown,
+    .close = tap_close,
+};
+
+static struct rd_transport *tap_wrap(struct tap *t, struct rd_transport *inner)
+{
+    memset(t, 0, sizeof *t);
+    t->inner = inner;
+    t->tp.ops = &tap_ops;
+    t->tp.priv = t;
+    snprintf(t->tp.peer, sizeof t->tp.peer, "%s", inner->peer);
+    snprintf(t->tp.desc, sizeof t->tp.desc, "%s", inner->desc);
+    return &t->tp;
+}
+
+/* ---- one chained transfer: origin, relay, final receiver ---- */
+
+struct chain {
+    /* set up by the case */
+    const char *in_path, *out_path;
+    struct rd_params want, relay_limits, recv_limits;
+    struct mem_faults origin_faults;       /* on link 1, frames the origin sends */
+    struct mem_faults relay_up_faults;     /* on link 1, frames the relay sends upstream */
+    struct mem_faults relay_down_faults;   /* on link 2, frames the relay sends downstream */
+    struct mem_faults recv_faults;         /* on link 2, frames the final receiver sends */
+    /* results: *_session_rc is the handshake's; *_rc the side's overall outcome */
+    int send_session_rc, send_rc;
+    int relay_up_rc, relay_down_rc, relay_rc;
+    int recv_session_rc, recv_rc;
+    struct rd_params send_agreed, up_agreed, down_agreed, recv_agreed;
+    struct rd_counters send_cnt, relay_cnt, recv_cnt;
+    struct rd_transport *a1, *b1, *a2, *b2;   /* link 1: a1 origin, b1 relay; link 2: a2 relay, b2 receiver */
+    struct tap origin_tap, relay_up_tap;      /* wrap a1 and b1 */
+    struct tap relay_down_tap, recv_tap;      /* wrap a2 and b2 */
+    double seconds;                           /* wall time of the whole transfer */
+};
+
+static void chain_init(struct chain *c, const char *in, const char *out)
+{
+    memset(c, 0, sizeof *c);
+    c->in_path = in;
+    c->out_path = out;
+    c->want = (struct rd_params){ .chunk_size = CHUNK, .depth = 4 };
+    /* the relay and the receiver would grant more: what the origin asks for is what all use */
+    c->relay_limits = (struct rd_params){ .chunk_size = 4 * CHUNK, .depth = 8 };
+    c->recv_limits = (struct rd_params){ .chunk_size = 4 * CHUNK, .depth = 8 };
+    mem_faults_none(&c->origin_faults);
+    mem_faults_none(&c->relay_up_faults);
+    mem_faults_none(&c->relay_down_faults);
+    mem_faults_none(&c->recv_faults);
+    c->send_session_rc = c->send_rc = -1;
+    c->relay_up_rc = c->relay_down_rc = c->relay_rc = -1;
+    c->recv_session_rc = c->recv_rc = -1;
+}
+
+static void *origin_main(void *arg)
+{
+    struct chain *c = arg;
+    struct rd_transport *tp = &c->origin_tap.tp;
+    struct rd_source src;
+    struct rd_key k;
+    c->send_rc = rd_source_open(&src, c->in_path, 0);
+    if (c->send_rc == RD_OK) {
+        rd_key_derive(&k, key_up, strlen(key_up));
+        c->send_rc = c->send_session_rc = rd_session_sender(tp, &k, &c->want, &c->send_agreed);
+        if (c->send_rc == RD_OK)
+            c->send_rc = rd_engine_send(tp, &src, &c->send_agreed, &c->send_cnt);
+        rd_source_close(&src);
+        rd_key_wipe(&k);
+    }
+    tp->ops->close(tp);
+    return NULL;
+}
+
+/* What serve_relay (lib/rd_run.c) does once the next hop is known. */
+static void *relay_main(void *arg)
+{
+    struct chain *c = arg;
+    struct rd_transport *up = &c->relay_up_tap.tp, *down = &c->relay_down_tap.tp;
+    struct rd_key ku, kd;
+    rd_key_derive(&ku, key_up, strlen(key_up));
+    rd_key_derive(&kd, key_down, strlen(key_down));
+    c->relay_up_rc = rd_session_receiver(up, &ku, &c->relay_limits, &c->up_agreed);
+    if (c->relay_up_rc == RD_OK) {
+        c->relay_down_rc = rd_session_sender(down, &kd, &c->up_agreed, &c->down_agreed);
+        if (c->relay_down_rc == RD_OK && c->down_agreed.chunk_size < c->up_agreed.chunk_size)
+            c->relay_down_rc = rd_fail(RD_ESTREAM, "downstream takes chunks of at most %u bytes, the sender sends %u",
+                                       c->down_agreed.chunk_size, c->up_agreed.chunk_size);
+        if (c->relay_down_rc == RD_OK)
+            c->relay_rc = rd_relay(up, down, &c->up_agreed, &c->relay_cnt);
+        else
+            rd_send_reason(up, RD_ABORT, rd_error_code(), rd_error_msg());
+    }
+    down->ops->close(down);
+    up->ops->close(up);
+    rd_key_wipe(&ku);
+    rd_key_wipe(&kd);
+    return NULL;
+}
+
+static void *receiver_main(void *arg)
+{
+    struct chain *c = arg;
+    struct rd_transport *tp = &c->recv_tap.tp;
+    struct rd_sink dst;
+    struct rd_key k;
+    c->recv_rc = rd_sink_open(&dst, c->out_path);
+    if (c->recv_rc == RD_OK) {
+        rd_key_derive(&k, key_down, strlen(key_down));
+        c->recv_rc = c->recv_session_rc = rd_session_receiver(tp, &k, &c->recv_limits, &c->recv_agreed);
+        if (c->recv_rc == RD_OK)
+            c->recv_rc = rd_sink_begin(&dst);
+        if (c->recv_rc == RD_OK)
+            c->recv_rc = rd_engine_recv(tp, &dst, &c->recv_agreed, &c->recv_cnt);
+        rd_sink_close(&dst);
+        rd_key_wipe(&k);
+    }
+    tp->ops->close(tp);
+    return NULL;
+}
+
+/* Run the three sides to the end. 0, or -1 if the chain could not be set up. */
+static int chain_run(struct chain *c)
+{
+    if (mem_pair(&c->a1, &c->b1) != RD_OK)
+        return -1;
+    if (mem_pair(&c->a2, &c->b2) != RD_OK) {
+        c->a1->ops->close(c->a1);
+        c->b1->ops->close(c->b1);
+        return -1;
+    }
+    mem_set_faults(c->a1, &c->origin_faults);
+    mem_set_faults(c->b1, &c->relay_up_faults);
+    mem_set_faults(c->a2, &c->relay_down_faults);
+    mem_set_faults(c->b2, &c->recv_faults);
+    tap_wrap(&c->origin_tap, c->a1);
+    tap_wrap(&c->relay_up_tap, c->b1);
+    tap_wrap(&c->relay_down_tap, c->a2);
+    tap_wrap(&c->recv_tap, c->b2);
+    pthread_t t_recv, t_relay, t_origin;
+    double t0 = now_s();
+    if (pthread_create(&t_recv, NULL, receiver_main, c) || pthread_create(&t_relay, NULL, relay_main, c) ||
+        pthread_create(&t_origin, NULL, origin_main, c)) {
+        fprintf(stderr, "pthread_create failed\n");
+        exit(2);
+    }
+    pthread_join(t_origin, NULL);
+    pthread_join(t_relay, NULL);
+    pthread_join(t_recv, NULL);
+    c->seconds = now_s() - t0;
+    return 0;
+}
+
+/* ---- whole transfers that must succeed ---- */
+
+/* n random bytes file to file through the relay; everything about the result checked.
+ * depth: what the origin asks for; down_depth: the most the final receiver grants. */
+static void roundtrip(size_t n, uint32_t depth, uint32_t down_depth, uint64_t seed)
+{
+    char in[256], out[256];
+    temp_path(in, sizeof in, "in");
+    temp_path(out, sizeof out, "out");
+    uint8_t *data = random_bytes(n, seed);
+    CHECK_OR(write_file(in, data, n) == 0, goto done);
+    /* stale, longer content in the output must be gone afterwards */
+    uint8_t *junk = random_bytes(n + 5000, seed + 1);
+    CHECK_OR(write_file(out, junk, n + 5000) == 0, { free(junk); goto done; });
+    free(junk);
+    struct chain c;
+    chain_init(&c, in, out);
+    c.want.depth = depth;
+    c.recv_limits.depth = down_depth;
+    CHECK_OR(chain_run(&c) == 0, goto done);
+    CHECK_EQ_I(c.send_rc, RD_OK);
+    CHECK_EQ_I(c.relay_rc, RD_OK);
+    CHECK_EQ_I(c.recv_rc, RD_OK);
+    if (c.send_rc || c.relay_rc || c.recv_rc)
+        check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
+    /* the relay asked downstream for exactly what upstream agreed */
+    CHECK_EQ_U(c.up_agreed.chunk_size, CHUNK);
+    CHECK_EQ_U(c.up_agreed.depth, depth);
+    CHECK_EQ_U(c.down_agreed.chunk_size, CHUNK);
+    CHECK_EQ_U(c.down_agreed.depth, depth < down_depth ? depth : down_depth);
+    CHECK_EQ_U(c.recv_agreed.chunk_size, CHUNK);
+    uint64_t frames = (n + CHUNK - 1) / CHUNK;
+    CHECK_EQ_U(atomic_load(&c.send_cnt.bytes), n);
+    CHECK_EQ_U(atomic_load(&c.relay_cnt.bytes), n);
+    CHECK_EQ_U(atomic_load(&c.relay_cnt.frames), frames);
+    CHECK_EQ_U(atomic_load(&c.recv_cnt.bytes), n);
+    CHECK_EQ_U(atomic_load(&c.recv_cnt.frames), frames);
+    /* the origin heard exactly one CONFIRM (the relay's) and nobody was told to abort */
+    CHECK_EQ_I(c.origin_tap.confirms, 1);
+    CHECK_EQ_I(c.origin_tap.aborts, 0);
+    CHECK_EQ_I(c.recv_tap.aborts, 0);
+    size_t got_n = 0;
+    uint8_t *got = read_file(out, &got_n);
+    CHECK_OR(got, goto done);
+    CHECK_EQ_U(got_n, n);
+    if (got_n == n)
+        CHECK_MEM_EQ(got, data, n);
+    free(got);
+done:
+    free(data);
+    unlink(in);
+    unlink(out);
+}
+
+static void t_size_0(void) { roundtrip(0, 4, 8, 1); }
+static void t_size_1(void) { roundtrip(1, 4, 8, 2); }
+static void t_size_chunk_minus_1(void) { roundtrip(CHUNK - 1, 4, 8, 3); }
+static void t_size_chunk(void) { roundtrip(CHUNK, 4, 8, 4); }
+static void t_size_chunk_plus_1(void) { roundtrip(CHUNK + 1, 4, 8, 5); }
+static void t_many_chunks(void) { roundtrip(300 * CHUNK + 123, 4, 8, 6); }
+static void t_depth_1(void) { roundtrip(20 * CHUNK + 1, 1, 8, 7); }
+/* the two links need not agree on depth: 8 frames in flight upstream, 2 downstream */
+static void t_shallower_downstream(void) { roundtrip(50 * CHUNK + 7, 8, 2, 8); }
+
+/* ---- failures ---- */
+
+struct fail_case {
+    char in[256], out[256];
+    uint8_t *data;
+    size_t n;
+    struct chain c;
+};
+
+static const char precious[] = "previous content of the output\n";
+
+static void fail_setup(struct fail_case *fc, size_t n, uint64_t seed)
+{
+    temp_path(fc->in, sizeof fc->in, "in");
+    temp_path(fc->out, sizeof fc->out, "out");
+    fc->n = n;
+    fc->data = random_bytes(n, seed);
+    if (write_file(fc->in, fc->data, n) || write_file(fc->out, precious, sizeof precious - 1))
+        check_fail_at(__FILE__, __LINE__, "cannot write the test files");
+    chain_init(&fc->c, fc->in, fc->out);
+}
+
+static void fail_teardown(struct fail_case *fc)
+{
+    free(fc->data);
+    unlink(fc->in);
+    unlink(fc->out);
+}
+
+/* A side returned RD_OK but never confirmed (or was never confirmed). In this process that
+ * can be an artifact of the shared error: the library returns
+ * `rd_error_code() ? rd_error_code() : rc`, and another side's rd_error_clear() + rd_fail()
+ * (rd_engine_send and rd_relay replace a bare error with the peer's reason that way) can
+ * land between the two reads. As separate processes the sides cannot do that to each other. */
+static int shared_error_artifact(const struct chain *c)
+{
+    return (c->send_rc == RD_OK && c->origin_tap.confirms == 0) ||
+           (c->relay_rc == RD_OK && c->relay_up_tap.sent_confirms == 0) ||
+           (c->recv_rc == RD_OK && c->recv_tap.sent_confirms == 0);
+}
+
+/* Run a failing case; on the artifact above, once more from scratch (a real bug that makes
+ * a side claim success does it every time). 0, or -1 if the chain could not be set up. */
+static int fail_run(struct fail_case *fc)
+{
+    struct chain cfg = fc->c;
+    for (int attempt = 0;; attempt++) {
+        if (chain_run(&fc->c))
+            return -1;
+        if (attempt == 1 || !shared_error_artifact(&fc->c))
+            return 0;
+        fprintf(stderr, "%s: a side returned RD_OK unconfirmed (origin %d, relay %d, receiver %d): "
+                "taking it for the shared-error race, running the case again\n",
+                check_case_name, fc->c.send_rc, fc->c.relay_rc, fc->c.recv_rc);
+        fc->c = cfg;
+        rd_error_clear();
+        if (fc->c.out_path == fc->out && write_file(fc->out, precious, sizeof precious - 1))
+            return -1;
+    }
+}
+
+/* Every handshake went through (the failure is in the stream). */
+static void check_sessions_ok(struct fail_case *fc, int line)
+{
+    struct chain *c = &fc->c;
+    if (c->send_session_rc || c->relay_up_rc || c->relay_down_rc || c->recv_session_rc)
+        check_fail_at(__FILE__, line, "a handshake failed: origin %d, relay up %d, relay down %d, receiver %d (%s)",
+                      c->send_session_rc, c->relay_up_rc, c->relay_down_rc, c->recv_session_rc,
+                      rd_error_msg());
+}
+
+/* Nobody claims success, and the failure was noticed in time. Besides the return codes,
+ * what each side did on the wire: the receiver sent no CONFIRM, nor did the relay. */
+static void check_all_failed(struct fail_case *fc, int line)
+{
+    struct chain *c = &fc->c;
+    if (c->recv_tap.sent_confirms != 0)
+        check_fail_at(__FILE__, line, "the receiver sent a CONFIRM");
+    if (c->relay_up_tap.sent_confirms != 0)
+        check_fail_at(__FILE__, line, "the relay sent a CONFIRM upstream");
+    if (c->send_rc == RD_OK || c->relay_rc == RD_OK || c->recv_rc == RD_OK)
+        check_fail_at(__FILE__, line, "a side returned RD_OK: origin %d, relay %d, receiver %d",
+                      c->send_rc, c->relay_rc, c->recv_rc);
+    if (c->send_rc == -1 || c->relay_rc == -1 || c->recv_rc == -1)
+        check_fail_at(__FILE__, line, "a side never ran: origin %d, relay %d, receiver %d",
+                      c->send_rc, c->relay_rc, c->recv_rc);
+    if (c->origin_tap.confirms != 0)
+        check_fail_at(__FILE__, line, "the origin received a CONFIRM");
+    if (c->seconds > FAIL_WITHIN_S)
+        check_fail_at(__FILE__, line, "the failure took %.1f s to reach every side", c->seconds);
+}
+
+/* The output after a failed stream: a prefix of the input; with `strict`, not all of it. */
+static void check_output_prefix(struct fail_case *fc, int line, int strict)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(fc->out, &got_n);
+    if (!got) {
+        check_fail_at(__FILE__, line, "cannot read the output");
+        return;
+    }
+    if (got_n > fc->n || (strict && got_n == fc->n))
+        check_fail_at(__FILE__, line, "failed transfer wrote %zu of %zu bytes", got_n, fc->n);
+    else if (memcmp(got, fc->data, got_n) != 0)
+        check_fail_at(__FILE__, line, "failed transfer wrote %zu bytes that are not the input's start", got_n);
+    free(got);
+}
+
+/* The output is the whole input (the receiver did its part). */
+static void check_output_whole(struct fail_case *fc, int line)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(fc->out, &got_n);
+    if (!got || got_n != fc->n || memcmp(got, fc->data, fc->n) != 0)
+        check_fail_at(__FILE__, line, "the output is not the input (%zu of %zu bytes)", got ? got_n : 0, fc->n);
+    free(got);
+}
+
+/* tap was told to abort, with a reason that contains `want` */
+static void check_told(const struct tap *t, const char *who, const char *want, int line)
+{
+    if (t->aborts == 0)
+        check_fail_at(__FILE__, line, "the %s was not sent an ABORT", who);
+    else if (!strstr(t->said, want))
+        check_fail_at(__FILE__, line, "the %s was told \"%s\", which does not contain \"%s\"", who, t->said, want);
+}
+
+/* A payload byte damaged between origin and relay: the relay does not look at payloads and
+ * passes it on; the final receiver's checksum catches it and its reason travels back to the
+ * origin through the relay. */
+static void corrupt_upstream_case(size_t offset, uint8_t mask)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 20);
+    fc.c.origin_faults.corrupt_frame = DATA_FRAME(1);
+    fc.c.origin_faults.corrupt_offset = offset;
+    fc.c.origin_faults.corrupt_xor = mask;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK(atomic_load(&fc.c.relay_cnt.frames) >= 2);   /* the damaged frame was forwarded */
+    CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 1);            /* and the receiver caught it */
+    CHECK_HAS(fc.c.recv_tap.sent_text, "checksum mismatch in chunk 1");
+    CHECK(atomic_load(&fc.c.recv_cnt.bytes) <= CHUNK);   /* nothing written after it */
+    check_told(&fc.c.origin_tap, "origin", "downstream", __LINE__);
+    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+static void t_corrupt_payload_upstream(void) { corrupt_upstream_case(RD_FRAME_HDR + 100, 0x01); }
+static void t_corrupt_header_checksum_upstream(void) { corrupt_upstream_case(24, 0x01); }
+
+/* The same damage between relay and receiver. */
+static void t_corrupt_payload_downstream(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 21);
+    fc.c.relay_down_faults.corrupt_frame = DATA_FRAME(1);
+    fc.c.relay_down_faults.corrupt_offset = RD_FRAME_HDR + CHUNK - 1;
+    fc.c.relay_down_faults.corrupt_xor = 0x80;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 1);
+    CHECK_HAS(fc.c.recv_tap.sent_text, "checksum mismatch in chunk 1");
+    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+/* Frames lost, repeated or swapped between origin and relay: the relay's own order check
+ * stops the stream, and tells both ends why. */
+static void order_fault_case(void (*set)(struct mem_faults *), int strict)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 22);
+    set(&fc.c.origin_faults);
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.relay_rc, RD_ESTREAM);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK_HAS(fc.c.relay_down_tap.sent_text, "out of order");
+    check_told(&fc.c.origin_tap, "origin", "out of order", __LINE__);
+    check_told(&fc.c.recv_tap, "receiver", "out of order", __LINE__);
+    /* the relay caught it: no bad frame reached the receiver, which had nothing to say */
+    CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 0);
+    /* the receiver only got what the relay forwarded before it stopped */
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), atomic_load(&fc.c.relay_cnt.frames));
+    check_output_prefix(&fc, __LINE__, strict);
+out:
+    fail_teardown(&fc);
+}
+
+static void drop_second(struct mem_faults *f) { f->drop_frame = DATA_FRAME(1); }
+static void dup_second(struct mem_faults *f) { f->dup_frame = DATA_FRAME(1); }
+static void reorder_second(struct mem_faults *f) { f->reorder_frame = DATA_FRAME(1); }
+
+static void t_dropped_frame_upstream(void) { order_fault_case(drop_second, 1); }
+static void t_duplicated_frame_upstream(void) { order_fault_case(dup_second, 1); }
+static void t_reordered_frames_upstream(void) { order_fault_case(reorder_second, 1); }
+
+/* The last DATA frame is lost upstream: the order is fine, END's totals are not. */
+static void t_dropped_last_frame_upstream(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 10 * CHUNK, 23);
+    fc.c.origin_faults.drop_frame = DATA_FRAME(9);
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 9);
+    check_told(&fc.c.origin_tap, "origin", "incomplete", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+/* The link between relay and receiver dies while DATA flows (after DATA 0..2). */
+static void t_downstream_link_killed(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 24);
+    fc.c.relay_down_faults.kill_after = DATA_FRAME(3);
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 3);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 3);   /* exactly what got through was written */
+    check_told(&fc.c.origin_tap, "origin", "link killed", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+/* The link between origin and relay dies while DATA flows. */
+static void t_upstream_link_killed(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 25);
+    fc.c.origin_faults.kill_after = DATA_FRAME(3);
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 3);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 3);
+    check_told(&fc.c.recv_tap, "receiver", "link killed", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+/* The final receiver cannot write its output: the origin learns the far end's reason. The
+ * receiver's own code is read from the ABORT it sent (its return value is the process's
+ * shared error, which the relay may replace with its "downstream: ..." version). */
+static void t_receiver_write_error(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, LONG_INPUT, 26);
+    fc.c.out_path = "/dev/full";
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 1);
+    CHECK_EQ_I(fc.c.recv_tap.sent_code, RD_EIO);
+    CHECK_HAS(fc.c.recv_tap.sent_text, "/dev/full");
+    check_told(&fc.c.origin_tap, "origin", "downstream: ", __LINE__);
+    check_told(&fc.c.origin_tap, "origin", "cannot write /dev/full", __LINE__);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 0);
+out:
+    fail_teardown(&fc);
+}
+
+/* The origin's input fails: its ABORT goes through the relay to the receiver unchanged. */
+static void t_origin_read_error(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 1, 27);
+    fc.c.in_path = "/proc/self/mem";   /* opens fine; reading at offset 0 is EIO */
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.origin_tap.sent_aborts, 1);
+    CHECK_HAS(fc.c.origin_tap.sent_text, "cannot read /proc/self/mem");
+    /* the first word the receiver got is the origin's own ABORT, byte for byte */
+    check_told(&fc.c.recv_tap, "receiver", "/proc/self/mem", __LINE__);
+    CHECK_STR_EQ(fc.c.recv_tap.said, fc.c.origin_tap.sent_text);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.bytes), 0);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 0);
+out:
+    fail_teardown(&fc);
+}
+
+/* The receiver wrote everything but its CONFIRM is lost: the relay must not confirm
+ * upstream on its own. */
+static void t_downstream_confirm_lost(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 5 * CHUNK, 28);
+    fc.c.recv_faults.kill_after = CONFIRM_FRAME;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.bytes), 5 * CHUNK);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 5 * CHUNK);
+    check_told(&fc.c.origin_tap, "origin", "link killed", __LINE__);
+out:
+    fail_teardown(&fc);
+}
+
+/* The receiver's CONFIRM is damaged on its way to the relay: the receiver is done, but the
+ * relay cannot vouch for the stream, so the origin must fail. */
+static void t_downstream_confirm_corrupt(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 5 * CHUNK, 29);
+    fc.c.recv_faults.corrupt_frame = CONFIRM_FRAME;
+    fc.c.recv_faults.corrupt_offset = RD_FRAME_HDR + 3;
+    fc.c.recv_faults.corrupt_xor = 0x40;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_OK);
+    CHECK(fc.c.relay_rc != RD_OK && fc.c.relay_rc != -1);
+    CHECK(fc.c.send_rc != RD_OK && fc.c.send_rc != -1);
+    CHECK_EQ_I(fc.c.origin_tap.confirms, 0);
+    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    check_output_whole(&fc, __LINE__);
+out:
+    fail_teardown(&fc);
+}
+
+/* The relay's CONFIRM to the origin is lost: the receiver succeeded, the origin must not. */
+static void t_upstream_confirm_lost(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 5 * CHUNK, 30);
+    fc.c.relay_up_faults.kill_after = CONFIRM_FRAME;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_OK);
+    CHECK(fc.c.relay_rc != RD_OK && fc.c.relay_rc != -1);
+    CHECK(fc.c.send_rc != RD_OK && fc.c.send_rc != -1);
+    CHECK_EQ_I(fc.c.origin_tap.confirms, 0);
+    check_output_whole(&fc, __LINE__);
+out:
+    fail_teardown(&fc);
+}
+
+/* ---- watchdog ---- */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
+    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
+    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
+    w = write(STDOUT_FILENO, b, sizeof b - 1);
+    (void)w;
+    _exit(3);
+}
+
+static void before_each(void)
+{
+    rd_error_clear();
+    alarm(CASE_TIMEOUT_S);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, on_alarm);
+    rd_set_progname("test_relay");
+    check_before_each = before_each;
+    RUN(t_size_0);
+    RUN(t_size_1);
+    RUN(t_size_chunk_minus_1);
+    RUN(t_size_chunk);
+    RUN(t_size_chunk_plus_1);
+    RUN(t_many_chunks);
+    RUN(t_depth_1);
+    RUN(t_shallower_downstream);
+    RUN(t_corrupt_payload_upstream);
+    RUN(t_corrupt_header_checksum_upstream);
+    RUN(t_corrupt_payload_downstream);
+    RUN(t_dropped_frame_upstream);
+    RUN(t_duplicated_frame_upstream);
+    RUN(t_reordered_frames_upstream);
+    RUN(t_dropped_last_frame_upstream);
+    RUN(t_downstream_link_killed);
+    RUN(t_upstream_link_killed);
+    RUN(t_receiver_write_error);
+    RUN(t_origin_read_error);
+    RUN(t_downstream_confirm_lost);
+    RUN(t_downstream_confirm_corrupt);
+    RUN(t_upstream_confirm_lost);
+    alarm(0);
+    return check_summary();
+}
