@@ -167,5 +167,6 @@ joined:
     rd_queue_destroy(&c.arrived);
     if (c.confirmed)
         return RD_OK;
-    return rd_error_code() ? rd_error_code() : rd_fail(RD_ESTREAM, "stream incomplete");
+    int e = rd_error_code();
+    return e ? e : rd_fail(RD_ESTREAM, "stream incomplete");
 }

@@ -137,7 +137,7 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
 {
     struct send_ctx c = { .tp = tp, .src = src, .p = p, .cnt = cnt };
     pthread_t reader, monitor;
-    int rc = RD_OK, sent_end = 0;
+    int rc = RD_OK, sent_end = 0, own_abort = 0;
     if (rd_queue_init(&c.ready, p->depth + 2))
         return rd_fail(RD_EIO, "out of memory");
     if (pthread_create(&monitor, NULL, monitor_main, &c)) {
@@ -153,7 +153,9 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
     for (;;) {
         struct rd_buf *b = rd_queue_pop(&c.ready);
         if (!b) {
-            rc = rd_error_code() ? rd_error_code() : rd_fail(RD_ESTREAM, "transfer aborted");
+            rc = rd_error_code();
+            if (!rc)
+                rc = rd_fail(RD_ESTREAM, "transfer aborted");
             break;
         }
         uint8_t type = b->data[5];
@@ -168,7 +170,8 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         if (rc)
             break;
         if (type == RD_ABORT) {
-            rc = rd_error_code() ? rd_error_code() : RD_EIO;
+            rc = rd_error_or(RD_EIO);
+            own_abort = 1;
             break;
         }
         if (type == RD_END) {
@@ -178,9 +181,11 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         }
     }
     int monitor_joined = 0;
-    if (rc && !rd_queue_closed(&c.ready)) {
+    if (rc && !own_abort) {
         /* our send failed (EPIPE, reset): the receiver usually said why just before it hung
-         * up, and that reason, not "broken pipe", is what the user needs to see */
+         * up, and that reason, not "broken pipe", is what the user needs to see. (Not when
+         * the failure was our own input's: a relay echoes our ABORT back, and our reason
+         * stays the one to report.) */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
@@ -201,9 +206,11 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
     rd_queue_destroy(&c.ready);
     if (rc)
-        return rd_error_code() ? rd_error_code() : rc;
-    if (!sent_end || !c.confirmed)
-        return rd_error_code() ? rd_error_code() : rd_fail(RD_ESTREAM, "no confirmation from the receiver");
+        return rd_error_or(rc);
+    if (!sent_end || !c.confirmed) {
+        int e = rd_error_code();
+        return e ? e : rd_fail(RD_ESTREAM, "no confirmation from the receiver");
+    }
     if (c.confirm.total_bytes != c.end.total_bytes || c.confirm.frames != c.end.frames ||
         c.confirm.stream_hash != c.end.stream_hash)
         return rd_fail(RD_ESTREAM, "receiver %s confirmed another stream than the one sent", tp->peer);

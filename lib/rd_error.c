@@ -87,3 +87,9 @@ int rd_report(void)
         rd_warn("%s", err_msg[0] ? err_msg : rd_strerror(code));
     return code;
 }
+
+int rd_error_or(int fallback)
+{
+    int e = rd_error_code();
+    return e ? e : fallback;
+}

@@ -16,6 +16,9 @@ enum rd_err {
  * return `code`. Thread-safe. The message is one line without the program name. */
 int rd_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rd_error_code(void);
+/* The recorded error's code, or fallback when none is: read once, because another thread may
+ * clear and re-record the error in between (a sender replacing "broken pipe" by the reason). */
+int rd_error_or(int fallback);
 const char *rd_error_msg(void);
 void rd_error_clear(void);
 

@@ -240,9 +240,11 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
     if (!rc) {
         /* END is on its way: the answer decides */
         wait_answer(&r, -1);
-        if (!r.confirmed)
-            rc = rd_error_code() ? rd_error_code() : rd_fail(RD_ESTREAM, "no confirmation from downstream");
-        else if (r.confirm.total_bytes != r.end.total_bytes || r.confirm.frames != r.end.frames ||
+        if (!r.confirmed) {
+            rc = rd_error_code();
+            if (!rc)
+                rc = rd_fail(RD_ESTREAM, "no confirmation from downstream");
+        } else if (r.confirm.total_bytes != r.end.total_bytes || r.confirm.frames != r.end.frames ||
                  r.confirm.stream_hash != r.end.stream_hash)
             rc = rd_fail(RD_ESTREAM, "downstream %s confirmed another stream than the one relayed", down->peer);
         if (!rc) {
@@ -268,5 +270,5 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
 destroy_sync:
     pthread_cond_destroy(&r.cond);
     pthread_mutex_destroy(&r.lock);
-    return rc ? (rd_error_code() ? rd_error_code() : rc) : RD_OK;
+    return rc ? rd_error_or(rc) : RD_OK;
 }
