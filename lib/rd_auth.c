@@ -38,14 +38,12 @@ int rd_random(void *out, size_t n)
     return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
 }
 
-void rd_auth_mac(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,
-                 const struct rd_challenge *c, uint8_t out[RD_MAC_LEN])
+/* HMAC(label || hello || challenge without its MAC) */
+static void transcript_mac(const struct rd_key *k, const char *label, const struct rd_hello *h,
+                           const struct rd_challenge *c, uint8_t out[RD_MAC_LEN])
 {
-    static const char label_recv[] = "rdpipe v1 receiver proves key";
-    static const char label_send[] = "rdpipe v1 sender proves key";
     uint8_t t[64 + RD_HELLO_LEN + RD_CHALLENGE_LEN];
     size_t n = 0;
-    const char *label = who == RD_ROLE_RECEIVER ? label_recv : label_send;
     size_t ll = strlen(label);
     memcpy(t, label, ll);
     n = ll;
@@ -55,6 +53,37 @@ void rd_auth_mac(const struct rd_key *k, enum rd_auth_role who, const struct rd_
     n += rd_challenge_encode(&params, t + n);
     unsigned int outlen = RD_MAC_LEN;
     HMAC(EVP_sha256(), k->mac_key, sizeof k->mac_key, t, n, out, &outlen);
+}
+
+void rd_auth_mac(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,
+                 const struct rd_challenge *c, uint8_t out[RD_MAC_LEN])
+{
+    transcript_mac(k, who == RD_ROLE_RECEIVER ? "rdpipe v1 receiver proves key"
+                                              : "rdpipe v1 sender proves key", h, c, out);
+}
+
+void rd_auth_join_key(const struct rd_key *k, const struct rd_hello *h, const struct rd_challenge *c,
+                      uint8_t out[32])
+{
+    transcript_mac(k, "rdpipe v1 join key", h, c, out);
+}
+
+void rd_auth_join_mac(const uint8_t join_key[32], uint32_t index, uint8_t out[RD_MAC_LEN])
+{
+    static const char label[] = "rdpipe v1 stripe";
+    uint8_t msg[sizeof label - 1 + 4];
+    memcpy(msg, label, sizeof label - 1);
+    for (int i = 0; i < 4; i++)
+        msg[sizeof label - 1 + i] = (uint8_t)(index >> (8 * i));
+    unsigned int outlen = RD_MAC_LEN;
+    HMAC(EVP_sha256(), join_key, 32, msg, sizeof msg, out, &outlen);
+}
+
+int rd_auth_join_check(const uint8_t join_key[32], uint32_t index, const uint8_t mac[RD_MAC_LEN])
+{
+    uint8_t want[RD_MAC_LEN];
+    rd_auth_join_mac(join_key, index, want);
+    return CRYPTO_memcmp(want, mac, RD_MAC_LEN) == 0;
 }
 
 int rd_auth_check(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,

@@ -31,4 +31,12 @@ void rd_auth_mac(const struct rd_key *k, enum rd_auth_role who, const struct rd_
 int rd_auth_check(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,
                   const struct rd_challenge *c, const uint8_t mac[RD_MAC_LEN]);
 
+/* The key that admits extra connections (--streams) into the session this transcript
+ * authenticated: both ends derive it, nobody else can. */
+void rd_auth_join_key(const struct rd_key *k, const struct rd_hello *h, const struct rd_challenge *c,
+                      uint8_t out[32]);
+/* MAC of a JOIN for stripe `index`, and its constant-time check (1 = right). */
+void rd_auth_join_mac(const uint8_t join_key[32], uint32_t index, uint8_t out[RD_MAC_LEN]);
+int rd_auth_join_check(const uint8_t join_key[32], uint32_t index, const uint8_t mac[RD_MAC_LEN]);
+
 #endif

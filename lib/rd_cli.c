@@ -1,7 +1,10 @@
 #include "rd_cli.h"
 
+#include "rd_session.h"
+
 #include "rd_error.h"
 #include "rd_proto.h"
+#include "rd_session.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +36,8 @@ static const char common_help[] =
     "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
     "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
     "      --depth N          frames in flight (default 8)\n"
+    "      --streams N        TCP: stripe the stream over N connections, each copied by its own\n"
+    "                         thread (rdsend asks, default 1; rdrecv grants up to N, default 16)\n"
     "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
     "      --sync             rdrecv: fdatasync FILE before confirming\n"
     "      --ready-fd N       rdrecv: once listening, write the port number to fd N (PORT 0 = any)\n"
@@ -44,7 +49,7 @@ static const char common_help[] =
     "            4 stream incomplete or corrupt, 5 local input/output error, 101 no RDMA device\n";
 
 enum { OPT_NO_PROGRESS = 256, OPT_JSON, OPT_TRANSPORT, OPT_BIND, OPT_KEY_FILE, OPT_TIMEOUT,
-       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_READY_FD, OPT_RELAY_FD };
+       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS };
 
 static const struct option long_opts[] = {
     { "verbose", no_argument, NULL, 'v' },
@@ -58,6 +63,7 @@ static const struct option long_opts[] = {
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "chunk-size", required_argument, NULL, OPT_CHUNK },
     { "depth", required_argument, NULL, OPT_DEPTH },
+    { "streams", required_argument, NULL, OPT_STREAMS },
     { "direct", no_argument, NULL, OPT_DIRECT },
     { "sync", no_argument, NULL, OPT_SYNC },
     { "ready-fd", required_argument, NULL, OPT_READY_FD },
@@ -136,6 +142,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     o->progress = -1;
     o->chunk_size = RD_DEFAULT_CHUNK;
     o->depth = RD_DEFAULT_DEPTH;
+    o->streams = 1;
     o->ready_fd = -1;
     o->relay_fd = -1;
     const char *key_file = NULL;
@@ -177,6 +184,12 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
                 return rd_fail(RD_EUSAGE, "--depth must be from 1 to %u, not '%s'", RD_MAX_DEPTH, optarg);
             o->depth = (uint32_t)v;
             o->depth_set = 1;
+            break;
+        case OPT_STREAMS:
+            if (rd_parse_size(optarg, &v) || v < 1 || v > RD_MAX_STREAMS)
+                return rd_fail(RD_EUSAGE, "--streams must be from 1 to %u, not '%s'", RD_MAX_STREAMS, optarg);
+            o->streams = (uint32_t)v;
+            o->streams_set = 1;
             break;
         case OPT_DIRECT: o->direct = 1; break;
         case OPT_SYNC: o->sync = 1; break;

@@ -27,6 +27,8 @@ struct rd_opts {
     int timeout_s;          /* -1 = none / default */
     uint32_t chunk_size, depth;
     int chunk_set, depth_set;
+    uint32_t streams;       /* --streams: rdsend asks for this many TCP connections, rdrecv grants at most */
+    int streams_set;
     int verbose;
     int progress;           /* 1 on, 0 off, -1 = on when stderr is a terminal */
     int json;

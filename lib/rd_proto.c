@@ -49,9 +49,9 @@ const char *rd_proto_strerror(int e)
 const char *rd_frame_type_name(int type)
 {
     static const char *const names[] = {
-        "?", "HELLO", "CHALLENGE", "AUTH", "ACCEPT", "REJECT", "DATA", "END", "CONFIRM", "ABORT",
+        "?", "HELLO", "CHALLENGE", "AUTH", "ACCEPT", "REJECT", "DATA", "END", "CONFIRM", "ABORT", "JOIN",
     };
-    return type > 0 && type <= RD_ABORT ? names[type] : "?";
+    return type > 0 && type <= RD_JOIN ? names[type] : "?";
 }
 
 struct rd_sum *rd_sum_new(void)
@@ -109,7 +109,7 @@ int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame 
         return RD_P_MAGIC;
     if (buf[4] != RD_PROTO_VERSION)
         return RD_P_VERSION;
-    if (buf[5] < RD_HELLO || buf[5] > RD_ABORT)
+    if (buf[5] < RD_HELLO || buf[5] > RD_JOIN)
         return RD_P_TYPE;
     f->type = buf[5];
     f->flags = get16(buf + 6);
@@ -153,7 +153,8 @@ size_t rd_hello_encode(const struct rd_hello *h, uint8_t *out)
     put32(out + 4, h->caps);
     put32(out + 8, h->chunk_size);
     put32(out + 12, h->depth);
-    memcpy(out + 16, h->nonce, RD_NONCE_LEN);
+    put32(out + 16, h->streams);
+    memcpy(out + 20, h->nonce, RD_NONCE_LEN);
     return RD_HELLO_LEN;
 }
 
@@ -166,7 +167,8 @@ int rd_hello_decode(const uint8_t *p, size_t n, struct rd_hello *h)
     h->caps = get32(p + 4);
     h->chunk_size = get32(p + 8);
     h->depth = get32(p + 12);
-    memcpy(h->nonce, p + 16, RD_NONCE_LEN);
+    h->streams = get32(p + 16);
+    memcpy(h->nonce, p + 20, RD_NONCE_LEN);
     return RD_P_OK;
 }
 
@@ -175,8 +177,9 @@ size_t rd_challenge_encode(const struct rd_challenge *c, uint8_t *out)
     put32(out, c->caps);
     put32(out + 4, c->chunk_size);
     put32(out + 8, c->depth);
-    memcpy(out + 12, c->nonce, RD_NONCE_LEN);
-    memcpy(out + 12 + RD_NONCE_LEN, c->mac, RD_MAC_LEN);
+    put32(out + 12, c->streams);
+    memcpy(out + 16, c->nonce, RD_NONCE_LEN);
+    memcpy(out + 16 + RD_NONCE_LEN, c->mac, RD_MAC_LEN);
     return RD_CHALLENGE_LEN;
 }
 
@@ -187,8 +190,25 @@ int rd_challenge_decode(const uint8_t *p, size_t n, struct rd_challenge *c)
     c->caps = get32(p);
     c->chunk_size = get32(p + 4);
     c->depth = get32(p + 8);
-    memcpy(c->nonce, p + 12, RD_NONCE_LEN);
-    memcpy(c->mac, p + 12 + RD_NONCE_LEN, RD_MAC_LEN);
+    c->streams = get32(p + 12);
+    memcpy(c->nonce, p + 16, RD_NONCE_LEN);
+    memcpy(c->mac, p + 16 + RD_NONCE_LEN, RD_MAC_LEN);
+    return RD_P_OK;
+}
+
+size_t rd_join_encode(const struct rd_join *j, uint8_t *out)
+{
+    put32(out, j->index);
+    memcpy(out + 4, j->mac, RD_MAC_LEN);
+    return RD_JOIN_LEN;
+}
+
+int rd_join_decode(const uint8_t *p, size_t n, struct rd_join *j)
+{
+    if (n != RD_JOIN_LEN)
+        return RD_P_LENGTH;
+    j->index = get32(p);
+    memcpy(j->mac, p + 4, RD_MAC_LEN);
     return RD_P_OK;
 }
 

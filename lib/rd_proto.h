@@ -38,6 +38,7 @@ enum rd_frame_type {
     RD_END = 7,        /* sender -> receiver: total bytes + stream hash */
     RD_CONFIRM = 8,    /* receiver -> sender: everything written and flushed */
     RD_ABORT = 9,      /* either way mid-stream: reason code + text */
+    RD_JOIN = 10,      /* sender -> receiver, first frame of an extra connection (--streams) */
 };
 
 enum rd_frame_flags {
@@ -61,17 +62,26 @@ struct rd_hello {
     uint32_t caps;                       /* RD_FLAG_* the sender could use */
     uint32_t chunk_size;                 /* wanted payload bytes per DATA frame */
     uint32_t depth;                      /* wanted frames in flight */
+    uint32_t streams;                    /* wanted TCP connections to stripe over (>= 1) */
     uint8_t nonce[RD_NONCE_LEN];
 };
-#define RD_HELLO_LEN (2 + 2 + 4 + 4 + 4 + RD_NONCE_LEN)
+#define RD_HELLO_LEN (2 + 2 + 4 + 4 + 4 + 4 + RD_NONCE_LEN)
 
 /* CHALLENGE payload: agreed parameters + receiver nonce + receiver MAC */
 struct rd_challenge {
-    uint32_t caps, chunk_size, depth;
+    uint32_t caps, chunk_size, depth, streams;
     uint8_t nonce[RD_NONCE_LEN];
     uint8_t mac[RD_MAC_LEN];
 };
-#define RD_CHALLENGE_LEN (4 + 4 + 4 + RD_NONCE_LEN + RD_MAC_LEN)
+#define RD_CHALLENGE_LEN (4 + 4 + 4 + 4 + RD_NONCE_LEN + RD_MAC_LEN)
+
+/* JOIN: which stripe this connection is, proven with a MAC only the two ends of the first
+ * connection's handshake can compute. */
+struct rd_join {
+    uint32_t index;               /* 1 .. streams-1 (the first connection is stripe 0) */
+    uint8_t mac[RD_MAC_LEN];
+};
+#define RD_JOIN_LEN (4 + RD_MAC_LEN)
 #define RD_AUTH_LEN RD_MAC_LEN
 
 /* END / CONFIRM payload */
@@ -133,6 +143,8 @@ size_t rd_hello_encode(const struct rd_hello *h, uint8_t *out);
 int rd_hello_decode(const uint8_t *p, size_t n, struct rd_hello *h);
 size_t rd_challenge_encode(const struct rd_challenge *c, uint8_t *out);
 int rd_challenge_decode(const uint8_t *p, size_t n, struct rd_challenge *c);
+size_t rd_join_encode(const struct rd_join *j, uint8_t *out);
+int rd_join_decode(const uint8_t *p, size_t n, struct rd_join *j);
 size_t rd_end_encode(const struct rd_end *e, uint8_t *out);
 int rd_end_decode(const uint8_t *p, size_t n, struct rd_end *e);
 size_t rd_reason_encode(const struct rd_reason *r, uint8_t *out);

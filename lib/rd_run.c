@@ -7,6 +7,7 @@
 #include "rd_report.h"
 #include "rd_select.h"
 #include "rd_session.h"
+#include "rd_stripe.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -33,11 +34,40 @@ static int derive(const struct rd_opts *o, struct rd_key *k)
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
 }
 
+/* --streams, sender: open the other connections, JOIN each, and replace *tp (connection 0)
+ * by the striped transport over all of them. On failure *tp is still connection 0. */
+static int join_stripes(const struct rd_opts *o, struct rd_transport **tp, const struct rd_params *agreed)
+{
+    struct rd_transport *conns[RD_MAX_STREAMS] = { *tp };
+    struct rd_opts d = *o;
+    d.transport = RD_T_TCP;
+    unsigned n = 1;
+    int rc = RD_OK;
+    while (!rc && n < agreed->streams) {
+        rc = rd_connect_any(&d, &conns[n]);
+        if (rc)
+            break;
+        rc = rd_session_join(conns[n], agreed, n);
+        n++;
+    }
+    if (rc) {
+        for (unsigned i = 1; i < n; i++)
+            conns[i]->ops->close(conns[i]);
+        return rc;
+    }
+    struct rd_transport *st = rd_stripe_new(conns, n);
+    *tp = st;
+    if (!st)
+        return rd_fail(RD_EIO, "out of memory");
+    return st->ops->setup_ring(st, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed->chunk_size, agreed->depth);
+}
+
 int rd_send_source(const struct rd_opts *o, struct rd_source *src)
 {
     struct rd_key key;
     struct rd_transport *tp = NULL;
-    struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth }, agreed = { 0 };
+    struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth, .streams = o->streams },
+                     agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
     struct rd_transport shown = { 0 };   /* what the summary names after tp is gone */
@@ -51,6 +81,8 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     if (!o->chunk_set && tp->ops == &rd_tcp_ops)
         want.chunk_size = RD_TCP_DEFAULT_CHUNK;
     rc = rd_session_sender(tp, &key, &want, &agreed);
+    if (!rc && agreed.streams > 1)
+        rc = join_stripes(o, &tp, &agreed);
     if (rc)
         goto close_transport;
     if (o->verbose)
@@ -66,9 +98,11 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         rd_warn("read %llu bytes from the page cache, %llu with O_DIRECT",
                 (unsigned long long)src->cached_bytes, (unsigned long long)src->direct_bytes);
 close_transport:
-    shown = *tp;
-    tp->ops->close(tp);
-    tp = NULL;
+    if (tp) {
+        shown = *tp;
+        tp->ops->close(tp);
+        tp = NULL;
+    }
 wipe_key:
     rd_key_wipe(&key);
 out:
@@ -96,8 +130,8 @@ int rd_run_send(const struct rd_opts *o)
 
 /* What a receiver does with one connection: handshake, then the stream. Returns RD_OK, an
  * error of this peer that leaves the receiver listening (*retry = 1), or a final error. */
-typedef int (*serve_fn)(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
-                        void *ctx, int *retry);
+typedef int (*serve_fn)(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
+                        const struct rd_key *key, void *ctx, int *retry);
 
 static int handshake(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
                      struct rd_params *agreed, int *retry)
@@ -105,6 +139,7 @@ static int handshake(const struct rd_opts *o, struct rd_transport *tp, const str
     struct rd_params limits = {
         .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
         .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
+        .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
     };
     int rc = rd_session_receiver(tp, key, &limits, agreed);
     /* nothing of a peer that failed here was written: keep listening for the right sender */
@@ -112,16 +147,67 @@ static int handshake(const struct rd_opts *o, struct rd_transport *tp, const str
     return rc;
 }
 
-static int serve_sink(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
-                      void *ctx, int *retry)
+/* --streams, receiver: the sender's other connections JOIN through our listener; then *tpp
+ * (connection 0) becomes the striped transport over all of them. Connections that are not
+ * stripes of this session are turned away with one line each, as any bad peer is. */
+static int accept_stripes(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
+{
+    struct rd_transport *conns[RD_MAX_STREAMS] = { *tpp };
+    unsigned char taken[RD_MAX_STREAMS] = { 1 };
+    unsigned got = 1;
+    double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
+    int rc = RD_OK;
+    while (got < agreed->streams) {
+        double left = deadline - rd_now();
+        if (left <= 0) {
+            rc = rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", got, agreed->streams);
+            break;
+        }
+        struct rd_transport *c;
+        uint32_t idx;
+        if (rd_accept_any(lis, &c, (int)(left * 1000) + 1))
+            goto turn_away;
+        if (c->ops != &rd_tcp_ops)
+            rd_fail(RD_ESTREAM, "a stripe must come over TCP");
+        else if (rd_session_accept_join(c, agreed, taken, &idx) == RD_OK) {
+            conns[idx] = c;
+            taken[idx] = 1;
+            got++;
+            continue;
+        }
+        c->ops->close(c);
+turn_away:
+        if (rd_now() < deadline)
+            rd_report();
+        rd_error_clear();
+    }
+    if (rc) {
+        rd_send_reason(*tpp, RD_ABORT, rc, rd_error_msg());
+        for (unsigned i = 1; i < agreed->streams; i++)
+            if (conns[i])
+                conns[i]->ops->close(conns[i]);
+        return rc;
+    }
+    struct rd_transport *st = rd_stripe_new(conns, got);
+    *tpp = st;
+    if (!st)
+        return rd_fail(RD_EIO, "out of memory");
+    return st->ops->setup_ring(st, RD_DIR_RECV, RD_FRAME_HDR + (size_t)agreed->chunk_size, agreed->depth);
+}
+
+static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
+                      const struct rd_key *key, void *ctx, int *retry)
 {
     struct rd_sink *dst = ctx;
     struct rd_params agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
-    int rc = handshake(o, tp, key, &agreed, retry);
+    int rc = handshake(o, *tpp, key, &agreed, retry);
+    if (!rc && agreed.streams > 1)
+        rc = accept_stripes(lis, tpp, &agreed);
     if (rc)
         return rc;
+    struct rd_transport *tp = *tpp;
     if (o->verbose)
         rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s", tp->peer, tp->desc,
                 agreed.chunk_size, agreed.depth, dst->name);
@@ -174,9 +260,10 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             continue;
         }
         int retry;
-        rc = serve(o, tp, &key, ctx, &retry);
+        rc = serve(o, &lis, &tp, &key, ctx, &retry);
         served = !retry;
-        tp->ops->close(tp);
+        if (tp)
+            tp->ops->close(tp);
         if (rc && retry) {
             rd_report();
             rd_error_clear();
@@ -225,10 +312,12 @@ static int read_next_hop(int fd, char *host, char *port, char *key, size_t keyca
     return ok ? RD_OK : rd_fail(RD_EIO, "no next hop on the relay descriptor");
 }
 
-static int serve_relay(const struct rd_opts *o, struct rd_transport *up, const struct rd_key *key,
-                       void *ctx, int *retry)
+static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
+                       const struct rd_key *key, void *ctx, int *retry)
 {
     (void)ctx;
+    (void)lis;
+    struct rd_transport *up = *tpp;
     struct rd_params agreed = { 0 }, down_agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };

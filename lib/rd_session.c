@@ -88,8 +88,10 @@ static int expect(struct rd_transport *tp, struct rd_buf **b, struct rd_frame *f
 int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *want,
                       struct rd_params *agreed)
 {
+    uint32_t streams = want->streams ? want->streams : 1;
     struct rd_hello h = { .version_min = RD_PROTO_VERSION, .version_max = RD_PROTO_VERSION,
-                          .caps = want->caps, .chunk_size = want->chunk_size, .depth = want->depth };
+                          .caps = want->caps, .chunk_size = want->chunk_size, .depth = want->depth,
+                          .streams = streams };
     struct rd_challenge c;
     struct rd_buf *b;
     struct rd_frame f;
@@ -111,7 +113,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
         return rd_fail(RD_EAUTH, "authentication failed: receiver %s has another key", tp->peer);
     }
     if (c.chunk_size < RD_MIN_CHUNK || c.chunk_size > want->chunk_size || c.depth == 0 ||
-        c.depth > want->depth || (c.caps & ~want->caps))
+        c.depth > want->depth || (c.caps & ~want->caps) || c.streams == 0 || c.streams > streams)
         return rd_fail(RD_ESTREAM, "receiver %s granted parameters we did not ask for", tp->peer);
     uint8_t mac[RD_MAC_LEN];
     rd_auth_mac(k, RD_ROLE_SENDER, &h, &c, mac);
@@ -125,6 +127,10 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     agreed->chunk_size = c.chunk_size;
     agreed->depth = c.depth;
     agreed->caps = c.caps;
+    agreed->streams = c.streams;
+    rd_auth_join_key(k, &h, &c, agreed->join_key);
+    if (c.streams > 1)
+        return RD_OK;
     return tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
 }
 
@@ -157,10 +163,13 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "chunk size or depth out of range");
         return rd_fail(RD_ESTREAM, "sender %s asked for chunk %u depth %u", tp->peer, h.chunk_size, h.depth);
     }
+    /* striping is for TCP, where one connection is bound to one core; RDMA needs none */
+    uint32_t max_streams = tp->ops == &rd_tcp_ops && limits->streams ? limits->streams : 1;
     struct rd_challenge c = {
         .caps = h.caps & limits->caps,
         .chunk_size = min_u32(h.chunk_size, limits->chunk_size),
         .depth = min_u32(h.depth, limits->depth),
+        .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
     if (rd_random(c.nonce, sizeof c.nonce))
         return rd_fail(RD_EIO, "no randomness available");
@@ -178,11 +187,52 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
     }
-    rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
-    if (rc)
-        return rc;
+    if (c.streams == 1) {
+        rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
+        if (rc)
+            return rc;
+    }
     agreed->chunk_size = c.chunk_size;
     agreed->depth = c.depth;
     agreed->caps = c.caps;
+    agreed->streams = c.streams;
+    rd_auth_join_key(k, &h, &c, agreed->join_key);
+    return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
+}
+
+int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t index)
+{
+    struct rd_join j = { .index = index };
+    uint8_t out[RD_JOIN_LEN];
+    struct rd_buf *b;
+    struct rd_frame f;
+    rd_auth_join_mac(agreed->join_key, index, j.mac);
+    int rc = rd_send_ctrl(tp, RD_JOIN, out, (uint32_t)rd_join_encode(&j, out));
+    if (!rc)
+        rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
+    if (!rc)
+        tp->ops->release(tp, b);
+    return rc;
+}
+
+int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,
+                           const unsigned char *taken, uint32_t *index)
+{
+    struct rd_buf *b;
+    struct rd_frame f;
+    struct rd_join j;
+    int rc = expect(tp, &b, &f, RD_JOIN, RD_HELLO_MS, "sender");
+    if (rc)
+        return rc;
+    int pe = rd_join_decode(f.payload, f.length, &j);
+    tp->ops->release(tp, b);
+    if (pe)
+        return rd_fail(RD_ESTREAM, "malformed JOIN from %s", tp->peer);
+    if (j.index == 0 || j.index >= agreed->streams || taken[j.index] ||
+        !rd_auth_join_check(agreed->join_key, j.index, j.mac)) {
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "not a stripe of this session");
+        return rd_fail(RD_EAUTH, "connection from %s is not a stripe of this session", tp->peer);
+    }
+    *index = j.index;
     return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
 }

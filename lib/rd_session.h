@@ -13,10 +13,15 @@
 #define RD_HELLO_MS 3000       /* receiver: a connection that says nothing by then is dropped */
 #define RD_SENDER_WAIT_MS 30000 /* sender: the receiver may first be busy turning away another peer */
 
+#define RD_MAX_STREAMS 16u
+#define RD_JOIN_WAIT_MS 10000   /* receiver: the extra connections of --streams must come by then */
+
 struct rd_params {
     uint32_t chunk_size;   /* payload bytes per DATA frame */
     uint32_t depth;        /* frames in flight */
     uint32_t caps;         /* RD_FLAG_* in use */
+    uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
+    uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_key) */
 };
 
 /* Sender: HELLO, check CHALLENGE, AUTH, wait for ACCEPT, set up the send ring.
@@ -30,6 +35,16 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
  * should be dropped and the receiver may keep listening. */
 int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
                         struct rd_params *agreed);
+
+/* With streams > 1 the session sets up no ring on tp: the caller joins the other
+ * connections and sets the ring up on the striped transport made of all of them. */
+
+/* Sender, on extra connection number index (1 .. streams-1): JOIN, wait for ACCEPT. */
+int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t index);
+/* Receiver: the JOIN on a new connection; *index is the stripe it proved to be (not yet in
+ * taken[], which has agreed->streams entries). Answers ACCEPT, or REJECT and fails. */
+int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,
+                           const unsigned char *taken, uint32_t *index);
 
 /* Send one control frame with the given payload (fits in a control frame). */
 int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len);

@@ -381,27 +381,7 @@ static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
                                 { (void *)b->ref, b->ref_len } };
         return send_iov(tp, b, iov, 3);
     }
-    int rc = send_head(tp, b->data, b->ref_len);
-    if (rc) {
-        rd_pool_put(&c->send_pool, b);
-        return rc;
-    }
-    off_t off = (off_t)b->ref_off;
-    size_t left = b->ref_len;
-    while (left) {
-        ssize_t n = sendfile(c->fd, b->ref_fd, &off, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = io_error(tp, errno, "while sending");
-            break;
-        }
-        if (n == 0) {
-            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
-            break;
-        }
-        left -= (size_t)n;
-    }
+    int rc = rd_tcp_send_file(tp, b->data, b->ref_fd, b->ref_off, b->ref_len);
     rd_pool_put(&c->send_pool, b);
     return rc;
 }
@@ -442,6 +422,26 @@ static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long de
     return read_summed(tp, p, n, deadline, what, NULL);
 }
 
+/* The len bytes of a frame whose length prefix was read, into b, checksummed on the way. */
+static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, long long deadline)
+{
+    struct tcp_conn *c = tp->priv;
+    if (len > b->cap)
+        return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
+                       tp->peer, len, b->cap);
+    size_t head = len < RD_FRAME_HDR ? len : RD_FRAME_HDR;
+    rd_sum_reset(c->sum);
+    int rc = read_full(tp, b->data, head, deadline, "in the middle of a frame");
+    if (!rc)
+        rc = read_summed(tp, b->data + head, len - head, deadline, "in the middle of a frame", c->sum);
+    if (rc)
+        return rc;
+    b->len = len;
+    b->has_sum = head == RD_FRAME_HDR;
+    b->sum = rd_sum_digest(c->sum);
+    return RD_OK;
+}
+
 static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
 {
     struct tcp_conn *c = tp->priv;
@@ -463,23 +463,11 @@ static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
             return io_error(tp, 0, "while receiving");
     }
-    if (len > b->cap) {
-        rd_pool_put(&c->recv_pool, b);
-        return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
-                       tp->peer, len, b->cap);
-    }
-    size_t head = len < RD_FRAME_HDR ? len : RD_FRAME_HDR;
-    rd_sum_reset(c->sum);
-    rc = read_full(tp, b->data, head, deadline, "in the middle of a frame");
-    if (!rc)
-        rc = read_summed(tp, b->data + head, len - head, deadline, "in the middle of a frame", c->sum);
+    rc = read_frame(tp, b, len, deadline);
     if (rc) {
         rd_pool_put(&c->recv_pool, b);
         return rc;
     }
-    b->len = len;
-    b->has_sum = head == RD_FRAME_HDR;
-    b->sum = rd_sum_digest(c->sum);
     *out = b;
     return RD_OK;
 }
@@ -599,6 +587,37 @@ int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
             }
             got -= put;
         }
+    }
+    return rc;
+}
+
+int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b)
+{
+    uint8_t prefix[4];
+    int rc = read_full(tp, prefix, 4, -1, "while receiving");
+    if (rc)
+        return rc;
+    size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
+                 (size_t)prefix[3] << 24;
+    return read_frame(tp, b, len, -1);
+}
+
+int rd_tcp_send_file(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], int fd, uint64_t offset,
+                     size_t len)
+{
+    struct tcp_conn *c = tp->priv;
+    int rc = send_head(tp, hdr, len);
+    off_t off = (off_t)offset;
+    while (!rc && len) {
+        ssize_t n = sendfile(c->fd, fd, &off, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = io_error(tp, errno, "while sending");
+        else if (n == 0)
+            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
+        else
+            len -= (size_t)n;
     }
     return rc;
 }
