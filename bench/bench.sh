@@ -20,7 +20,9 @@
 #   rdsend <FILE           rdsend HOST PORT KEY < FILE         same file as stdin (still a regular file)
 #   rdsend zeros FILE      rdsend HOST PORT KEY SPARSE         sparse file = size-limited /dev/zero, no pipe
 #   rdsend, stdin piped    head -c N /dev/zero | rdsend ...    /dev/zero through a pipe (one extra copy)
+#   rdsend --streams 2     rdsend --streams 2 HOST PORT KEY FILE   the file striped over 2 TCP connections
 #   iperf3                 iperf3 -c -n N -J                   single stream, sends from memory (reads no file)
+#   iperf3 -P 2            iperf3 -c -n N -J -P 2              two streams (what --streams is to rdsend)
 #   nc                     nc -l PORT >/dev/null ; nc -N HOST PORT < FILE      (netcat-openbsd)
 #   socat                  socat -b1048576 -u TCP-LISTEN:.. OPEN:/dev/null ; socat -b1048576 -u FILE:.. TCP:..
 #   mbuffer                mbuffer -q -I PORT -o /dev/null -m 64M ; mbuffer -q -i FILE -O HOST:PORT -m 64M
@@ -47,7 +49,7 @@ root=$(cd "$here/.." && pwd)
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 write_file=1 out_file="" nets="loopback veth"
-tools_all="rd_file rd_stdin rd_sparse rd_pipe iperf3 nc socat mbuffer"
+tools_all="rd_file rd_stdin rd_sparse rd_pipe rd_streams2 iperf3 iperf3_p2 nc socat mbuffer"
 tools="$tools_all"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -76,16 +78,17 @@ label() {
     case "$1" in
         rd_file) echo "rdsend FILE" ;;  rd_stdin) echo "rdsend <FILE" ;;
         rd_sparse) echo "rdsend zeros FILE" ;;  rd_pipe) echo "rdsend, stdin piped from head" ;;
+        rd_streams2) echo "rdsend --streams 2 FILE" ;;  iperf3_p2) echo "iperf3 -P 2" ;;
         *) echo "$1" ;;
     esac
 }
 source_of() {
     case "$1" in
-        rd_file|nc|socat|mbuffer) echo "page-cached file" ;;
+        rd_file|rd_streams2|nc|socat|mbuffer) echo "page-cached file" ;;
         rd_stdin) echo "same file as stdin" ;;
         rd_sparse) echo "sparse file (zeros, no pipe)" ;;
         rd_pipe) echo "head -c N /dev/zero (pipe)" ;;
-        iperf3) echo "memory (no file)" ;;
+        iperf3|iperf3_p2) echo "memory (no file)" ;;
     esac
 }
 
@@ -102,7 +105,7 @@ for t in $tools; do
     case "$t" in
         rd_*) if [ -x "$RDSEND" ] && [ -x "$RDRECV" ]; then avail="$avail $t"
               else echo "bench.sh: $RDSEND or $RDRECV missing: run make first; skipping $t" >&2; fi ;;
-        iperf3) need iperf3 iperf3 && avail="$avail $t" ;;
+        iperf3|iperf3_p2) need iperf3 iperf3 && avail="$avail $t" ;;
         nc) if need nc netcat-openbsd; then
                 if nc -h 2>&1 | grep -q -- '-N[[:space:]]'; then avail="$avail $t"
                 else echo "bench.sh: this nc has no -N (needs netcat-openbsd); skipping nc" >&2; fi
@@ -222,7 +225,7 @@ run_one() {
     local extra=($RDARGS)
     case "$t" in
         rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$RDRECV" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
-        iperf3) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
+        iperf3|iperf3_p2) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
         nc) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" nc -l "$p" > /dev/null 2> "$log.rx" & ;;
         socat) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" socat -b1048576 -u "TCP-LISTEN:$p,reuseaddr" OPEN:/dev/null 2> "$log.rx" & ;;
         mbuffer) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" mbuffer -q -I "$p" -o /dev/null -m 64M > /dev/null 2> "$log.rx" & ;;
@@ -239,7 +242,9 @@ run_one() {
         rd_stdin) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" < "$file" 2> "$log.tx" ;;
         rd_sparse) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$sparse" 2> "$log.tx" ;;
         rd_pipe) head -c "$BYTES" /dev/zero | "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" 2> "$log.tx" ;;
+        rd_streams2) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" --streams 2 "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
         iperf3) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J > "$log.tx" 2>&1 ;;
+        iperf3_p2) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J -P 2 > "$log.tx" 2>&1 ;;
         nc) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" nc -N "$HOST" "$p" < "$file" 2> "$log.tx" ;;
         socat) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" socat -b1048576 -u "FILE:$file" "TCP:$HOST:$p" 2> "$log.tx" ;;
         mbuffer) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" mbuffer -q -i "$file" -O "$HOST:$p" -m 64M 2> "$log.tx" ;;
@@ -261,7 +266,7 @@ run_one() {
                 echo "bench.sh: $t: rdrecv reports $got bytes, expected $BYTES" >&2; return 1
             fi
             own=$(sed -n 's/.*"gb_per_s":\([0-9.]*\).*/\1/p' "$log.tx") ;;
-        iperf3)
+        iperf3|iperf3_p2)
             own=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.e+]/, "", $2); printf "%.4f", $2 / 8e9; exit }' FS=: "$log.tx") ;;
     esac
     local cpu=-

@@ -442,16 +442,24 @@ static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, lon
     return RD_OK;
 }
 
+/* The 4-byte little-endian length that starts every frame. */
+static int read_prefix(struct rd_transport *tp, long long deadline, size_t *len)
+{
+    uint8_t p[4];
+    int rc = read_full(tp, p, 4, deadline, "while receiving");
+    if (!rc)
+        *len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+    return rc;
+}
+
 static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
 {
     struct tcp_conn *c = tp->priv;
     long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
-    uint8_t prefix[4];
-    int rc = read_full(tp, prefix, 4, deadline, "while receiving");
+    size_t len;
+    int rc = read_prefix(tp, deadline, &len);
     if (rc)
         return rc;
-    size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
-                 (size_t)prefix[3] << 24;
     struct rd_buf *b;
     int timed_out;
     /* every buffer may be waiting for a slow writer: meanwhile watch for the peer hanging
@@ -516,12 +524,10 @@ static void tcp_close(struct rd_transport *tp)
 
 int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t *frame_len)
 {
-    uint8_t prefix[4];
-    int rc = read_full(tp, prefix, 4, -1, "while receiving");
+    size_t len;
+    int rc = read_prefix(tp, -1, &len);
     if (rc)
         return rc;
-    size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
-                 (size_t)prefix[3] << 24;
     if (len < RD_FRAME_HDR)
         return rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte frame", tp->peer, len);
     *frame_len = len;
@@ -593,12 +599,10 @@ int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
 
 int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b)
 {
-    uint8_t prefix[4];
-    int rc = read_full(tp, prefix, 4, -1, "while receiving");
+    size_t len;
+    int rc = read_prefix(tp, -1, &len);
     if (rc)
         return rc;
-    size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 |
-                 (size_t)prefix[3] << 24;
     return read_frame(tp, b, len, -1);
 }
 

@@ -501,6 +501,23 @@ static void start_tree_send(struct agent *a)
     free(v);
 }
 
+/* rdrecv listening on a port of the kernel's choice, said on fd 3; a relay learns its next
+ * hop on stdin. v[0] is the caller's to free. */
+static void rdrecv_argv(struct agent *a, char **v, int relay)
+{
+    int n = 0;
+    v[n++] = rdp_sibling_tool("rdrecv");
+    common_args(a, v, &n);
+    v[n++] = "--ready-fd";
+    v[n++] = "3";
+    if (relay) {
+        v[n++] = "--relay-fd";
+        v[n++] = "0";
+    }
+    v[n++] = "0";
+    v[n] = NULL;
+}
+
 /* The port rdrecv writes on its --ready-fd (0 if it died or said nothing within 30 s). */
 static int wait_port(int fd)
 {
@@ -539,19 +556,10 @@ static void setup_relay(struct agent *a)
         fail_local(a, "relay", 5, "pipe failed");
         return;
     }
-    char *tool = rdp_sibling_tool("rdrecv");
     char *v[16];
-    int n = 0;
-    v[n++] = tool;
-    common_args(a, v, &n);
-    v[n++] = "--ready-fd";
-    v[n++] = "3";
-    v[n++] = "--relay-fd";
-    v[n++] = "0";
-    v[n++] = "0";
-    v[n] = NULL;
+    rdrecv_argv(a, v, 1);
     int rc = start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
-    free(tool);
+    free(v[0]);
     close(rdy[1]);
     close(rl[0]);
     if (rc) {
@@ -601,17 +609,10 @@ static void do_setup(struct agent *a)
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    char *tool = rdp_sibling_tool("rdrecv");
     char *v[16];
-    int n = 0;
-    v[n++] = tool;
-    common_args(a, v, &n);
-    v[n++] = "--ready-fd";
-    v[n++] = "3";
-    v[n++] = "0";
-    v[n] = NULL;
+    rdrecv_argv(a, v, 0);
     int rc = start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
-    free(tool);
+    free(v[0]);
     close(rdy[1]);
     if (pp[1] >= 0)
         close(pp[1]);

@@ -73,6 +73,8 @@ xfer "size $((K + 1)), 64K chunks, pipes" $((K + 1)) pipe --chunk-size 64K
 xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
 xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
 xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
+# --streams is TCP's: over RDMA the receiver grants one connection and nothing else changes
+xfer "--streams 4 asked over RDMA: one connection, data intact" $((3 * 1048576 + 5)) file --streams 4
 
 # IPv6, receiver listening on any address ([::], dual stack): loopback through rxe_a
 if ip -6 addr add fd00:7::1/64 dev va nodad 2>/dev/null; then
