@@ -6,6 +6,7 @@
  * error first, and a watchdog (alarm) turns a hang into a failure. */
 #include "check.h"
 #include "mem_transport.h"
+#include "testfiles.h"
 
 #include "rd_auth.h"
 #include "rd_engine.h"
@@ -28,73 +29,7 @@
 
 static const char secret[] = "engine test key";
 
-/* ---- helpers: data, files ---- */
-
-static uint8_t *random_bytes(size_t n, uint64_t seed)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 24);
-    }
-    return p;
-}
-
-static void temp_path(char *out, size_t n, const char *what)
-{
-    const char *dir = getenv("TMPDIR");
-    snprintf(out, n, "%s/rdpipe-test-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
-    int fd = mkstemp(out);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(2);
-    }
-    close(fd);
-}
-
-static int write_file(const char *path, const void *data, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT, 0600);
-    if (fd < 0)
-        return -1;
-    const uint8_t *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return close(fd);
-}
-
-/* Whole file into a malloc'ed buffer; *n = its size. NULL on error. */
-static uint8_t *read_file(const char *path, size_t *n)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    fstat(fd, &st);
-    uint8_t *p = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    for (;;) {
-        ssize_t r = read(fd, p + got, (size_t)st.st_size + 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        if (got == (size_t)st.st_size + 1)
-            break;
-    }
-    close(fd);
-    *n = got;
-    return p;
-}
+/* ---- helpers: messages ---- */
 
 /* msg says "version N" (or "versions A..B" with n == A or n == B) */
 static int names_version(const char *msg, unsigned n)
