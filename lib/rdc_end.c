@@ -11,6 +11,8 @@ void rdc_end_init(struct rd_opts *o)
     memset(o, 0, sizeof *o);
     o->json = 1;
     o->ready_fd = -1;
+    o->relay_fd = -1;
+    o->streams = 1;
     rd_set_progname("rdcp");
     signal(SIGPIPE, SIG_IGN);
 }
