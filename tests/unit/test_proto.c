@@ -99,7 +99,7 @@ static void t_seal_sum_uses_given_checksum(void)
 
 static void t_parse_every_type(void)
 {
-    for (int t = RD_HELLO; t <= RD_ABORT; t++) {
+    for (int t = RD_HELLO; t <= RD_JOIN; t++) {
         memset(buf + RD_FRAME_HDR, t, 10);
         size_t n = rd_frame_seal(buf, (uint8_t)t, 0, 10, (uint64_t)t * 1000);
         struct rd_frame f;
@@ -140,8 +140,11 @@ static void t_frame_names(void)
     CHECK_STR_EQ(rd_frame_type_name(RD_END), "END");
     CHECK_STR_EQ(rd_frame_type_name(RD_CONFIRM), "CONFIRM");
     CHECK_STR_EQ(rd_frame_type_name(RD_ABORT), "ABORT");
+    CHECK_STR_EQ(rd_frame_type_name(RD_JOIN), "JOIN");
+    CHECK_EQ_I(RD_JOIN, 10);   /* on the wire: fixed forever */
     CHECK_STR_EQ(rd_frame_type_name(0), "?");
-    CHECK_STR_EQ(rd_frame_type_name(10), "?");
+    CHECK_STR_EQ(rd_frame_type_name(11), "?");
+    CHECK_STR_EQ(rd_frame_type_name(255), "?");
     CHECK_STR_EQ(rd_frame_type_name(-1), "?");
     CHECK_STR_EQ(rd_proto_strerror(RD_P_OK), "ok");
     CHECK_HAS(rd_proto_strerror(RD_P_CHECKSUM), "checksum");
@@ -268,12 +271,16 @@ static void t_bad_version_is_named(void)
 static void t_unknown_type(void)
 {
     struct rd_frame f;
-    static const uint8_t types[] = { 0, RD_ABORT + 1, 0x40, 0x80, 0xff };
+    static const uint8_t types[] = { 0, 11, RD_JOIN + 1, 0x40, 0x80, 0xff };
     size_t n = data_frame(10, 0);
     for (size_t i = 0; i < sizeof types; i++) {
         buf[5] = types[i];
         CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_TYPE);
     }
+    /* 10 is no longer unknown: it is JOIN (--streams) */
+    buf[5] = 10;
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(f.type, RD_JOIN);
 }
 
 static void t_unknown_flags(void)
@@ -357,18 +364,23 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 static void t_hello_round_trip(void)
 {
     struct rd_hello h = { .version_min = 1, .version_max = 0xfffe, .caps = 0xa5a5a5a5u,
-                          .chunk_size = 0x01020304u, .depth = 1024 }, d;
+                          .chunk_size = 0x01020304u, .depth = 1024, .streams = 0x0b0c0d0eu }, d;
     fill(h.nonce, sizeof h.nonce, 1);
+    memset(buf, 0xee, sizeof buf);
     size_t n = rd_hello_encode(&h, buf + RD_FRAME_HDR);
     CHECK_EQ_U(n, RD_HELLO_LEN);
-    CHECK_EQ_U(RD_HELLO_LEN, 48);
-    /* wire layout: little endian integers, then the nonce */
-    CHECK_EQ_U(buf[RD_FRAME_HDR + 0], 1);
-    CHECK_EQ_U(buf[RD_FRAME_HDR + 2], 0xfe);
-    CHECK_EQ_U(buf[RD_FRAME_HDR + 3], 0xff);
-    CHECK_EQ_U(buf[RD_FRAME_HDR + 8], 0x04);
-    CHECK_EQ_U(buf[RD_FRAME_HDR + 11], 0x01);
-    CHECK_MEM_EQ(buf + RD_FRAME_HDR + 16, h.nonce, RD_NONCE_LEN);
+    CHECK_EQ_U(RD_HELLO_LEN, 52);
+    /* wire layout: little endian integers (versions, caps, chunk, depth, streams), then the nonce */
+    static const uint8_t want[20] = {
+        1, 0, 0xfe, 0xff,                 /* version_min, version_max */
+        0xa5, 0xa5, 0xa5, 0xa5,           /* caps */
+        0x04, 0x03, 0x02, 0x01,           /* chunk_size */
+        0x00, 0x04, 0x00, 0x00,           /* depth 1024 */
+        0x0e, 0x0d, 0x0c, 0x0b,           /* streams */
+    };
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR, want, sizeof want);
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR + 20, h.nonce, RD_NONCE_LEN);
+    CHECK_EQ_U(buf[RD_FRAME_HDR + RD_HELLO_LEN], 0xee);   /* nothing written past it */
     size_t len = rd_frame_seal(buf, RD_HELLO, 0, (uint32_t)n, 0);
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
@@ -381,17 +393,32 @@ static void t_hello_round_trip(void)
     CHECK_EQ_U(d.caps, 0xa5a5a5a5u);
     CHECK_EQ_U(d.chunk_size, 0x01020304u);
     CHECK_EQ_U(d.depth, 1024);
+    CHECK_EQ_U(d.streams, 0x0b0c0d0eu);
     CHECK_MEM_EQ(d.nonce, h.nonce, RD_NONCE_LEN);
+    /* the values --streams uses survive too */
+    for (uint32_t st = 0; st <= 17; st++) {
+        h.streams = st;
+        CHECK_EQ_I(rd_hello_decode(buf + RD_FRAME_HDR, rd_hello_encode(&h, buf + RD_FRAME_HDR), &d), RD_P_OK);
+        CHECK_EQ_U(d.streams, st);
+        CHECK_EQ_U(d.depth, 1024);
+    }
 }
 
 static void t_challenge_round_trip(void)
 {
-    struct rd_challenge c = { .caps = 3, .chunk_size = 4u << 20, .depth = 8 }, d;
+    struct rd_challenge c = { .caps = 3, .chunk_size = 4u << 20, .depth = 8, .streams = 0x90a0b0c0u }, d;
     fill(c.nonce, sizeof c.nonce, 100);
     fill(c.mac, sizeof c.mac, 200);
+    memset(buf, 0xee, sizeof buf);
     size_t n = rd_challenge_encode(&c, buf + RD_FRAME_HDR);
     CHECK_EQ_U(n, RD_CHALLENGE_LEN);
-    CHECK_EQ_U(RD_CHALLENGE_LEN, 76);
+    CHECK_EQ_U(RD_CHALLENGE_LEN, 80);
+    /* caps, chunk_size, depth, streams (LE), nonce, mac */
+    static const uint8_t want[16] = { 3, 0, 0, 0, 0, 0, 0x40, 0, 8, 0, 0, 0, 0xc0, 0xb0, 0xa0, 0x90 };
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR, want, sizeof want);
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR + 16, c.nonce, RD_NONCE_LEN);
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR + 16 + RD_NONCE_LEN, c.mac, RD_MAC_LEN);
+    CHECK_EQ_U(buf[RD_FRAME_HDR + RD_CHALLENGE_LEN], 0xee);
     size_t len = rd_frame_seal(buf, RD_CHALLENGE, 0, (uint32_t)n, 0);
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
@@ -401,8 +428,82 @@ static void t_challenge_round_trip(void)
     CHECK_EQ_U(d.caps, 3);
     CHECK_EQ_U(d.chunk_size, 4u << 20);
     CHECK_EQ_U(d.depth, 8);
+    CHECK_EQ_U(d.streams, 0x90a0b0c0u);
     CHECK_MEM_EQ(d.nonce, c.nonce, RD_NONCE_LEN);
     CHECK_MEM_EQ(d.mac, c.mac, RD_MAC_LEN);
+    for (uint32_t st = 0; st <= 17; st++) {
+        c.streams = st;
+        CHECK_EQ_I(rd_challenge_decode(buf, rd_challenge_encode(&c, buf), &d), RD_P_OK);
+        CHECK_EQ_U(d.streams, st);
+        CHECK_EQ_U(d.depth, 8);
+        CHECK_MEM_EQ(d.nonce, c.nonce, RD_NONCE_LEN);
+    }
+}
+
+static void t_join_round_trip(void)
+{
+    CHECK_EQ_U(RD_JOIN_LEN, 36);
+    static const uint32_t idx[] = { 1, 2, 15, 0, 0x01020304u, 0xffffffffu };
+    for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+        struct rd_join j = { .index = idx[i] }, d;
+        fill(j.mac, sizeof j.mac, (uint8_t)(50 + i));
+        memset(buf, 0xee, sizeof buf);
+        size_t n = rd_join_encode(&j, buf + RD_FRAME_HDR);
+        CHECK_EQ_U(n, RD_JOIN_LEN);
+        /* u32 index little endian, then the MAC; nothing past it */
+        const uint8_t *p = buf + RD_FRAME_HDR;
+        CHECK_EQ_U((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24, idx[i]);
+        CHECK_MEM_EQ(p + 4, j.mac, RD_MAC_LEN);
+        CHECK_EQ_U(p[RD_JOIN_LEN], 0xee);
+        size_t len = rd_frame_seal(buf, RD_JOIN, 0, (uint32_t)n, 0);
+        struct rd_frame f;
+        CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
+        CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+        CHECK_EQ_I(f.type, RD_JOIN);
+        CHECK_EQ_U(f.length, RD_JOIN_LEN);
+        memset(&d, 0x55, sizeof d);
+        CHECK_EQ_I(rd_join_decode(f.payload, f.length, &d), RD_P_OK);
+        CHECK_EQ_U(d.index, idx[i]);
+        CHECK_MEM_EQ(d.mac, j.mac, RD_MAC_LEN);
+    }
+    /* the explicit byte order */
+    static const uint8_t wire[RD_JOIN_LEN] = { 0x07, 0x03, 0x02, 0x01, 0xaa };
+    struct rd_join d;
+    CHECK_EQ_I(rd_join_decode(wire, sizeof wire, &d), RD_P_OK);
+    CHECK_EQ_U(d.index, 0x01020307u);
+    CHECK_EQ_U(d.mac[0], 0xaa);
+    CHECK_EQ_U(d.mac[31], 0);
+}
+
+/* A JOIN of any other length is refused and nothing is decoded from it. */
+static void t_join_malformed(void)
+{
+    uint8_t p[RD_CTRL_FRAME];
+    memset(p, 0x5c, sizeof p);
+    static const size_t bad[] = { 0, 1, 3, 4, 5, RD_MAC_LEN, RD_JOIN_LEN - 1, RD_JOIN_LEN + 1,
+                                  RD_JOIN_LEN + 4, RD_HELLO_LEN, RD_CHALLENGE_LEN, RD_END_LEN, 4096 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct rd_join d;
+        memset(&d, 0x11, sizeof d);
+        int rc = rd_join_decode(p, bad[i], &d);
+        if (rc != RD_P_LENGTH)
+            check_fail_at(__FILE__, __LINE__, "rd_join_decode of %zu bytes = %d, expected RD_P_LENGTH", bad[i], rc);
+        if (d.index != 0x11111111u || d.mac[0] != 0x11)
+            check_fail_at(__FILE__, __LINE__, "rd_join_decode of %zu bytes wrote its output", bad[i]);
+    }
+    struct rd_join d;
+    CHECK_EQ_I(rd_join_decode(p, RD_JOIN_LEN, &d), RD_P_OK);
+    CHECK_EQ_U(d.index, 0x5c5c5c5cu);
+    /* and a JOIN frame that lies about its length fails at the header, like every frame */
+    struct rd_join j = { .index = 1 };
+    size_t n = rd_join_encode(&j, buf + RD_FRAME_HDR);
+    size_t len = rd_frame_seal(buf, RD_JOIN, 0, (uint32_t)n, 0);
+    struct rd_frame f;
+    CHECK_EQ_I(rd_frame_parse(buf, len - 1, RD_CTRL_FRAME, &f), RD_P_SHORT);
+    CHECK_EQ_I(rd_frame_parse(buf, len + 1, RD_CTRL_FRAME, &f), RD_P_LENGTH);
+    buf[RD_FRAME_HDR + 5] ^= 1;   /* a MAC byte damaged in transit: the frame checksum catches it */
+    CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
+    CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
 }
 
 static void t_end_round_trip(void)
@@ -488,10 +589,13 @@ static void t_payload_wrong_size(void)
     struct rd_challenge c;
     struct rd_end e;
     memset(buf, 0, sizeof buf);
-    static const size_t hello_bad[] = { 0, 1, RD_HELLO_LEN - 1, RD_HELLO_LEN + 1, RD_CHALLENGE_LEN };
+    /* 48 and 76: the HELLO and CHALLENGE of builds before --streams */
+    static const size_t hello_bad[] = { 0, 1, RD_HELLO_LEN - 1, RD_HELLO_LEN + 1, RD_CHALLENGE_LEN, 48,
+                                        RD_JOIN_LEN };
     for (size_t i = 0; i < sizeof hello_bad / sizeof hello_bad[0]; i++)
         CHECK_EQ_I(rd_hello_decode(buf, hello_bad[i], &h), RD_P_LENGTH);
-    static const size_t chal_bad[] = { 0, RD_HELLO_LEN, RD_CHALLENGE_LEN - 1, RD_CHALLENGE_LEN + 1 };
+    static const size_t chal_bad[] = { 0, RD_HELLO_LEN, RD_CHALLENGE_LEN - 1, RD_CHALLENGE_LEN + 1, 76,
+                                       RD_JOIN_LEN };
     for (size_t i = 0; i < sizeof chal_bad / sizeof chal_bad[0]; i++)
         CHECK_EQ_I(rd_challenge_decode(buf, chal_bad[i], &c), RD_P_LENGTH);
     static const size_t end_bad[] = { 0, 8, RD_END_LEN - 1, RD_END_LEN + 1, 32 };
@@ -647,6 +751,8 @@ int main(void)
     RUN(t_bad_checksum_header_bit);
     RUN(t_hello_round_trip);
     RUN(t_challenge_round_trip);
+    RUN(t_join_round_trip);
+    RUN(t_join_malformed);
     RUN(t_end_round_trip);
     RUN(t_reason_round_trip);
     RUN(t_reason_longest_text);
