@@ -172,6 +172,9 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         if (type == RD_ABORT) {
             rc = rd_error_or(RD_EIO);
             own_abort = 1;
+            /* a transport may still hold the ABORT (--streams queues it for a worker): let
+             * it leave before the shutdown below, or the receiver never learns why */
+            tp->ops->drain(tp);
             break;
         }
         if (type == RD_END) {

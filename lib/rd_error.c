@@ -10,8 +10,33 @@ static int err_code;
 static char err_msg[512];
 static char progname[64] = "rdpipe";
 
+static __thread int holding, held_code;
+static __thread char held_msg[512];
+
+void rd_error_hold(void)
+{
+    holding = 1;
+}
+
+int rd_error_held(char *msg, unsigned long n)
+{
+    if (n)
+        snprintf(msg, n, "%s", held_msg);
+    return held_code;
+}
+
 int rd_fail(int code, const char *fmt, ...)
 {
+    if (holding) {
+        if (held_code == 0) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(held_msg, sizeof held_msg, fmt, ap);
+            va_end(ap);
+            held_code = code;
+        }
+        return code;
+    }
     pthread_mutex_lock(&err_lock);
     if (err_code == 0) {
         va_list ap;

@@ -22,6 +22,14 @@ int rd_error_or(int fallback);
 const char *rd_error_msg(void);
 void rd_error_clear(void);
 
+/* A thread whose failures are only candidates for the process's error (a --streams worker:
+ * its connection closing may merely follow the end of the stream, or an ABORT still on its
+ * way on another connection) holds them: while held, rd_fail on this thread records nothing
+ * globally but keeps the thread's first error, which rd_error_held copies out (its code, or
+ * 0 if none). */
+void rd_error_hold(void);
+int rd_error_held(char *msg, unsigned long n);
+
 /* Short generic description of an exit code, for --help and the README. */
 const char *rd_strerror(int code);
 

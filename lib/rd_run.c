@@ -8,8 +8,10 @@
 #include "rd_select.h"
 #include "rd_session.h"
 #include "rd_stripe.h"
+#include "rd_tcp.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +53,7 @@ static int join_stripes(const struct rd_opts *o, struct rd_transport **tp, const
         n++;
     }
     if (rc) {
+        rd_send_reason(conns[0], RD_ABORT, rc, rd_error_msg());
         for (unsigned i = 1; i < n; i++)
             conns[i]->ops->close(conns[i]);
         return rc;
@@ -148,47 +151,132 @@ static int handshake(const struct rd_opts *o, struct rd_transport *tp, const str
 }
 
 /* --streams, receiver: the sender's other connections JOIN through our listener; then *tpp
- * (connection 0) becomes the striped transport over all of them. Connections that are not
- * stripes of this session are turned away with one line each, as any bad peer is. */
-static int accept_stripes(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
+ * (connection 0) becomes the striped transport over all of them. New connections wait in a
+ * small pending set until they speak, so silent ones (a scanner, anyone who can reach the
+ * port) cannot hold the real stripes out; those that are not stripes of this session are
+ * turned away with one line each. Connection 0 is watched too: a sender that gives up or
+ * dies meanwhile ends the wait at once. */
+#define PENDING_MAX 8
+
+struct joining {
+    struct rd_transport *conns[RD_MAX_STREAMS];
+    unsigned char taken[RD_MAX_STREAMS];
+    unsigned got;
+    struct rd_transport *pending[PENDING_MAX];   /* accepted, JOIN not read yet */
+};
+
+static void turn_away(struct rd_transport *c)
 {
-    struct rd_transport *conns[RD_MAX_STREAMS] = { *tpp };
-    unsigned char taken[RD_MAX_STREAMS] = { 1 };
-    unsigned got = 1;
-    double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
-    int rc = RD_OK;
-    while (got < agreed->streams) {
-        double left = deadline - rd_now();
-        if (left <= 0) {
-            rc = rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", got, agreed->streams);
+    rd_report();
+    rd_error_clear();
+    if (c)
+        c->ops->close(c);
+}
+
+/* A new connection from the listener into the pending set (the oldest makes room). */
+static void take_pending(struct rd_listener *lis, struct joining *j)
+{
+    struct rd_transport *c;
+    if (rd_accept_any(lis, &c, 0)) {
+        turn_away(NULL);
+        return;
+    }
+    if (!rd_tcp_is(c)) {
+        rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
+        turn_away(c);
+        return;
+    }
+    if (j->pending[PENDING_MAX - 1]) {
+        rd_fail(RD_ESTREAM, "connection from %s said nothing: dropped", j->pending[0]->peer);
+        turn_away(j->pending[0]);
+        memmove(j->pending, j->pending + 1, (PENDING_MAX - 1) * sizeof *j->pending);
+        j->pending[PENDING_MAX - 1] = NULL;
+    }
+    for (unsigned p = 0; p < PENDING_MAX; p++)
+        if (!j->pending[p]) {
+            j->pending[p] = c;
             break;
         }
-        struct rd_transport *c;
-        uint32_t idx;
-        if (rd_accept_any(lis, &c, (int)(left * 1000) + 1))
-            goto turn_away;
-        if (c->ops != &rd_tcp_ops)
-            rd_fail(RD_ESTREAM, "a stripe must come over TCP");
-        else if (rd_session_accept_join(c, agreed, taken, &idx) == RD_OK) {
-            conns[idx] = c;
-            taken[idx] = 1;
-            got++;
-            continue;
-        }
-        c->ops->close(c);
-turn_away:
-        if (rd_now() < deadline)
-            rd_report();
+}
+
+/* Connection 0 spoke while stripes were due: the sender gave up (ABORT) or went away. */
+static int sender_gone(struct rd_transport *tp)
+{
+    struct rd_buf *b;
+    struct rd_frame f;
+    if (rd_recv_ctrl(tp, 1000, &b, &f)) {
         rd_error_clear();
+        return rd_fail(RD_ESTREAM, "sender %s went away before all its connections joined", tp->peer);
     }
+    int rc = f.type == RD_ABORT ? rd_fail_from_reason(&f, "sender")
+                                : rd_fail(RD_ESTREAM, "protocol error: sender %s sent %s before its stripes",
+                                          tp->peer, rd_frame_type_name(f.type));
+    tp->ops->release(tp, b);
+    return rc;
+}
+
+static int gather_stripes(struct rd_listener *lis, struct joining *j, const struct rd_params *agreed)
+{
+    double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
+    while (j->got < agreed->streams) {
+        double left = deadline - rd_now();
+        if (left <= 0)
+            return rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
+                           agreed->streams);
+        struct pollfd pfd[3 + PENDING_MAX];
+        int np = 0;
+        pfd[np++] = (struct pollfd){ .fd = rd_tcp_fd(j->conns[0]), .events = POLLIN | POLLRDHUP };
+        for (int i = 0; i < lis->count; i++)
+            pfd[np++] = (struct pollfd){ .fd = lis->lis[i]->ops->listen_fd(lis->lis[i]), .events = POLLIN };
+        int first_pending = np;
+        for (unsigned p = 0; p < PENDING_MAX && j->pending[p]; p++)
+            pfd[np++] = (struct pollfd){ .fd = rd_tcp_fd(j->pending[p]), .events = POLLIN | POLLRDHUP };
+        int pr = poll(pfd, (nfds_t)np, (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR)
+            return rd_fail(RD_EIO, "poll: %s", strerror(errno));
+        if (pr <= 0)
+            continue;
+        if (pfd[0].revents)
+            return sender_gone(j->conns[0]);
+        /* pending connections that spoke: JOIN or out (from the last, as the set shrinks) */
+        for (int k = np - 1; k >= first_pending; k--) {
+            if (!pfd[k].revents)
+                continue;
+            unsigned p = (unsigned)(k - first_pending);
+            struct rd_transport *c = j->pending[p];
+            memmove(j->pending + p, j->pending + p + 1, (PENDING_MAX - 1 - p) * sizeof *j->pending);
+            j->pending[PENDING_MAX - 1] = NULL;
+            uint32_t idx;
+            if (rd_session_accept_join(c, agreed, j->taken, &idx) == RD_OK) {
+                j->conns[idx] = c;
+                j->taken[idx] = 1;
+                j->got++;
+            } else {
+                turn_away(c);
+            }
+        }
+        for (int i = 0; i < lis->count; i++)
+            if (pfd[1 + i].revents)
+                take_pending(lis, j);
+    }
+    return RD_OK;
+}
+
+static int accept_stripes(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
+{
+    struct joining j = { .conns = { *tpp }, .taken = { 1 }, .got = 1 };
+    int rc = gather_stripes(lis, &j, agreed);
+    for (unsigned p = 0; p < PENDING_MAX; p++)
+        if (j.pending[p])
+            j.pending[p]->ops->close(j.pending[p]);
     if (rc) {
         rd_send_reason(*tpp, RD_ABORT, rc, rd_error_msg());
         for (unsigned i = 1; i < agreed->streams; i++)
-            if (conns[i])
-                conns[i]->ops->close(conns[i]);
+            if (j.conns[i])
+                j.conns[i]->ops->close(j.conns[i]);
         return rc;
     }
-    struct rd_transport *st = rd_stripe_new(conns, got);
+    struct rd_transport *st = rd_stripe_new(j.conns, j.got);
     *tpp = st;
     if (!st)
         return rd_fail(RD_EIO, "out of memory");

@@ -17,6 +17,7 @@
 #include "rd_session.h"
 #include "rd_tcp.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ struct stripe;
 struct worker {
     struct stripe *s;
     struct rd_transport *conn;
+    int err;                /* why this connection stopped (held, see rd_error_hold), 0 if not */
+    char err_msg[512];
     struct rd_queue q;      /* send: frames to write; recv: frames read, in arrival order */
     struct rd_pool pool;    /* recv: this connection's buffers */
     int have_q, have_pool, started;
@@ -53,14 +56,12 @@ static struct rd_transport *conn0(struct stripe *s)
     return s->w[0].conn;
 }
 
-/* Wake and fail everything: every connection, queue and pool. */
-static void stripe_down(struct stripe *s)
+/* Fail every queue and pool, so that the engine's threads wake up and ask why; the
+ * connections stay up for the engine to hear the peer's reason (its ABORT) first. */
+static void stripe_wake(struct stripe *s)
 {
-    if (atomic_exchange(&s->down, 1))
-        return;
     for (unsigned i = 0; i < s->n; i++) {
         struct worker *w = &s->w[i];
-        w->conn->ops->shutdown(w->conn);
         if (w->have_q)
             rd_queue_close(&w->q);
         if (w->have_pool)
@@ -74,11 +75,48 @@ static void stripe_down(struct stripe *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Wake and fail everything, the connections too. */
+static void stripe_down(struct stripe *s)
+{
+    if (atomic_exchange(&s->down, 1))
+        return;
+    for (unsigned i = 0; i < s->n; i++)
+        s->w[i].conn->ops->shutdown(s->w[i].conn);
+    stripe_wake(s);
+}
+
+/* A worker's failure is kept, not recorded: the engine decides what it means. */
+static void keep_error(struct worker *w)
+{
+    struct stripe *s = w->s;
+    pthread_mutex_lock(&s->lock);
+    w->err = rd_error_held(w->err_msg, sizeof w->err_msg);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The stream broke at this connection (or anywhere, for w == NULL): record why, once. */
+static int broken(struct stripe *s, struct worker *w)
+{
+    int e = rd_error_code();
+    if (e)
+        return e;
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; !(w && w->err) && i < s->n; i++)
+        if (s->w[i].err)
+            w = &s->w[i];
+    int code = w && w->err ? w->err : 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", code ? w->err_msg : "transfer aborted");
+    pthread_mutex_unlock(&s->lock);
+    return rd_fail(code ? code : RD_ESTREAM, "%s", msg);
+}
+
 static void *send_worker(void *arg)
 {
     struct worker *w = arg;
     struct stripe *s = w->s;
     struct rd_buf *b;
+    rd_error_hold();
     while ((b = rd_queue_pop(&w->q))) {
         int rc = b->ref_fd >= 0 ? rd_tcp_send_file(w->conn, b->data, b->ref_fd, b->ref_off, b->ref_len)
                                 : rd_tcp_send_frame(w->conn, b->data, b->len);
@@ -88,26 +126,46 @@ static void *send_worker(void *arg)
         pthread_cond_broadcast(&s->idle);
         pthread_mutex_unlock(&s->lock);
         if (rc) {
-            stripe_down(s);
+            keep_error(w);
+            stripe_wake(s);
             break;
         }
     }
     return NULL;
 }
 
+/* The peer hung up on a connection that waits for a free buffer (the writer is stuck): that
+ * must end the transfer even though nothing is read. */
+static int hung_up(struct rd_transport *conn)
+{
+    struct pollfd pfd = { .fd = rd_tcp_fd(conn), .events = POLLRDHUP };
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Only this connection's queue ends on a failure: what the other connections already
+ * carried still reaches the engine in order (an ABORT, say), and the engine finds the break
+ * when its turn comes to this connection. */
 static void *recv_worker(void *arg)
 {
     struct worker *w = arg;
-    struct rd_buf *b;
-    while ((b = rd_pool_get(&w->pool))) {
+    rd_error_hold();
+    for (;;) {
+        int timed_out;
+        struct rd_buf *b = rd_pool_get_timed(&w->pool, 250, &timed_out);
+        if (!b && timed_out && hung_up(w->conn)) {
+            rd_fail(RD_ESTREAM, "connection to %s closed by peer while receiving", w->conn->peer);
+            break;
+        }
+        if (!b && timed_out)
+            continue;
+        if (!b)
+            break;
         if (rd_tcp_recv_into(w->conn, b) || rd_queue_push(&w->q, b)) {
             rd_pool_put(&w->pool, b);
-            /* frames already queued here and on the other connections still reach the
-             * engine, which then sees the end of the queue as the end of the stream */
-            stripe_down(w->s);
             break;
         }
     }
+    keep_error(w);
     rd_queue_close(&w->q);
     return NULL;
 }
@@ -141,11 +199,6 @@ static int stripe_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t fr
     return RD_OK;
 }
 
-static int aborted(void)
-{
-    int e = rd_error_code();
-    return e ? e : rd_fail(RD_ESTREAM, "transfer aborted");
-}
 
 static int stripe_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
 {
@@ -153,7 +206,7 @@ static int stripe_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
     if (s->dir != RD_DIR_SEND)
         return conn0(s)->ops->get_send_buf(conn0(s), out);
     *out = rd_pool_get(&s->send_pool);
-    return *out ? RD_OK : aborted();
+    return *out ? RD_OK : broken(s, NULL);
 }
 
 static int post(struct stripe *s, struct rd_buf *b)
@@ -168,7 +221,7 @@ static int post(struct stripe *s, struct rd_buf *b)
     pthread_mutex_lock(&s->lock);
     s->in_flight--;
     pthread_mutex_unlock(&s->lock);
-    return aborted();
+    return broken(s, NULL);
 }
 
 static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
@@ -197,9 +250,13 @@ static int stripe_recv(struct rd_transport *tp, struct rd_buf **out, int timeout
     struct stripe *s = tp->priv;
     if (s->dir != RD_DIR_RECV)
         return conn0(s)->ops->recv(conn0(s), out, timeout_ms);
-    struct rd_buf *b = rd_queue_pop(&s->w[s->next % s->n].q);
-    if (!b)
-        return aborted();
+    struct worker *w = &s->w[s->next % s->n];
+    struct rd_buf *b = rd_queue_pop(&w->q);
+    if (!b) {
+        int rc = broken(s, w);
+        stripe_down(s);
+        return rc;
+    }
     s->next++;
     *out = b;
     return RD_OK;
@@ -224,7 +281,7 @@ static int stripe_drain(struct rd_transport *tp)
         pthread_cond_wait(&s->idle, &s->lock);
     int failed = s->failed;
     pthread_mutex_unlock(&s->lock);
-    return failed ? aborted() : RD_OK;
+    return failed ? broken(s, NULL) : RD_OK;
 }
 
 static void stripe_shutdown(struct rd_transport *tp)

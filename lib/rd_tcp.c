@@ -626,6 +626,11 @@ int rd_tcp_send_file(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], i
     return rc;
 }
 
+int rd_tcp_fd(const struct rd_transport *tp)
+{
+    return ((const struct tcp_conn *)tp->priv)->fd;
+}
+
 int rd_tcp_is(const struct rd_transport *tp)
 {
     return tp->ops == &rd_tcp_ops;

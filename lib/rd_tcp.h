@@ -12,6 +12,8 @@
 #include "rd_transport.h"
 
 int rd_tcp_is(const struct rd_transport *tp);
+/* The connection's socket, for poll() only. */
+int rd_tcp_fd(const struct rd_transport *tp);
 /* The next frame's RD_FRAME_HDR header bytes and its whole length (header included); the
  * payload stays in the socket for rd_tcp_recv_payload or rd_tcp_splice_frame. */
 int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t *frame_len);
