@@ -27,25 +27,20 @@ int rd_error_held(char *msg, unsigned long n)
 
 int rd_fail(int code, const char *fmt, ...)
 {
-    if (holding) {
-        if (held_code == 0) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(held_msg, sizeof held_msg, fmt, ap);
-            va_end(ap);
-            held_code = code;
-        }
-        return code;
-    }
-    pthread_mutex_lock(&err_lock);
-    if (err_code == 0) {
+    /* a holding thread keeps its first error to itself; everyone else records the process's */
+    int *slot = holding ? &held_code : &err_code;
+    char *msg = holding ? held_msg : err_msg;
+    if (!holding)
+        pthread_mutex_lock(&err_lock);
+    if (*slot == 0) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+        vsnprintf(msg, sizeof err_msg, fmt, ap);
         va_end(ap);
-        err_code = code;
+        *slot = code;
     }
-    pthread_mutex_unlock(&err_lock);
+    if (!holding)
+        pthread_mutex_unlock(&err_lock);
     return code;
 }
 
