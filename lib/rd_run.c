@@ -9,6 +9,7 @@
 #include "rd_session.h"
 #include "rd_stripe.h"
 #include "rd_tcp.h"
+#include "rd_waiting.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -151,52 +152,22 @@ static int handshake(const struct rd_opts *o, struct rd_transport *tp, const str
 }
 
 /* --streams, receiver: the sender's other connections JOIN through our listener; then *tpp
- * (connection 0) becomes the striped transport over all of them. New connections wait in a
- * small pending set until they speak, so silent ones (a scanner, anyone who can reach the
- * port) cannot hold the real stripes out; those that are not stripes of this session are
- * turned away with one line each. Connection 0 is watched too: a sender that gives up or
- * dies meanwhile ends the wait at once. */
-#define PENDING_MAX 8
-
+ * (connection 0) becomes the striped transport over all of them. Connections that are not
+ * stripes of this session are turned away with one line each, silent ones cannot keep the
+ * stripes out (rd_waiting), and connection 0 is watched meanwhile: a sender that gives up
+ * or dies ends the wait at once. */
 struct joining {
     struct rd_transport *conns[RD_MAX_STREAMS];
     unsigned char taken[RD_MAX_STREAMS];
     unsigned got;
-    struct rd_transport *pending[PENDING_MAX];   /* accepted, JOIN not read yet */
+    struct rd_waiting waiting;
 };
 
 static void turn_away(struct rd_transport *c)
 {
     rd_report();
     rd_error_clear();
-    if (c)
-        c->ops->close(c);
-}
-
-/* A new connection from the listener into the pending set (the oldest makes room). */
-static void take_pending(struct rd_listener *lis, struct joining *j)
-{
-    struct rd_transport *c;
-    if (rd_accept_any(lis, &c, 0)) {
-        turn_away(NULL);
-        return;
-    }
-    if (!rd_tcp_is(c)) {
-        rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
-        turn_away(c);
-        return;
-    }
-    if (j->pending[PENDING_MAX - 1]) {
-        rd_fail(RD_ESTREAM, "connection from %s said nothing: dropped", j->pending[0]->peer);
-        turn_away(j->pending[0]);
-        memmove(j->pending, j->pending + 1, (PENDING_MAX - 1) * sizeof *j->pending);
-        j->pending[PENDING_MAX - 1] = NULL;
-    }
-    for (unsigned p = 0; p < PENDING_MAX; p++)
-        if (!j->pending[p]) {
-            j->pending[p] = c;
-            break;
-        }
+    c->ops->close(c);
 }
 
 /* Connection 0 spoke while stripes were due: the sender gave up (ABORT) or went away. */
@@ -220,44 +191,25 @@ static int gather_stripes(struct rd_listener *lis, struct joining *j, const stru
     double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
     while (j->got < agreed->streams) {
         double left = deadline - rd_now();
-        if (left <= 0)
+        struct rd_transport *c;
+        uint32_t idx;
+        if (left <= 0 || rd_waiting_next(&j->waiting, lis, rd_tcp_fd(j->conns[0]), (int)(left * 1000) + 1, &c)) {
+            rd_error_clear();
             return rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
                            agreed->streams);
-        struct pollfd pfd[3 + PENDING_MAX];
-        int np = 0;
-        pfd[np++] = (struct pollfd){ .fd = rd_tcp_fd(j->conns[0]), .events = POLLIN | POLLRDHUP };
-        for (int i = 0; i < lis->count; i++)
-            pfd[np++] = (struct pollfd){ .fd = lis->lis[i]->ops->listen_fd(lis->lis[i]), .events = POLLIN };
-        int first_pending = np;
-        for (unsigned p = 0; p < PENDING_MAX && j->pending[p]; p++)
-            pfd[np++] = (struct pollfd){ .fd = rd_tcp_fd(j->pending[p]), .events = POLLIN | POLLRDHUP };
-        int pr = poll(pfd, (nfds_t)np, (int)(left * 1000) + 1);
-        if (pr < 0 && errno != EINTR)
-            return rd_fail(RD_EIO, "poll: %s", strerror(errno));
-        if (pr <= 0)
-            continue;
-        if (pfd[0].revents)
-            return sender_gone(j->conns[0]);
-        /* pending connections that spoke: JOIN or out (from the last, as the set shrinks) */
-        for (int k = np - 1; k >= first_pending; k--) {
-            if (!pfd[k].revents)
-                continue;
-            unsigned p = (unsigned)(k - first_pending);
-            struct rd_transport *c = j->pending[p];
-            memmove(j->pending + p, j->pending + p + 1, (PENDING_MAX - 1 - p) * sizeof *j->pending);
-            j->pending[PENDING_MAX - 1] = NULL;
-            uint32_t idx;
-            if (rd_session_accept_join(c, agreed, j->taken, &idx) == RD_OK) {
-                j->conns[idx] = c;
-                j->taken[idx] = 1;
-                j->got++;
-            } else {
-                turn_away(c);
-            }
         }
-        for (int i = 0; i < lis->count; i++)
-            if (pfd[1 + i].revents)
-                take_pending(lis, j);
+        if (!c)
+            return sender_gone(j->conns[0]);
+        if (!rd_tcp_is(c)) {
+            rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
+            turn_away(c);
+        } else if (rd_session_accept_join(c, agreed, j->taken, &idx) == RD_OK) {
+            j->conns[idx] = c;
+            j->taken[idx] = 1;
+            j->got++;
+        } else {
+            turn_away(c);
+        }
     }
     return RD_OK;
 }
@@ -266,9 +218,7 @@ static int accept_stripes(struct rd_listener *lis, struct rd_transport **tpp, co
 {
     struct joining j = { .conns = { *tpp }, .taken = { 1 }, .got = 1 };
     int rc = gather_stripes(lis, &j, agreed);
-    for (unsigned p = 0; p < PENDING_MAX; p++)
-        if (j.pending[p])
-            j.pending[p]->ops->close(j.pending[p]);
+    rd_waiting_close(&j.waiting);
     if (rc) {
         rd_send_reason(*tpp, RD_ABORT, rc, rd_error_msg());
         for (unsigned i = 1; i < agreed->streams; i++)
@@ -317,6 +267,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
 {
     struct rd_key key;
     struct rd_listener lis;
+    struct rd_waiting waiting = { .n = 0 };
     int served = 0;
     int rc = derive(o, &key);
     if (rc)
@@ -339,7 +290,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             left_ms = left > 0 ? (int)(left * 1000) + 1 : 0;   /* round up: poll truncates */
         }
         struct rd_transport *tp;
-        rc = rd_accept_any(&lis, &tp, left_ms);
+        rc = rd_waiting_next(&waiting, &lis, -1, left_ms, &tp);
         if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline - 0.002)
             break;   /* timed out waiting for a sender */
         if (rc) {
@@ -359,6 +310,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         }
         break;
     }
+    rd_waiting_close(&waiting);
     rd_listener_close(&lis);
 wipe_key:
     rd_key_wipe(&key);
