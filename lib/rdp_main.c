@@ -108,25 +108,35 @@ static const char *label(const struct node *x, char *buf, size_t len)
     return buf;
 }
 
+/* What one segment does with the stream, for -n. */
+static void print_role(const struct node *x)
+{
+    if (x->s.kind == RDP_PASS && x->s.in == RDP_IN_RECV && x->s.out == RDP_OUT_SEND) {
+        printf("     relay: rdrecv --relay-fd (ephemeral port) forwards the frames unchanged\n");
+        return;
+    }
+    const char *in = x->s.in == RDP_IN_RECV ? "rdrecv (ephemeral port)" : x->s.in == RDP_IN_STDIN ? "stdin" : "nothing";
+    const char *out = x->s.out == RDP_OUT_SEND ? "rdsend" : x->s.out == RDP_OUT_STDOUT ? "stdout" : "nothing";
+    printf("     input: %s; ", in);
+    switch (x->s.kind) {
+    case RDP_CMD: printf("runs: bash -c '%s'", x->s.cmd); break;
+    case RDP_READ: printf("reads file %s", x->s.path); break;
+    case RDP_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
+    case RDP_APPEND: printf("appends to file %s", x->s.path); break;
+    case RDP_PASS: printf("passes the stream"); break;
+    case RDP_TSEND: case RDP_TRECV: printf("rdcp tree"); break;
+    }
+    printf("; output: %s\n", out);
+}
+
 static void print_plan(const struct run *r)
 {
     char lb[512], lb2[512];
     printf("rdpipe plan: %d segment%s\n", r->count, r->count == 1 ? "" : "s");
     for (int i = 0; i < r->count; i++) {
         const struct node *x = &r->n[i];
-        const char *in = x->s.in == RDP_IN_RECV ? "rdrecv (ephemeral port)" : x->s.in == RDP_IN_STDIN ? "stdin" : "nothing";
-        const char *out = x->s.out == RDP_OUT_SEND ? "rdsend" : x->s.out == RDP_OUT_STDOUT ? "stdout" : "nothing";
         printf("  %d. %s\n", i + 1, label(x, lb, sizeof lb));
-        printf("     input: %s; ", in);
-        switch (x->s.kind) {
-        case RDP_CMD: printf("runs: bash -c '%s'", x->s.cmd); break;
-        case RDP_READ: printf("reads file %s", x->s.path); break;
-        case RDP_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
-        case RDP_APPEND: printf("appends to file %s", x->s.path); break;
-        case RDP_PASS: printf("passes the stream"); break;
-        case RDP_TSEND: case RDP_TRECV: printf("rdcp tree"); break;
-        }
-        printf("; output: %s\n", out);
+        print_role(x);
         if (x->s.dest) {
             char **v = rdp_link_ssh_argv(&r->o.reach, x->s.dest);
             printf("     agent via:");

@@ -133,9 +133,10 @@ out=$(echo hello | rdpipe_h0 --remote-path "$T/alt/rdpipe" h1:'rev' h2:'tr a-z A
 if [ $rc = 0 ] && [ "$out" = OLLEH ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$rc out='$out' err=$(head -c 600 "$T/err")"; fi
 
-name="-n prints the plan and starts nothing"
-out=$(rdpipe_h0 -n h1:'tr a-z A-Z' h9:'rev' </dev/null 2>&1); rc=$?
-if [ $rc = 0 ] && echo "$out" | grep -q "h9 'rev'" && echo "$out" | grep -q "bash -c 'tr a-z A-Z'"; then ok "$name"
+name="-n prints the plan and starts nothing (a cat between hops shows as a relay)"
+out=$(rdpipe_h0 -n h1:'tr a-z A-Z' h8:cat h9:'rev' </dev/null 2>&1); rc=$?
+if [ $rc = 0 ] && echo "$out" | grep -q "h9 'rev'" && echo "$out" | grep -q "bash -c 'tr a-z A-Z'" &&
+   echo "$out" | grep -A1 "[0-9]. h8 'cat'" | grep -q "relay: rdrecv --relay-fd"; then ok "$name"
 else bad "$name" "rc=$rc out=$out"; fi
 
 name="usage errors exit 1"
