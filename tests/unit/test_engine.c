@@ -337,48 +337,27 @@ static void t_pipe_to_pipe(void)
 /* ---- failures ---- */
 
 struct fail_case {
-    char in[256], out[256];
-    uint8_t *data;
-    size_t n;
+    struct case_files f;
     struct xfer x;
 };
 
-static const char precious[] = "previous content that must survive a failed transfer\n";
-
-/* A file of n random bytes and an output file holding `precious`. */
+/* A file of n random bytes and an output file holding CASE_PRECIOUS. */
 static void fail_setup(struct fail_case *c, size_t n, uint64_t seed)
 {
-    temp_path(c->in, sizeof c->in, "in");
-    temp_path(c->out, sizeof c->out, "out");
-    c->n = n;
-    c->data = random_bytes(n, seed);
-    if (write_file(c->in, c->data, n) || write_file(c->out, precious, sizeof precious - 1))
-        check_fail_at(__FILE__, __LINE__, "cannot write the test files");
-    xfer_init(&c->x, c->in, c->out);
+    case_files_make(&c->f, n, seed);
+    xfer_init(&c->x, c->f.in, c->f.out);
 }
 
 static void fail_teardown(struct fail_case *c)
 {
-    free(c->data);
-    unlink(c->in);
-    unlink(c->out);
+    case_files_remove(&c->f);
 }
 
 /* The output after a failed stream: a prefix of the input; with `strict`, not all of it
  * (when a chunk was lost or corrupt, the stream cannot have arrived whole). */
 static void check_output_prefix(struct fail_case *c, int line, int strict)
 {
-    size_t got_n = 0;
-    uint8_t *got = read_file(c->out, &got_n);
-    if (!got) {
-        check_fail_at(__FILE__, line, "cannot read the output");
-        return;
-    }
-    if (got_n > c->n || (strict && got_n == c->n))
-        check_fail_at(__FILE__, line, "failed transfer wrote %zu of %zu bytes", got_n, c->n);
-    else if (memcmp(got, c->data, got_n) != 0)
-        check_fail_at(__FILE__, line, "failed transfer wrote %zu bytes that are not the input's start", got_n);
-    free(got);
+    case_files_check_prefix(&c->f, __FILE__, line, strict);
 }
 
 #define check_partial_output(c, line) check_output_prefix(c, line, 1)
@@ -387,8 +366,8 @@ static void check_output_prefix(struct fail_case *c, int line, int strict)
 static void check_untouched_output(struct fail_case *c, int line)
 {
     size_t got_n = 0;
-    uint8_t *got = read_file(c->out, &got_n);
-    if (!got || got_n != sizeof precious - 1 || memcmp(got, precious, got_n) != 0)
+    uint8_t *got = read_file(c->f.out, &got_n);
+    if (!got || got_n != sizeof CASE_PRECIOUS - 1 || memcmp(got, CASE_PRECIOUS, got_n) != 0)
         check_fail_at(__FILE__, line, "the output file was changed by a refused sender");
     free(got);
 }

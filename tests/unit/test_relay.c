@@ -376,30 +376,19 @@ static void t_shallower_downstream(void) { roundtrip(50 * CHUNK + 7, 8, 2, 8); }
 /* ---- failures ---- */
 
 struct fail_case {
-    char in[256], out[256];
-    uint8_t *data;
-    size_t n;
+    struct case_files f;
     struct chain c;
 };
 
-static const char precious[] = "previous content of the output\n";
-
 static void fail_setup(struct fail_case *fc, size_t n, uint64_t seed)
 {
-    temp_path(fc->in, sizeof fc->in, "in");
-    temp_path(fc->out, sizeof fc->out, "out");
-    fc->n = n;
-    fc->data = random_bytes(n, seed);
-    if (write_file(fc->in, fc->data, n) || write_file(fc->out, precious, sizeof precious - 1))
-        check_fail_at(__FILE__, __LINE__, "cannot write the test files");
-    chain_init(&fc->c, fc->in, fc->out);
+    case_files_make(&fc->f, n, seed);
+    chain_init(&fc->c, fc->f.in, fc->f.out);
 }
 
 static void fail_teardown(struct fail_case *fc)
 {
-    free(fc->data);
-    unlink(fc->in);
-    unlink(fc->out);
+    case_files_remove(&fc->f);
 }
 
 static int fail_run(struct fail_case *fc)
@@ -441,26 +430,16 @@ static void check_all_failed(struct fail_case *fc, int line)
 /* The output after a failed stream: a prefix of the input; with `strict`, not all of it. */
 static void check_output_prefix(struct fail_case *fc, int line, int strict)
 {
-    size_t got_n = 0;
-    uint8_t *got = read_file(fc->out, &got_n);
-    if (!got) {
-        check_fail_at(__FILE__, line, "cannot read the output");
-        return;
-    }
-    if (got_n > fc->n || (strict && got_n == fc->n))
-        check_fail_at(__FILE__, line, "failed transfer wrote %zu of %zu bytes", got_n, fc->n);
-    else if (memcmp(got, fc->data, got_n) != 0)
-        check_fail_at(__FILE__, line, "failed transfer wrote %zu bytes that are not the input's start", got_n);
-    free(got);
+    case_files_check_prefix(&fc->f, __FILE__, line, strict);
 }
 
 /* The output is the whole input (the receiver did its part). */
 static void check_output_whole(struct fail_case *fc, int line)
 {
     size_t got_n = 0;
-    uint8_t *got = read_file(fc->out, &got_n);
-    if (!got || got_n != fc->n || memcmp(got, fc->data, fc->n) != 0)
-        check_fail_at(__FILE__, line, "the output is not the input (%zu of %zu bytes)", got ? got_n : 0, fc->n);
+    uint8_t *got = read_file(fc->f.out, &got_n);
+    if (!got || got_n != fc->f.n || memcmp(got, fc->f.data, fc->f.n) != 0)
+        check_fail_at(__FILE__, line, "the output is not the input (%zu of %zu bytes)", got ? got_n : 0, fc->f.n);
     free(got);
 }
 

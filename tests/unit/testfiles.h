@@ -80,4 +80,54 @@ __attribute__((unused)) static uint8_t *read_file(const char *path, size_t *n)
     return p;
 }
 
+/* ---- the files of a case that makes a transfer fail ---- */
+
+#include "check.h"
+
+#include <string.h>
+
+#define CASE_PRECIOUS "previous content that must survive a failed transfer\n"
+
+struct case_files {
+    char in[256], out[256];
+    uint8_t *data;   /* the n bytes in `in` */
+    size_t n;
+};
+
+/* in: n random bytes; out: CASE_PRECIOUS */
+__attribute__((unused)) static void case_files_make(struct case_files *f, size_t n, uint64_t seed)
+{
+    temp_path(f->in, sizeof f->in, "in");
+    temp_path(f->out, sizeof f->out, "out");
+    f->n = n;
+    f->data = random_bytes(n, seed);
+    if (write_file(f->in, f->data, n) || write_file(f->out, CASE_PRECIOUS, sizeof CASE_PRECIOUS - 1))
+        check_fail_at(__FILE__, __LINE__, "cannot write the test files");
+}
+
+__attribute__((unused)) static void case_files_remove(struct case_files *f)
+{
+    free(f->data);
+    unlink(f->in);
+    unlink(f->out);
+}
+
+/* The output after a failed stream: a prefix of the input; with `strict`, not all of it
+ * (when a chunk was lost or corrupt, the stream cannot have arrived whole). */
+__attribute__((unused)) static void case_files_check_prefix(const struct case_files *f, const char *file,
+                                                            int line, int strict)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(f->out, &got_n);
+    if (!got) {
+        check_fail_at(file, line, "cannot read the output");
+        return;
+    }
+    if (got_n > f->n || (strict && got_n == f->n))
+        check_fail_at(file, line, "failed transfer wrote %zu of %zu bytes", got_n, f->n);
+    else if (memcmp(got, f->data, got_n) != 0)
+        check_fail_at(file, line, "failed transfer wrote %zu bytes that are not the input's start", got_n);
+    free(got);
+}
+
 #endif
