@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 
 static int check_passed, check_failed;
 static int check_case_failures;             /* failures inside the current case */
@@ -117,6 +119,28 @@ static void check_fail_at(const char *file, int line, const char *fmt, ...)
 /* Optional per-case hooks (e.g. rd_error_clear before each case). */
 static void (*check_before_each)(void);
 
+/* The watchdog: a case that runs longer than check_timeout_s (0 = no limit) prints a FAIL
+ * line and ends the program, so a hang is a failure, not a stuck test run. */
+static unsigned check_timeout_s;
+
+static void check_on_alarm(int sig)
+{
+    (void)sig;
+    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
+    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
+    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
+    w = write(STDOUT_FILENO, b, sizeof b - 1);
+    (void)w;
+    _exit(3);
+}
+
+__attribute__((unused))
+static void check_watchdog(unsigned seconds)
+{
+    check_timeout_s = seconds;
+    signal(SIGALRM, check_on_alarm);
+}
+
 __attribute__((unused))
 static void check_run(const char *name, void (*fn)(void))
 {
@@ -126,7 +150,9 @@ static void check_run(const char *name, void (*fn)(void))
     check_more[0] = '\0';
     if (check_before_each)
         check_before_each();
+    alarm(check_timeout_s);
     fn();
+    alarm(0);
     if (check_case_failures == 0) {
         check_passed++;
         fprintf(stdout, "ok %s\n", name);

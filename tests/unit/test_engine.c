@@ -695,29 +695,15 @@ static void t_hello_offers_other_versions(void)
     b->ops->close(b);
 }
 
-/* ---- watchdog ---- */
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
-    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
-    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
-    w = write(STDOUT_FILENO, b, sizeof b - 1);
-    (void)w;
-    _exit(3);
-}
-
 static void before_each(void)
 {
     rd_error_clear();
-    alarm(CASE_TIMEOUT_S);
 }
 
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGALRM, on_alarm);
+    check_watchdog(CASE_TIMEOUT_S);
     rd_set_progname("test_engine");
     check_before_each = before_each;
     RUN(t_size_0);
@@ -757,6 +743,5 @@ int main(void)
     RUN(t_sender_other_version);
     RUN(t_receiver_other_version);
     RUN(t_hello_offers_other_versions);
-    alarm(0);
     return check_summary();
 }

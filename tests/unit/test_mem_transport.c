@@ -485,26 +485,14 @@ static void t_concurrent_senders(void)
     b->ops->close(b);
 }
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
-    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
-    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
-    w = write(STDOUT_FILENO, b, sizeof b - 1);
-    (void)w;
-    _exit(3);
-}
-
 static void before_each(void)
 {
     rd_error_clear();
-    alarm(30);
 }
 
 int main(void)
 {
-    signal(SIGALRM, on_alarm);
+    check_watchdog(30);
     check_before_each = before_each;
     RUN(t_in_order_both_ways);
     RUN(t_recv_timeout);
@@ -523,6 +511,5 @@ int main(void)
     RUN(t_fault_drop_dup_reorder_kill);
     RUN(t_kill_seen_by_both_ends);
     RUN(t_concurrent_senders);
-    alarm(0);
     return check_summary();
 }

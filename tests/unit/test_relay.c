@@ -680,29 +680,15 @@ out:
     fail_teardown(&fc);
 }
 
-/* ---- watchdog ---- */
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char a[] = "FAIL ", b[] = ": hung for more than the case timeout\n";
-    ssize_t w = write(STDOUT_FILENO, a, sizeof a - 1);
-    w = write(STDOUT_FILENO, check_case_name, strlen(check_case_name));
-    w = write(STDOUT_FILENO, b, sizeof b - 1);
-    (void)w;
-    _exit(3);
-}
-
 static void before_each(void)
 {
     rd_error_clear();
-    alarm(CASE_TIMEOUT_S);
 }
 
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGALRM, on_alarm);
+    check_watchdog(CASE_TIMEOUT_S);
     rd_set_progname("test_relay");
     check_before_each = before_each;
     RUN(t_size_0);
@@ -727,6 +713,5 @@ int main(void)
     RUN(t_downstream_confirm_lost);
     RUN(t_downstream_confirm_corrupt);
     RUN(t_upstream_confirm_lost);
-    alarm(0);
     return check_summary();
 }
