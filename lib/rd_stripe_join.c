@@ -6,18 +6,10 @@
 #include "rd_stripe.h"
 
 #include "rd_error.h"
+#include "rd_report.h"
 #include "rd_session.h"
 #include "rd_tcp.h"
 #include "rd_waiting.h"
-
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* --streams, sender: open the other connections, JOIN each, and replace *tp (connection 0)
  * by the striped transport over all of them. On failure *tp is still connection 0. */
@@ -85,9 +77,9 @@ static int sender_gone(struct rd_transport *tp)
 
 static int gather_stripes(struct rd_listener *lis, struct joining *j, const struct rd_params *agreed)
 {
-    double deadline = now_s() + RD_JOIN_WAIT_MS / 1000.0;
+    double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
     while (j->got < agreed->streams) {
-        double left = deadline - now_s();
+        double left = deadline - rd_now();
         struct rd_transport *c;
         uint32_t idx;
         if (left <= 0 || rd_waiting_next(&j->waiting, lis, rd_tcp_fd(j->conns[0]), (int)(left * 1000) + 1, &c)) {

@@ -307,19 +307,18 @@ static int io_error(struct rd_transport *tp, int err, const char *what)
     return rd_fail(RD_ESTREAM, "connection to %s lost %s: %s", tp->peer, what, strerror(err));
 }
 
-static int send_iov(struct rd_transport *tp, struct rd_buf *b, struct iovec *iov, int iovcnt)
+/* All of iov, however many writev calls it takes. */
+static int writev_all(struct rd_transport *tp, struct iovec *iov, int iovcnt)
 {
     struct tcp_conn *c = tp->priv;
-    int idx = 0, rc = RD_OK;
+    int idx = 0;
     while (idx < iovcnt) {
         ssize_t n = writev(c->fd, iov + idx, iovcnt - idx);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = errno == EFAULT ? rd_fail(RD_EIO, "the input file shrank while it was being sent")
-                                 : io_error(tp, errno, "while sending");
-            break;
-        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EFAULT ? rd_fail(RD_EIO, "the input file shrank while it was being sent")
+                                   : io_error(tp, errno, "while sending");
         while (idx < iovcnt && (size_t)n >= iov[idx].iov_len) {
             n -= (ssize_t)iov[idx].iov_len;
             idx++;
@@ -329,6 +328,14 @@ static int send_iov(struct rd_transport *tp, struct rd_buf *b, struct iovec *iov
             iov[idx].iov_len -= (size_t)n;
         }
     }
+    return RD_OK;
+}
+
+/* Send iov, then give b back to the pool it came from. */
+static int send_iov(struct rd_transport *tp, struct rd_buf *b, struct iovec *iov, int iovcnt)
+{
+    struct tcp_conn *c = tp->priv;
+    int rc = writev_all(tp, iov, iovcnt);
     rd_pool_put(&c->send_pool, b);
     return rc;
 }
@@ -541,27 +548,10 @@ int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n)
 
 int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len)
 {
-    struct tcp_conn *c = tp->priv;
     uint8_t prefix[4];
     put_prefix(prefix, len);
     struct iovec iov[2] = { { prefix, 4 }, { (void *)frame, len } };
-    int idx = 0;
-    while (idx < 2) {
-        ssize_t n = writev(c->fd, iov + idx, 2 - idx);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return io_error(tp, errno, "while sending");
-        while (idx < 2 && (size_t)n >= iov[idx].iov_len) {
-            n -= (ssize_t)iov[idx].iov_len;
-            idx++;
-        }
-        if (idx < 2) {
-            iov[idx].iov_base = (uint8_t *)iov[idx].iov_base + n;
-            iov[idx].iov_len -= (size_t)n;
-        }
-    }
-    return RD_OK;
+    return writev_all(tp, iov, 2);
 }
 
 int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,

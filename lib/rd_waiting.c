@@ -2,20 +2,13 @@
 #include "rd_waiting.h"
 
 #include "rd_error.h"
+#include "rd_report.h"
 #include "rd_session.h"
 #include "rd_tcp.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static struct rd_transport *take(struct rd_waiting *w, unsigned i)
 {
@@ -47,7 +40,7 @@ static struct rd_transport *arrival(struct rd_waiting *w, struct rd_listener *li
     if (w->n == RD_WAITING_MAX)
         drop(w, 0, "said nothing while newer ones came");
     w->c[w->n] = c;
-    w->since[w->n] = now_s();
+    w->since[w->n] = rd_now();
     w->n++;
     return NULL;
 }
@@ -55,10 +48,10 @@ static struct rd_transport *arrival(struct rd_waiting *w, struct rd_listener *li
 int rd_waiting_next(struct rd_waiting *w, struct rd_listener *lis, int watch_fd, int timeout_ms,
                     struct rd_transport **out)
 {
-    double deadline = timeout_ms >= 0 ? now_s() + timeout_ms / 1000.0 : -1;
+    double deadline = timeout_ms >= 0 ? rd_now() + timeout_ms / 1000.0 : -1;
     *out = NULL;
     for (;;) {
-        double now = now_s();
+        double now = rd_now();
         while (w->n && now - w->since[0] > RD_HELLO_MS / 1000.0)
             drop(w, 0, "said nothing");
         /* wake for the deadline, and for the oldest silent connection's time to go */
