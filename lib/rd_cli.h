@@ -33,7 +33,7 @@ struct rd_opts {
     int progress;           /* 1 on, 0 off, -1 = on when stderr is a terminal */
     int json;
     int direct;             /* --direct: O_DIRECT on FILE */
-    int sync;               /* --sync: fdatasync the output before confirming */
+    int sync;               /* rdrecv: make a regular-file output durable before confirming (default 1; --no-sync 0) */
     int ready_fd;           /* rdrecv --ready-fd N: write the listening port to fd N, close it */
     int relay_fd;           /* rdrecv --relay-fd N: forward the stream to "HOST PORT KEY" read from fd N */
 };

@@ -10,15 +10,18 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PIPE_SIZE (1 << 20)   /* what we ask of stdin/stdout pipes (pipe-max-size allows 1 MiB) */
 #define PIPE_IDLE_MS 5   /* a pipe that is quiet this long gets its partial chunk sent */
+#define DIO_ALIGN 4096u  /* O_DIRECT: buffer address, file offset and length in whole 4 KiB */
 
 int rd_source_open(struct rd_source *s, const char *path, int direct)
 {
@@ -121,7 +124,7 @@ void rd_sink_custom(struct rd_sink *s, const char *name,
                     int (*finish_fn)(void *ctx), void *ctx)
 {
     memset(s, 0, sizeof *s);
-    s->fd = s->fd_direct = -1;
+    s->fd = s->fd_direct = s->dir_fd = -1;
     s->write_fn = write_fn;
     s->finish_fn = finish_fn;
     s->ctx = ctx;
@@ -234,35 +237,64 @@ void rd_source_close(struct rd_source *s)
     s->fd = s->fd_direct = -1;
 }
 
+/* The directory a new file's name lives in, opened so that fsync can make the name durable;
+ * -1 when it cannot be opened (then only the file's data is synced). */
+static int open_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = strndup(path, len);
+    if (!dir)
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    return fd;
+}
+
 int rd_sink_open(struct rd_sink *s, const char *path)
 {
     memset(s, 0, sizeof *s);
-    s->fd_direct = -1;
+    s->fd_direct = s->dir_fd = -1;
     if (!path || strcmp(path, "-") == 0) {
         s->fd = STDOUT_FILENO;
         snprintf(s->name, sizeof s->name, "stdout");
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
-        s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        /* O_EXCL first: only a name this run created needs its directory synced */
+        s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (s->fd >= 0)
+            s->dir_fd = open_parent(path);
+        else if (errno == EEXIST)
+            s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         if (s->fd < 0)
             return rd_fail(RD_EIO, "cannot open output file '%s': %s", path, strerror(errno));
     }
     struct stat st;
-    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
-        s->is_regular = 1;
-    if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
-        fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
+    if (fstat(s->fd, &st) == 0) {
+        s->is_regular = S_ISREG(st.st_mode);
+        s->syncable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);   /* pipes, sockets, ttys: nothing to sync */
+        if (S_ISFIFO(st.st_mode))
+            fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
+    }
     return RD_OK;
 }
 
 void rd_sink_use_direct(struct rd_sink *s)
 {
-    if (!s->is_regular || s->fd_direct >= 0)
+    int fl = fcntl(s->fd, F_GETFL);
+    /* O_APPEND (a shell's >>): the bytes go wherever the end is then, not to an offset we know */
+    if (!s->is_regular || s->fd_direct >= 0 || fl < 0 || (fl & O_APPEND))
+        return;
+    off_t pos = lseek(s->fd, 0, SEEK_CUR);   /* stdout may be a file opened mid-way */
+    if (pos < 0)
         return;
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", s->fd);
     s->fd_direct = open(self, O_WRONLY | O_CLOEXEC | O_DIRECT);
-    s->offset = (uint64_t)lseek(s->fd, 0, SEEK_CUR);
+    s->offset = (uint64_t)pos;
+    s->positioned = 1;   /* from now on both descriptors write at s->offset, never at the fd's position */
 }
 
 int rd_sink_begin(struct rd_sink *s)
@@ -272,35 +304,71 @@ int rd_sink_begin(struct rd_sink *s)
     return RD_OK;
 }
 
+/* The next piece of p[0..n) to write at s->offset, and whether O_DIRECT can take it. Only
+ * when the buffer and the file offset sit at the same place within a block can blocks of
+ * both line up: then the head up to the next block boundary goes buffered, the whole blocks
+ * after it direct, the ragged tail buffered. Otherwise all of it goes buffered. */
+static size_t next_piece(const struct rd_sink *s, const char *p, size_t n, int *direct)
+{
+    *direct = 0;
+    if (s->fd_direct < 0)
+        return n;
+    size_t phase = (size_t)(s->offset % DIO_ALIGN);
+    if (phase != (uintptr_t)p % DIO_ALIGN)
+        return n;
+    if (phase)
+        return n < DIO_ALIGN - phase ? n : DIO_ALIGN - phase;
+    if (n < DIO_ALIGN)
+        return n;
+    *direct = 1;
+    return n & ~(size_t)(DIO_ALIGN - 1);
+}
+
 int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
 {
     if (s->write_fn)
         return s->write_fn(s->ctx, buf, n);
     const char *p = buf;
     while (n) {
-        /* whole pages from an aligned buffer go around the page cache; the ragged tail not */
-        int direct = s->fd_direct >= 0 && ((uintptr_t)p % 4096) == 0 && n >= 4096;
+        int direct;
+        size_t len = next_piece(s, p, n, &direct);
         ssize_t w;
         if (direct)
-            w = pwrite(s->fd_direct, p, n & ~(size_t)4095, (off_t)s->offset);
-        else if (s->fd_direct >= 0)
-            w = pwrite(s->fd, p, n, (off_t)s->offset);
+            w = pwrite(s->fd_direct, p, len, (off_t)s->offset);
+        else if (s->positioned)
+            w = pwrite(s->fd, p, len, (off_t)s->offset);
         else
-            w = write(s->fd, p, n);
+            w = write(s->fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
         if (w < 0 && direct && errno == EINVAL) {
+            /* this file refuses O_DIRECT after all: the same bytes again, buffered, same offset */
             close(s->fd_direct);
             s->fd_direct = -1;
             continue;
         }
-        if (w < 0 && errno == EINTR)
-            continue;
         if (w < 0)
             return rd_fail(RD_EIO, "cannot write %s: %s", s->name, strerror(errno));
+        if (w == 0)   /* no error and no progress: never loop on it, never skip it */
+            return rd_fail(RD_EIO, "cannot write %s: it took 0 of %zu bytes", s->name, len);
         p += w;
         n -= (size_t)w;
         s->offset += (uint64_t)w;
     }
     return RD_OK;
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* fsync-family failures that mean "nothing to sync here" rather than "not durable" */
+static int sync_failed(int rc)
+{
+    return rc && errno != EINVAL && errno != EROFS;
 }
 
 int rd_sink_finish(struct rd_sink *s)
@@ -311,8 +379,21 @@ int rd_sink_finish(struct rd_sink *s)
         close(s->fd_direct);
         s->fd_direct = -1;
     }
-    if (s->sync && fdatasync(s->fd) && errno != EINVAL && errno != EROFS)
-        return rd_fail(RD_EIO, "cannot flush %s: %s", s->name, strerror(errno));
+    if (s->positioned)
+        lseek(s->fd, (off_t)s->offset, SEEK_SET);   /* a shared stdout continues after our bytes */
+    if (s->sync && s->syncable) {
+        double t0 = mono_now();
+        if (sync_failed(fdatasync(s->fd)))
+            return rd_fail(RD_EIO, "cannot flush %s: %s", s->name, strerror(errno));
+        if (s->dir_fd >= 0 && sync_failed(fsync(s->dir_fd)))
+            return rd_fail(RD_EIO, "cannot flush the directory of %s: %s", s->name, strerror(errno));
+        s->synced = 1;
+        s->sync_seconds = mono_now() - t0;
+    }
+    if (s->dir_fd >= 0) {
+        close(s->dir_fd);
+        s->dir_fd = -1;
+    }
     if (s->fd > STDERR_FILENO) {
         int rc = close(s->fd);
         s->fd = -1;
@@ -328,5 +409,7 @@ void rd_sink_close(struct rd_sink *s)
         close(s->fd);
     if (s->fd_direct >= 0)
         close(s->fd_direct);
-    s->fd = s->fd_direct = -1;
+    if (s->dir_fd >= 0)
+        close(s->dir_fd);
+    s->fd = s->fd_direct = s->dir_fd = -1;
 }

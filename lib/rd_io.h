@@ -29,9 +29,14 @@ struct rd_sink {
     void *ctx;
     int fd;
     int fd_direct;       /* --direct on a regular file: the same file opened O_DIRECT, or -1 */
-    uint64_t offset;     /* with fd_direct: where the next byte goes (both fds use pwrite) */
+    int dir_fd;          /* a file this sink created: its directory, fsynced with it; or -1 */
+    int positioned;      /* every write is a pwrite at offset (set with --direct) */
+    uint64_t offset;     /* with positioned: where the next byte goes */
     int is_regular;
-    int sync;            /* fdatasync before confirming */
+    int syncable;        /* a regular file or a block device: fdatasync makes it durable */
+    int sync;            /* syncable: fdatasync (and a new file's directory) before confirming */
+    int synced;          /* rd_sink_finish flushed it, in sync_seconds (for -v) */
+    double sync_seconds;
     char name[256];
 };
 
@@ -56,13 +61,18 @@ void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 
 /* path NULL or "-" = stdout. Opens (creating) without truncating, so an unwritable path is
- * reported before any peer connects; rd_sink_begin truncates once a sender authenticated. */
+ * reported before any peer connects; rd_sink_begin truncates once a sender authenticated.
+ * A path that did not exist keeps its directory open, to make the new name durable too. */
 int rd_sink_open(struct rd_sink *s, const char *path);
-/* Write whole aligned pages with O_DIRECT from now on (regular files only). */
+/* Write whole aligned pages with O_DIRECT from now on (regular files only, not O_APPEND).
+ * Every byte still goes to its own offset: what O_DIRECT cannot take (an unaligned head or
+ * tail, a buffer whose alignment differs from the file offset's) is written buffered. */
 void rd_sink_use_direct(struct rd_sink *s);
 int rd_sink_begin(struct rd_sink *s);
+/* All n bytes or an error (rd_fail recorded); a short or failed write is never skipped. */
 int rd_sink_write(struct rd_sink *s, const void *buf, size_t n);
-/* Flush (fdatasync with sync) and close; error if anything failed. */
+/* Make durable (with sync: fdatasync a regular file, fsync a new file's directory) and close;
+ * error if anything failed. */
 int rd_sink_finish(struct rd_sink *s);
 void rd_sink_close(struct rd_sink *s);
 void rd_sink_custom(struct rd_sink *s, const char *name,

@@ -145,6 +145,8 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     rc = rd_engine_recv(tp, dst, &agreed, &cnt);
     rd_progress_stop(&rep);
     double t1 = rd_now();
+    if (o->verbose && dst->synced)
+        rd_warn("flushed %s to the disk in %.2f s (--no-sync skips this)", dst->name, dst->sync_seconds);
     summarize(o, "rdrecv", tp, &agreed, atomic_load(&cnt.bytes), t1 - t0, rc);
     return rc;
 }

@@ -66,6 +66,122 @@ t_begin "--transport tcp, --sync, --direct on both FILEs"
 xfer_reset; X_IN=file; X_OUT=file; X_ROPTS=(--transport tcp --sync --direct); X_SOPTS=(--transport tcp --direct)
 xfer "$RD_T/in"; t_end
 
+# ---- --direct on the receiver: frames at offsets that are not 4 KiB aligned ----
+# A pipe that pauses after 5000 bytes makes the first frame 5000 bytes long, so every later
+# frame starts mid-block. (Once, O_DIRECT refused those and the fallback wrote them at offset
+# 0: both sides exited 0 with only the second part in the file.)
+# paused_send PORT [rdsend options]: 5000 bytes, a pause, 300000 bytes, into rdsend; the bytes
+# sent end up in $C/sent
+paused_send() {
+    local port=$1; shift
+    ( head -c 5000 "$RD_T/in"; sleep 0.2; tail -c 300000 "$RD_T/in" ) | tee "$C/sent" |
+        timeout -k 2 "$(lim 20)" "$RDSEND" "$@" 127.0.0.1 "$port" key 2> "$C/serr"
+    expect_rc "${PIPESTATUS[2]}" 0 rdsend "$(cat "$C/serr")"
+}
+for dopt in "--direct" "--direct --chunk-size 64K" "--direct --no-sync"; do
+    t_begin "rdrecv $dopt FILE: unaligned frames land at their offsets"
+    port=$(free_port)
+    start rp /dev/null /dev/null "$C/rerr" "$RDRECV" $dopt "$port" key "$C/out"
+    wait_listen "$port" || t_fail "rdrecv not listening"
+    paused_send "$port"
+    wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    expect_same_file "$C/sent" "$C/out" data
+    t_end
+done
+
+t_begin "rdrecv --direct > FILE opened mid-way: data after what was there, position after it"
+# stdout is a regular file already holding a header; a shell appends a trailer after rdrecv
+port=$(free_port)
+( printf 'header\n'; exec "$RDRECV" --direct "$port" key; ) > "$C/out" 2> "$C/rerr" &
+rp=$!; RD_PIDS+=("$rp")
+wait_listen "$port" || t_fail "rdrecv not listening"
+paused_send "$port"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+{ printf 'header\n'; cat "$C/sent"; } > "$C/want"
+expect_same_file "$C/want" "$C/out" "header + data"
+port=$(free_port)
+( "$RDRECV" --direct "$port" key; rc=$?; printf 'trailer\n'; exit $rc ) > "$C/out2" 2> "$C/rerr" &
+rp=$!; RD_PIDS+=("$rp")
+wait_listen "$port" || t_fail "rdrecv not listening"
+paused_send "$port"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+{ cat "$C/sent"; printf 'trailer\n'; } > "$C/want2"
+expect_same_file "$C/want2" "$C/out2" "data + trailer written by the shell after rdrecv"
+t_end
+
+t_begin "rdrecv --direct >> FILE (O_APPEND): appended, nothing overwritten"
+port=$(free_port); printf 'already here\n' > "$C/out"
+start rp /dev/null /dev/null "$C/rerr" bash -c 'exec "$0" --direct "$1" key >> "$2"' "$RDRECV" "$port" "$C/out"
+wait_listen "$port" || t_fail "rdrecv not listening"
+paused_send "$port"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+{ printf 'already here\n'; cat "$C/sent"; } > "$C/want"
+expect_same_file "$C/want" "$C/out" "old content + data"
+t_end
+
+# ---- a write that fails is an error on both sides, never a silent gap ----
+for dopt in "" "--direct"; do
+    t_begin "disk full under rdrecv ${dopt:-(buffered)} FILE: rdrecv exits 5, rdsend 4"
+    if [ "$RD_IS_ROOT" != 1 ]; then t_skip "disk full ${dopt}" "needs root for a tmpfs"; continue; fi
+    port=$(free_port); mkdir -p "$C/full"
+    # a 1 MiB tmpfs in a mount namespace of rdrecv's own: nothing to unmount afterwards
+    start rp /dev/null /dev/null "$C/rerr" unshare -m bash -c \
+        'mount -t tmpfs -o size=1m rdpipe-full "$2" && exec "$0" $3 "$1" key "$2/out"' \
+        "$RDRECV" "$port" "$C/full" "$dopt"
+    wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+    timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; expect_rc $? 4 rdsend "$(cat "$C/serr")"
+    wait_pid "$rp" 10; expect_rc $? 5 rdrecv "$(cat "$C/rerr")"
+    expect_err "$C/rerr" rdrecv "cannot (write|flush).*(no space|quota)"
+    grep -qi "no space" "$C/serr" || t_fail "rdsend does not say why: $(cat "$C/serr")"
+    t_end
+done
+
+# ---- durability: exit 0 means the bytes are on the disk ----
+# sync_trace WANT OUT FILE OPTS...: rdrecv OPTS PORT key [FILE] (stdout to OUT) under strace.
+# WANT names which of "fdatasync" and "fsync" (the new file's directory) must succeed before
+# rdrecv's last socket write (the CONFIRM); the others must not happen at all.
+sync_trace() {
+    local want=$1 out=$2 f=() last_send fds fs; [ -n "$3" ] && f=("$3"); shift 3
+    port=$(free_port); rm -f "$C/trace"
+    # (LeakSanitizer cannot work under ptrace: off for the traced process of a SAN build)
+    start rp /dev/null "$out" "$C/rerr" strace -f -qq -o "$C/trace" -e trace=fdatasync,fsync,writev,sendto,sendmsg \
+        -E "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$RDRECV" "$@" "$port" key "${f[@]}"
+    wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+    timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; expect_rc $? 0 rdsend "$(cat "$C/serr")"
+    wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    grep -q 'sync.*= -1' "$C/trace" && t_fail "rdrecv $* ${f[*]}: a sync failed: $(grep sync "$C/trace" | tr '\n' '|')"
+    last_send=$(grep -nE 'writev|sendto|sendmsg' "$C/trace" | tail -1 | cut -d: -f1)
+    fds=$(grep -n 'fdatasync' "$C/trace" | head -1 | cut -d: -f1)
+    fs=$(grep -nE ' fsync\(| fsync resumed' "$C/trace" | head -1 | cut -d: -f1)
+    case " $want " in
+        *" fdatasync "*) [ -n "$fds" ] && [ "$fds" -lt "${last_send:-0}" ] ||
+                         t_fail "rdrecv $* ${f[*]}: no fdatasync before the CONFIRM: $(grep sync "$C/trace" | tr '\n' '|')" ;;
+        *) [ -z "$fds" ] || t_fail "rdrecv $* ${f[*]}: fdatasync although nothing needs it" ;;
+    esac
+    case " $want " in
+        *" fsync "*) [ -n "$fs" ] && [ "$fs" -lt "${last_send:-0}" ] ||
+                     t_fail "rdrecv $* ${f[*]}: the new file's directory not fsynced before the CONFIRM: $(grep sync "$C/trace" | tr '\n' '|')" ;;
+        *) [ -z "$fs" ] || t_fail "rdrecv $* ${f[*]}: fsync although nothing needs it" ;;
+    esac
+}
+if ! command -v strace > /dev/null; then
+    t_skip "durability: fdatasync before CONFIRM" "no strace"
+else
+    t_begin "durability: a new FILE is fdatasynced and its directory fsynced before CONFIRM (default, --sync, --direct)"
+    for o in "" --sync --direct; do
+        rm -f "$C/out"; sync_trace "fdatasync fsync" /dev/null "$C/out" $o
+        expect_same_file "$RD_T/in" "$C/out" "data (${o:-default})"
+    done
+    t_end
+    t_begin "durability: an existing FILE and stdout to a file fdatasynced; --no-sync and a pipe not"
+    : > "$C/out"; sync_trace "fdatasync" /dev/null "$C/out"; expect_same_file "$RD_T/in" "$C/out" "data (existing FILE)"
+    rm -f "$C/out2"; sync_trace "fdatasync" "$C/out2" ""; expect_same_file "$RD_T/in" "$C/out2" "data (stdout a file)"
+    rm -f "$C/out"; sync_trace "" /dev/null "$C/out" --no-sync; expect_same_file "$RD_T/in" "$C/out" "data (--no-sync)"
+    mkfifo "$C/pipe"; cat "$C/pipe" > "$C/out3" & catp=$!
+    sync_trace "" "$C/pipe" "" --sync; wait "$catp"; expect_same_file "$RD_T/in" "$C/out3" "data (a pipe, --sync)"
+    t_end
+fi
+
 t_begin "existing longer output FILE is truncated"
 xfer_reset; X_OUT=file
 head -c $((8 << 20)) /dev/zero > "$C/out.keep"
@@ -89,6 +205,8 @@ expect_same_file "$RD_T/in" "$C/out" data
 grep -q '^{.*}$' "$C/serr" || t_fail "rdsend --json printed no JSON line: $(cat "$C/serr")"
 grep -q '^{.*}$' "$C/rerr" || t_fail "rdrecv --json printed no JSON line: $(cat "$C/rerr")"
 grep -q "\"bytes\": *$((3 << 20))" "$C/serr" || t_fail "rdsend JSON lacks \"bytes\": $((3 << 20)): $(cat "$C/serr")"
+# stdout is a regular file here, so it was flushed, and -v says for how long
+grep -Eq '^rdrecv: flushed stdout to the disk in [0-9.]+ s' "$C/rerr" || t_fail "rdrecv -v does not report the flush: $(cat "$C/rerr")"
 # -v adds an unprefixed "Bandwidth X GB/s" line (the original rdma-pipe's output); everything
 # else must carry the program prefix
 grep -v -e '^{' -e '^Bandwidth [0-9.]* GB/s$' "$C/serr" > "$C/serr.txt"; expect_lines_prefixed "$C/serr.txt" rdsend

@@ -10,9 +10,17 @@ pass() { echo "PASS $1"; npass=$((npass + 1)); }
 fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
 skip() { echo "SKIP rxe suite: $*"; echo "$npass passed, $nfail failed"; exit 77; }
 
-if [ "${SAN:-0}" = 1 ]; then OUT=build-san; BIN=$TOP/build-san/bin; else OUT=build; BIN=$TOP/bin; fi
+# The build under test: RDPIPE_BUILD (as tests/run sets it) or SAN=1. Not tests/run's snapshot
+# in /tmp: the guest sees the checkout, but its /tmp is its own.
+OUT=${RDPIPE_BUILD:-build}; [ "${SAN:-0}" = 1 ] && OUT=build-san
+case $OUT in
+    build) mk=(SAN=0); BIN=$TOP/bin ;;
+    build-san) mk=(SAN=1); BIN=$TOP/build-san/bin ;;
+    *) mk=(OUT="$OUT" BINDIR="$OUT/bin"); BIN=$TOP/$OUT/bin ;;
+esac
+
 echo "--- building ($OUT)"
-make -C "$TOP" -s SAN="${SAN:-0}" > /tmp/rxe-build.$$ 2>&1 && make -C "$HERE" -s SAN="${SAN:-0}" >> /tmp/rxe-build.$$ 2>&1 ||
+make -C "$TOP" -s "${mk[@]}" > /tmp/rxe-build.$$ 2>&1 && make -C "$HERE" -s "${mk[@]}" >> /tmp/rxe-build.$$ 2>&1 ||
     { cat /tmp/rxe-build.$$; rm -f /tmp/rxe-build.$$; fail build "make failed"; echo "$npass passed, $nfail failed"; exit 1; }
 rm -f /tmp/rxe-build.$$
 
@@ -47,7 +55,7 @@ fi
 VMLOG=$(mktemp /tmp/rxe-vm.XXXXXX)
 echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
 RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$TOP" \
-    "RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} bash $HERE/tests.sh" \
+    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} bash $HERE/tests.sh" \
     | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
 vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG")
