@@ -14,6 +14,7 @@
 #include "rdp_link.h"
 #include "rdp_opts.h"
 #include "rdp_proc.h"
+#include "rdp_spec.h"
 #include "rdp_warn.h"
 #include "rdp_watch.h"
 
@@ -51,6 +52,8 @@ static const char usage_text[] =
     "  -L, --dereference   follow symlinks in the sources\n"
     "      --resume        skip files already complete at the destination (size, mtime, hash),\n"
     "                      continue partial files (temporary .rdcp.* files) from what they hold\n"
+    "      --no-sync       do not wait until the copy is on disk (default: exit 0 only once the\n"
+    "                      destination's filesystem was synced, so a power cut loses nothing)\n"
     "  -v, --verbose       summary: files, bytes, skipped bytes, rate, transport\n"
     "  -P, --progress      progress line (default on a terminal); --no-progress\n"
     "      --json          one JSON summary on stderr\n"
@@ -60,8 +63,10 @@ static const char usage_text[] =
     "  -H, --hostname A    the address other hosts reach this machine at\n"
     "  -h, --help, -V, --version\n"
     "\n"
-    "exit status: 0 all copied; 23 some files not copied (each named on stderr: permission\n"
-    "denied, no space left, source vanished, directory without -r, destination not a directory);\n"
+    "exit status: 0 all copied (and on disk unless --no-sync); 23 some files not copied (each\n"
+    "named on stderr: permission denied, no space left, source vanished, directory without -r,\n"
+    "destination not a directory, directory loop with -L, or a record the destination refused:\n"
+    "a name with '..', a leading '/', an empty component or a NUL, a path through a symlink);\n"
     "1 usage; 2 cannot connect; 3 authentication; 4 transfer broken; 5 local I/O error;\n"
     "255 lost the connection to a host; 128+N on signal N.\n";
 
@@ -75,7 +80,7 @@ struct run {
     struct end e[2];   /* 0 = source, 1 = destination */
     struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
     struct rdp_watch w; /* the links of e[0] and e[1] */
-    int verbose, progress, json, recursive, preserve, follow, resume;
+    int verbose, progress, json, recursive, preserve, follow, resume, nosync;
     char **srcs;
     int nsrc;
     char *dst;
@@ -106,7 +111,8 @@ static void clear_progress(struct run *r)
 }
 
 /* "[user@]host:path" / "[user@][v6]:path" / local. Returns 0 and fills *dest (NULL = local),
- * *host and *path (malloc'd). */
+ * *host and *path (malloc'd); -1 when malformed, -2 when the host is one ssh must never see
+ * (rdp_dest_check; already reported). */
 static int parse_loc(const char *arg, char **dest, char **host, char **path)
 {
     *dest = *host = *path = NULL;
@@ -155,6 +161,15 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
     *dest = malloc(len);
     snprintf(*dest, len, "%.*s%s%s", (int)ul, arg, at ? "@" : "", h);
     *host = h;
+    char why[256];
+    if (rdp_dest_check(*dest, why, sizeof why)) {   /* "-oProxyCommand=...": never to ssh */
+        warnx("%s", why);
+        free(*dest);
+        free(*host);
+        free(*path);
+        *dest = *host = *path = NULL;
+        return -2;   /* reported */
+    }
     return 0;
 }
 
@@ -347,6 +362,8 @@ static int run_copy(struct run *r)
         flags[nf++] = "-L";
     if (r->resume)
         flags[nf++] = "--resume";
+    if (r->nosync)
+        flags[nf++] = "--no-sync";
     char nsrc[32];
     snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc);
     {
@@ -461,7 +478,7 @@ static int run_copy(struct run *r)
     return rc;
 }
 
-enum { OPT_RESUME = RDP_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS };
+enum { OPT_RESUME = RDP_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS, OPT_NO_SYNC };
 
 int rdc_main(int argc, char **argv)
 {
@@ -479,6 +496,7 @@ int rdc_main(int argc, char **argv)
         { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
         { "json", no_argument, NULL, OPT_JSON },
         { "resume", no_argument, NULL, OPT_RESUME },
+        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         RDP_INIT_LONG_OPTS_END,
     };
     struct run r;
@@ -499,6 +517,7 @@ int rdc_main(int argc, char **argv)
         case OPT_NO_PROGRESS: r.progress = 0; break;
         case OPT_JSON: r.json = 1; break;
         case OPT_RESUME: r.resume = 1; break;
+        case OPT_NO_SYNC: r.nosync = 1; break;
         default: {
             int st = rdp_init_opt(&r.o, c, optarg, "rdcp", usage_text);
             if (st != RDP_OPT_TAKEN)
@@ -517,8 +536,10 @@ int rdc_main(int argc, char **argv)
     char *sdest = NULL, *shost = NULL;
     for (int i = 0; i < r.nsrc; i++) {
         char *d, *h, *p;
-        if (parse_loc(argv[optind + i], &d, &h, &p)) {
-            warnx("bad source '%s'", argv[optind + i]);
+        int bad = parse_loc(argv[optind + i], &d, &h, &p);
+        if (bad) {
+            if (bad == -1)
+                warnx("bad source '%s'", argv[optind + i]);
             goto out;
         }
         if (i == 0) {
@@ -537,8 +558,10 @@ int rdc_main(int argc, char **argv)
         r.srcs[i] = p;
     }
     char *dd, *dh;
-    if (parse_loc(argv[argc - 1], &dd, &dh, &r.dst)) {
-        warnx("bad destination '%s'", argv[argc - 1]);
+    int bad = parse_loc(argv[argc - 1], &dd, &dh, &r.dst);
+    if (bad) {
+        if (bad == -1)
+            warnx("bad destination '%s'", argv[argc - 1]);
         goto out;
     }
     r.e[0].dest = sdest;

@@ -26,6 +26,8 @@
 #include <xxhash.h>
 
 struct frame {
+    dev_t dev;                 /* the directory, to recognise it again (loops with -L) */
+    ino_t ino;
     char *fs, *rel;
     char **names;
     size_t n, i;
@@ -89,14 +91,14 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int push_dir(struct snd *s, const char *fs, const char *rel)
+static int push_dir(struct snd *s, const char *fs, const char *rel, const struct stat *st)
 {
     DIR *d = opendir(fs);
     if (!d) {
         err_path(s, "cannot open directory", fs, errno);
         return -1;
     }
-    struct frame f = { .fs = strdup(fs), .rel = strdup(rel) };
+    struct frame f = { .dev = st->st_dev, .ino = st->st_ino, .fs = strdup(fs), .rel = strdup(rel) };
     size_t cap = 0;
     struct dirent *de;
     errno = 0;
@@ -277,7 +279,19 @@ static void do_entry(struct snd *s, const char *fs, const char *rel)
     struct rdc_meta m;
     meta_of(&st, &m);
     if (S_ISDIR(st.st_mode)) {
-        if (push_dir(s, fs, rel))
+        /* a directory that is its own ancestor (-L: "l -> ."; or a bind mount) would be
+         * walked forever: one line, not copied */
+        for (int i = 0; i < s->depth; i++) {
+            if (s->st[i].dev == st.st_dev && s->st[i].ino == st.st_ino) {
+                char *p = rdc_shown(fs), *q = rdc_shown(s->st[i].fs);
+                rd_warn("directory loop, not copied: '%s' is '%s' again", p, q);
+                free(q);
+                free(p);
+                s->errors++;
+                return;
+            }
+        }
+        if (push_dir(s, fs, rel, &st))
             return;
         rdc_put_u8(&s->pend, 'd');
         rdc_put_str(&s->pend, rel, strlen(rel));
@@ -555,6 +569,7 @@ int rdc_tree_send_main(int argc, char **argv)
         { "resume", no_argument, NULL, 'R' },
         { "dst-dir", required_argument, NULL, 'D' },
         { "count", no_argument, NULL, 'c' },
+        { "no-sync", no_argument, NULL, 'S' },   /* the receiver's */
         { NULL, 0, NULL, 0 },
     };
     struct snd s;
@@ -579,7 +594,7 @@ int rdc_tree_send_main(int argc, char **argv)
         case 'c': count = 1; break;
         case 'r': s.recursive = 1; break;
         case 'L': s.follow = 1; break;
-        case 'p': break;
+        case 'p': case 'S': break;
         case 'v': o.verbose++; break;
         default: return 1;
         }

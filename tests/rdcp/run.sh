@@ -3,7 +3,7 @@
 # tests/rdpipe/lib.sh (h0 runs the initiator; h1 h2 h3 are the other hosts). Namespaces share
 # the filesystem, so "remote" trees are directories in the scratch dir, compared directly.
 #
-#   tests/rdcp/run.sh           all cases (about a minute and a half)
+#   tests/rdcp/run.sh           all cases (about a minute and a half), then tests/rdcp/hostile.sh
 #   RDCP_MANY=20000             how many small files in the many-files case (default 2000)
 #   RDPIPE_BIN=dir              binaries to test (default: bin/ of the repo)
 #   RDPIPE_KEEP=1               keep the scratch directory
@@ -267,6 +267,23 @@ kill "$(cat "$T/sshd6.pid")" 2>/dev/null
 r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$T/files/f4095" "$T/v6.out" && cmp -s "$T/files/f$CH" "$T/v6.back" &&
     grep -q "at fd99::12 port" "$T/err" && r=0
 check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
+
+name="-rL with directory loops (l -> ., m -> ., d/e/up -> ../..): each named once, the rest copied, exit 23"
+mkdir -p "$T/loop/d/e" && echo x > "$T/loop/f" && echo y > "$T/loop/d/e/g"
+ln -s . "$T/loop/l" && ln -s . "$T/loop/m" && ln -s ../.. "$T/loop/d/e/up"
+rdcp_h0 -rL h1:"$T/loop" h2:"$T/loop-copy" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && [ "$(grep -c 'directory loop, not copied' "$T/err")" = 3 ] &&
+    grep -q "h1: directory loop, not copied: '.*loop/l' is '.*loop' again" "$T/err" &&
+    [ "$(cd "$T/loop-copy" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./d ./d/e ./d/e/g ./f " ] && r=0
+check "$name" $r "rc=$rc $(head -4 "$T/err" | tr '\n' ' ') $(find "$T/loop-copy" 2>/dev/null | head -5 | tr '\n' ' ')"
+
+# a hostile source against the receiver (no hosts needed; see the script)
+while IFS= read -r line; do
+    case $line in
+        "ok   "*) ok "hostile: ${line#ok   }" ;;
+        "FAIL "*) bad "hostile: ${line#FAIL }" "" ;;
+    esac
+done < <(RDPIPE_BIN=$BIN "$ROOT/tests/rdcp/hostile.sh" 2>&1)
 
 echo "$PASS passed, $FAILN failed"
 [ $FAILN = 0 ]

@@ -1,0 +1,28 @@
+/* rdc_safe.h - filesystem access beneath one directory that never passes through a symlink
+ * (the tree receiver's defence against a hostile stream: "a -> /etc", then "a/passwd"). */
+#ifndef RDC_SAFE_H
+#define RDC_SAFE_H
+
+#include <stddef.h>
+
+/* Why p[0..n) is not a relative path a record may name (components separated by single '/',
+ * none empty, "." or "..", no NUL, not absolute), or NULL when it is. n = 0 is not a valid
+ * name (the root itself is handled apart). */
+const char *rdc_name_bad(const char *p, size_t n);
+
+/* A directory fd (O_RDONLY, close-on-exec) for base/rel, resolved without following any
+ * symlink and without leaving base: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the
+ * kernel has it, else an O_NOFOLLOW | O_DIRECTORY openat per component. rel "" = base
+ * itself. -1 with errno (ELOOP or ENOTDIR where a component is a symlink or a file). */
+int rdc_open_beneath(int base, const char *rel);
+
+/* Create a new temporary file ".rdcp.NAME.XXXXXX" (random suffix, O_EXCL | O_NOFOLLOW, mode
+ * 0600) in the directory dfd for the final name `name`; *tmp gets its name (malloc'd).
+ * Returns the fd (O_RDWR) or -1 with errno. */
+int rdc_create_tmp(int dfd, const char *name, char **tmp);
+
+/* The directory part of a relative path ("a/b/c" -> "a/b", "c" -> ""), malloc'd, and a
+ * pointer to its last component. */
+char *rdc_dir_of(const char *rel, const char **base);
+
+#endif

@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# tests/rdcp/hostile.sh - a hostile source against the real tree receiver: tree streams
+# written by tests/rdcp/treegen.c (records no honest rdcp sends: a symlink and then a file
+# through it, "..", absolute names, NUL bytes, hard links out of DST ...) go with the real
+# rdsend to the real `rdcp --tree-recv` (started as rdpipe's agent starts it: key in
+# RDPIPE_KEY, --ready-fd, DST). Beside DST lies a canary tree (files, a directory, a
+# symlink); after every case its listing, modes, link counts, mtimes and sha256 must be
+# unchanged, nothing may appear beside DST, and each refused record is one line on stderr
+# with exit 23.
+#
+#   tests/rdcp/hostile.sh        RDPIPE_BIN=dir: binaries to test (default: bin/ of the repo)
+# One line per case, then "N passed, N failed"; exit 0 iff all passed, 77 if it cannot run.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${RDPIPE_BIN:-$ROOT/bin}
+case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
+[ -x "$BIN/rdcp" ] && [ -x "$BIN/rdsend" ] || { echo "skip: no $BIN/rdcp or rdsend (run make)"; exit 77; }
+W=$(mktemp -d /tmp/rdcp-hostile.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+cc -O2 -o "$W/treegen" "$ROOT/tests/rdcp/treegen.c" -lxxhash 2> "$W/cc.err" ||
+    { echo "skip: cannot build treegen: $(head -1 "$W/cc.err")"; exit 77; }
+S=$W/scene   # the canary and DST, nothing else
+CAN=$S/canary
+mkdir -p "$CAN/dir/sub" "$S/dst"
+echo one > "$CAN/file1"; echo two > "$CAN/dir/file2"; ln -s file1 "$CAN/link"
+chmod 0640 "$CAN/file1"; chmod 0750 "$CAN/dir"
+touch -h -d '2001-01-01' "$CAN/file1" "$CAN/dir/file2" "$CAN/link" "$CAN/dir/sub" "$CAN/dir" "$CAN"
+
+PASS=0 FAILN=0
+ok() { echo "ok   $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1: $2"; FAILN=$((FAILN + 1)); }
+
+# everything about the canary and what lies beside DST
+snap() {
+    (cd "$S" && find canary -printf '%p %y %m %n %u %T@ %l\n' | LC_ALL=C sort &&
+        find canary -type f -exec sha256sum {} + | LC_ALL=C sort && ls -a "$S")
+}
+
+# recv [FLAGS...] < script: send the stream to a fresh `rdcp --tree-recv FLAGS $S/dst`;
+# sets rc and leaves the receiver's messages (not its statistics) in $W/msg
+recv() {
+    rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
+    "$W/treegen" > "$W/stream" || { rc=99; return; }
+    (RDPIPE_KEY=hostile-key exec timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 "$@" "$S/dst" 3> "$W/port" 2> "$W/err") &
+    local pid=$! i
+    for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
+    timeout 60 "$BIN/rdsend" 127.0.0.1 "$(cat "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
+    wait $pid; rc=$?
+    grep -v '^{"tool"\|^@rdcp ' "$W/err" > "$W/msg"
+}
+
+# case NAME RC [FLAGS...] < script, then the patterns its lines must match, one per line, in
+# $EXPECT (grep -E); the number of lines must be the number of patterns
+case_() {
+    local name=$1 want=$2; shift 2
+    local before; before=$(snap)
+    recv "$@"
+    local after; after=$(snap)
+    local n; n=$(grep -c . "$W/msg")
+    local np; np=$(printf '%s' "$EXPECT" | grep -c .)
+    if [ "$before" != "$after" ]; then
+        bad "$name" "the canary or DST's neighbourhood changed: $(diff <(echo "$before") <(echo "$after") | head -5 | tr '\n' ' ')"
+    elif [ "$rc" != "$want" ]; then
+        bad "$name" "exit $rc, want $want: $(head -3 "$W/msg" | tr '\n' ' ')"
+    elif [ "$n" != "$np" ]; then
+        bad "$name" "$n lines on stderr, want $np: $(head -5 "$W/msg" | tr '\n' ' ')"
+    else
+        local p
+        while IFS= read -r p; do
+            [ -n "$p" ] || continue
+            grep -Eq -- "$p" "$W/msg" || { bad "$name" "no line matches '$p': $(head -5 "$W/msg" | tr '\n' ' ')"; return; }
+        done <<< "$EXPECT"
+        ok "$name"
+    fi
+}
+D="'$S/dst"   # how messages begin to name a path in DST
+NOTIN="not inside a directory this copy made"
+
+EXPECT=''
+case_ "an honest stream: files, dirs, symlink, hard link; exit 0" 0 -p <<EOF
+R 0 d 1 x
+d a 0750 12345
+f a/f1 hello 0600 23456
+l a/ln f1
+h a/hl 0 a/f1
+Z
+EOF
+r=1; [ "$(cat "$S/dst/a/f1")" = hello ] && [ "$(stat -c '%a %Y %h' "$S/dst/a" "$S/dst/a/f1")" = "$(printf '750 12345 2\n600 23456 2')" ] &&
+    [ "$(readlink "$S/dst/a/ln")" = f1 ] && r=0
+[ $r = 0 ] && ok "  ... its tree is right" || bad "  ... its tree is right" "$(ls -lR "$S/dst" | head -10 | tr '\n' ' ')"
+
+EXPECT="^rdcp: refusing $D/a/evil.txt': $NOTIN"
+case_ "symlink to a dir outside, then a file through it" 23 <<EOF
+R 0 d 1 x
+l a $CAN/dir
+f a/evil.txt EVIL
+Z
+EOF
+[ ! -e "$CAN/dir/evil.txt" ] && [ -L "$S/dst/a" ] && ok "  ... the symlink itself is kept" || bad "  ... the symlink itself is kept" "$(ls -l "$S/dst")"
+
+EXPECT="^rdcp: refusing $D/a/b/c/evil': $NOTIN"
+case_ "a made directory, a symlink inside it, a deep file through the symlink" 23 <<EOF
+R 0 d 1 x
+d a
+l a/b $CAN
+f a/b/c/evil @100000
+Z
+EOF
+
+EXPECT="^rdcp: cannot create directory $D/a': File exists"
+case_ "symlink, then a directory record of the same name, then a file into it (dropped)" 23 <<EOF
+R 0 d 1 x
+l a $CAN/dir
+d a
+f a/evil EVIL
+d a/sub
+f a/sub/evil EVIL
+Z
+EOF
+
+EXPECT="^rdcp: refusing $D/a/file2': $NOTIN
+^rdcp: refusing $D/a/sub': $NOTIN
+^rdcp: refusing $D/a/link2': $NOTIN"
+case_ "unlink and rename through a link: a symlink, a directory and a hard link over canary names" 23 <<EOF
+R 0 d 1 x
+f ok OK
+l a $CAN/dir
+l a/file2 x
+d a/sub
+h a/link2 0 ok
+Z
+EOF
+
+EXPECT="^rdcp: refusing $D/h1': hard link: '\.\.' component
+^rdcp: refusing $D/h2': hard link: its target is not a file this copy made
+^rdcp: refusing $D/h3': hard link: absolute path
+^rdcp: refusing $D/h4': hard link: its target is not a file this copy made
+^rdcp: refusing $D/h5': hard link: its target's root was not copied"
+case_ "hard links to files outside DST (.., through a symlink, absolute, pre-existing, other root)" 23 <<EOF
+R 0 d 1 x
+l out $CAN
+h h1 0 ../canary/file1
+h h2 0 out/file1
+h h3 0 $CAN/file1
+h h4 0 out
+h h5 7 file1
+Z
+EOF
+
+EXPECT="^rdcp: refusing $D/a/file2': $NOTIN
+^rdcp: cannot create directory $D/a': File exists
+^rdcp: refusing $D/l1': said to be complete here, but no regular file is"
+case_ "-p: chmod and utimes through a link (skipped file, directory, the link itself)" 23 -p <<EOF
+R 0 d 1 x
+l a $CAN/dir
+s a/file2 4 0777 5
+d a 0777 5
+l l1 $CAN/file1
+s l1 4 0777 5
+Z
+EOF
+
+EXPECT="^rdcp: refusing $D/\.\./evil-up': '\.\.' component
+^rdcp: refusing $D/$S/evil-abs': absolute path
+^rdcp: refusing $D/a//b': empty path component
+^rdcp: refusing $D/a/\\\\000b': NUL byte in the name
+^rdcp: refusing $D/a/\.': '\.' component
+^rdcp: refusing $D/a/\.\./\.\./evil-up2': '\.\.' component
+^rdcp: refusing $D/a/': empty path component
+^rdcp: refusing $D/\.\./evil-dir': '\.\.' component
+^rdcp: refusing $D/\.\./evil-link': '\.\.' component
+^rdcp: refusing $D/a/l': NUL byte in the link target"
+case_ "names: .., absolute, empty components, NUL, ., trailing slash (files, dirs, links)" 23 <<EOF
+R 0 d 1 x
+d a
+f ../evil-up EVIL
+f $S/evil-abs EVIL
+f a//b EVIL
+f a/\x00b EVIL
+f a/. EVIL
+f a/../../evil-up2 EVIL
+f a/ EVIL
+d ../evil-dir
+l ../evil-link $CAN
+l a/l x\x00y
+f a/fine FINE
+Z
+EOF
+[ "$(cat "$S/dst/a/fine" 2>/dev/null)" = FINE ] && ok "  ... the good file after them is copied" || bad "  ... the good file after them is copied" "$(ls -l "$S/dst/a")"
+
+EXPECT=''
+case_ "a root named .. or / goes into DST itself" 0 <<EOF
+R 0 d 0 ..
+d -
+f r1 R1
+R 1 d 0 /
+d -
+f r2 R2
+Z
+EOF
+
+EXPECT="^rdcp: cannot rename into place $D/a': Is a directory
+^rdcp: cannot create directory $D/b': File exists"
+case_ "duplicate names: a file over a directory, a directory over a file (its subtree dropped)" 23 <<EOF
+R 0 d 1 x
+d a
+f a OVER
+f b B
+d b
+f b/x X
+f b B2
+f c C1
+f c C2
+Z
+EOF
+[ "$(cat "$S/dst/b")$(cat "$S/dst/c")" = B2C2 ] && [ -d "$S/dst/a" ] && ok "  ... later files of the same name replace earlier ones" ||
+    bad "  ... later files of the same name replace earlier ones" "$(ls -l "$S/dst")"
+
+EXPECT=''
+case_ "a file root into a directory DST lands in DST/NAME" 0 <<EOF
+R 0 f 0 x
+f - X
+Z
+EOF
+
+# --resume: the manifest of DST (what it already holds) must not list what a symlink in DST
+# points to
+rm -rf "$S/dst" "$W/port" && mkdir -p "$S/dst/sub" && echo own > "$S/dst/sub/own" && ln -s "$CAN/dir" "$S/dst/out" && ln -s "$CAN" "$S/dst/sub/up"
+echo Z | "$W/treegen" > "$W/stream"
+(RDPIPE_KEY=hostile-key exec timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 --resume "$S/dst" 3> "$W/port" 2> "$W/err") &
+pid=$!
+for i in $(seq 100); do grep -q '^[0-9]' "$W/port" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$BIN/rdsend" 127.0.0.1 "$(grep '^[0-9]' "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
+wait $pid; rc=$?
+# a manifest line: hex of u8 kind, u64 size, i64 + u32 mtime, 16 bytes hash, then u32 length + path
+man=$(sed -n 's/^m //p' "$W/port" | python3 -c 'import sys; [print(bytes.fromhex(l.strip())[41:].decode("latin1")) for l in sys.stdin]' | tr -c '[:print:]\n' '.')
+if [ $rc = 0 ] && [ "$(grep -c . <<< "$man")" = 2 ] && grep -q 'sub/own' <<< "$man" && ! grep -q 'file' <<< "$man"; then
+    ok "--resume manifest: DST's files only, nothing behind its symlinks"
+else
+    bad "--resume manifest: DST's files only, nothing behind its symlinks" "rc=$rc manifest: $(tr '\n' ' ' <<< "$man")"
+fi
+rm -rf "$S/dst" && mkdir "$S/dst"
+
+# a local process swaps a directory for a symlink to the canary while the receiver writes into
+# it (and into a sibling, so that it opens the directory again and again)
+race() {   # race NAME [env...]
+    local name=$1; shift
+    { echo "R 0 d 1 x"; echo "d sub"; echo "d other"
+      for i in $(seq 300); do echo "f sub/s$i @20000"; echo "f other/o$i @20000"; echo "d sub/d$i"; echo "f sub/d$i/x @100"; done
+      echo Z; } > "$W/race.script"
+    local before; before=$(snap)
+    rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
+    "$W/treegen" < "$W/race.script" > "$W/stream"
+    (cd "$S/dst" && while :; do
+        mv -T sub sub.real 2>/dev/null && ln -s "$CAN/dir" sub && rm -f sub && mv -T sub.real sub
+    done) 2>/dev/null &
+    local swapper=$!
+    (RDPIPE_KEY=hostile-key exec env "$@" timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 "$S/dst" 3> "$W/port" 2> "$W/err") &
+    local pid=$! i
+    for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
+    timeout 60 "$BIN/rdsend" 127.0.0.1 "$(cat "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
+    wait $pid; rc=$?
+    kill $swapper; wait $swapper 2>/dev/null; sleep 0.2   # its last mv may still run
+    [ -d "$S/dst/sub.real" ] && { rm -f "$S/dst/sub"; mv -T "$S/dst/sub.real" "$S/dst/sub"; }
+    local after; after=$(snap)
+    grep -v '^{"tool"\|^@rdcp ' "$W/err" > "$W/msg"
+    local got; got=$(find "$S/dst" -type f | wc -l)
+    local failed; failed=$(grep -c . "$W/msg")
+    local dfail; dfail=$(grep -c "/sub/d[0-9]*'" "$W/msg")   # a directory that failed drops its file
+    if [ "$before" != "$after" ]; then
+        bad "$name" "the canary changed: $(diff <(echo "$before") <(echo "$after") | head -5 | tr '\n' ' ')"
+    elif [ "$rc" != 0 ] && [ "$rc" != 23 ]; then
+        bad "$name" "exit $rc: $(head -3 "$W/msg" | tr '\n' ' ')"
+    elif [ $((got + failed + dfail)) -lt 900 ] || { [ "$rc" = 23 ] && [ "$failed" = 0 ]; }; then
+        bad "$name" "$got files copied + $failed lines, want 900: $(head -3 "$W/msg" | tr '\n' ' ')"
+    elif grep -v "cannot open the directory of\|$NOTIN\|cannot create directory" "$W/msg" | grep -q .; then
+        bad "$name" "unexpected: $(head -3 "$W/msg" | tr '\n' ' ')"
+    else
+        ok "$name (exit $rc, $got files, $failed refused)"
+    fi
+}
+race "race: a directory swapped for a symlink to the canary while it is written (openat2)"
+race "race: the same without openat2 (O_NOFOLLOW walk)" RDCP_NO_OPENAT2=1
+
+echo "$PASS passed, $FAILN failed"
+[ $FAILN = 0 ]
