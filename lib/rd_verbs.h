@@ -106,13 +106,20 @@ struct rd_v_conn {
 };
 
 /* rd_verbs_res.c */
-int rd_v_res_create(struct rd_v_conn *c);      /* PD, CQs, QP, control pools, post receives */
-void rd_v_res_destroy(struct rd_v_conn *c);
+int rd_v_res_create(struct rd_v_conn *c);      /* PD, CQs, control pools, QP, post receives */
+void rd_v_res_destroy(struct rd_v_conn *c);    /* QP, pools (MRs), CQs, channels, PD */
 int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind kind,
                      unsigned n, size_t frame);
-void rd_v_pool_destroy(struct rd_v_pool *p);
+/* Deregister and free a pool; only once no posted work request can use it (QP destroyed, or
+ * nothing posted from it yet). -1 (warned) when the MR could not be deregistered: then its
+ * memory is leaked, not freed under the registration. */
+int rd_v_pool_destroy(struct rd_v_pool *p);
 int rd_v_post_recv(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot);
 void rd_v_conn_free(struct rd_v_conn *c);      /* everything, including the CM ids/channels */
+void rd_v_destroy_id(struct rdma_cm_id *id);   /* rdma_destroy_id, a failure warned (NULL: no-op) */
+/* "prog: RDMA teardown: CALL failed: strerror (errno N)" on stderr: a release that failed
+ * leaks a resource but loses no data, so it never changes an exit status. */
+void rd_v_teardown_warn(const char *call, int err);
 
 /* rd_verbs_flow.c */
 int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small);

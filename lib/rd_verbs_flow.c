@@ -502,5 +502,5 @@ void rd_v_shutdown(struct rd_transport *tp)
         /* the eventfd counter cannot overflow here; nothing to do */
     }
     if (!was && c->established)
-        rdma_disconnect(c->id);   /* the peer's blocked calls fail too */
+        (void)rdma_disconnect(c->id);   /* the peer's blocked calls fail too; see v_close */
 }

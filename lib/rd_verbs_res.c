@@ -1,4 +1,7 @@
-/* rd_verbs_res.c - verbs resources of one connection: created once, torn down in reverse.
+/* rd_verbs_res.c - verbs resources of one connection: created once, torn down in reverse
+ * (QP, MRs, CQs, completion channels, PD, then the CM id and its channel), every release
+ * checked: a failure is one "RDMA teardown: CALL failed" line on stderr and does not change
+ * the transfer's result, which was settled before (the peer confirmed every byte or not).
  * Queue capacities are explicit and nonzero because Soft-RoCE grants exactly what is asked. */
 #include "rd_verbs.h"
 #include "rd_error.h"
@@ -76,14 +79,27 @@ int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind ki
     return RD_OK;
 }
 
-void rd_v_pool_destroy(struct rd_v_pool *p)
+void rd_v_teardown_warn(const char *call, int err)
 {
-    if (p->mr)
-        ibv_dereg_mr(p->mr);
+    rd_warn("RDMA teardown: %s failed: %s (errno %d)", call, strerror(err), err);
+}
+
+int rd_v_pool_destroy(struct rd_v_pool *p)
+{
+    int rc = 0;
+    if (p->mr) {
+        int e = ibv_dereg_mr(p->mr);
+        if (e) {
+            rd_v_teardown_warn("ibv_dereg_mr", e);
+            p->mem = NULL;   /* still registered: leak it rather than free it under the MR */
+            rc = -1;
+        }
+    }
     free(p->mem);
     free(p->bufs);
     free(p->free);
     memset(p, 0, sizeof *p);
+    return rc;
 }
 
 int rd_v_post_recv(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot)
@@ -105,6 +121,62 @@ int rd_v_post_recv(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot)
     return RD_OK;
 }
 
+/* ---- teardown steps: each undoes one step of rd_v_res_create, tolerates "never done",
+ * reports a failure as one warning line and goes on ---- */
+
+/* What rdma_destroy_qp does for a QP on our own CQs, but with the result (it returns void). */
+static void destroy_qp(struct rd_v_conn *c)
+{
+    if (!c->id || !c->id->qp)
+        return;
+    int e = ibv_destroy_qp(c->id->qp);
+    if (e)
+        rd_v_teardown_warn("ibv_destroy_qp", e);
+    c->id->qp = NULL;
+}
+
+static void dereg_pools(struct rd_v_conn *c)
+{
+    rd_v_pool_destroy(&c->ring_recv);
+    rd_v_pool_destroy(&c->ring_send);
+    rd_v_pool_destroy(&c->ctrl_recv);
+    rd_v_pool_destroy(&c->ctrl_send);
+}
+
+static void destroy_cq(struct ibv_cq **cq, unsigned *unacked)
+{
+    if (*cq) {
+        ibv_ack_cq_events(*cq, *unacked);   /* ibv_destroy_cq waits for every event's ack */
+        int e = ibv_destroy_cq(*cq);
+        if (e)
+            rd_v_teardown_warn("ibv_destroy_cq", e);
+    }
+    *cq = NULL;
+    *unacked = 0;
+}
+
+static void destroy_channel(struct ibv_comp_channel **cc)
+{
+    if (*cc) {
+        int e = ibv_destroy_comp_channel(*cc);
+        if (e)
+            rd_v_teardown_warn("ibv_destroy_comp_channel", e);
+    }
+    *cc = NULL;
+}
+
+static void dealloc_pd(struct rd_v_conn *c)
+{
+    if (c->pd) {
+        int e = ibv_dealloc_pd(c->pd);
+        if (e)
+            rd_v_teardown_warn("ibv_dealloc_pd", e);
+    }
+    c->pd = NULL;
+}
+
+/* PD, completion channels, CQs, control buffers (MRs), QP, posted receives: the order in which
+ * rd_v_res_destroy and the unwind labels below take them down again, QP first. */
 int rd_v_res_create(struct rd_v_conn *c)
 {
     struct ibv_context *ctx = c->id->verbs;
@@ -122,22 +194,25 @@ int rd_v_res_create(struct rd_v_conn *c)
         c->rq_cap = (unsigned)da.max_qp_wr;
 
     c->pd = ibv_alloc_pd(ctx);
-    if (!c->pd) {
-        rd_fail(RD_ECONNECT, "cannot allocate RDMA protection domain: %s", strerror(errno));
-        goto fail;
-    }
+    if (!c->pd)
+        return rd_fail(RD_ECONNECT, "cannot allocate RDMA protection domain: %s",
+                       strerror(errno));
     c->scc = ibv_create_comp_channel(ctx);
     c->rcc = ibv_create_comp_channel(ctx);
     if (!c->scc || !c->rcc || nonblock(c->scc->fd) || nonblock(c->rcc->fd)) {
         rd_fail(RD_ECONNECT, "cannot create RDMA completion channels: %s", strerror(errno));
-        goto fail;
+        goto out_destroy_channels;
     }
     c->scq = ibv_create_cq(ctx, (int)c->sq_cap, c, c->scc, 0);
     c->rcq = ibv_create_cq(ctx, (int)c->rq_cap, c, c->rcc, 0);
     if (!c->scq || !c->rcq || ibv_req_notify_cq(c->scq, 0) || ibv_req_notify_cq(c->rcq, 0)) {
         rd_fail(RD_ECONNECT, "cannot create RDMA completion queues: %s", strerror(errno));
-        goto fail;
+        goto out_destroy_cqs;
     }
+    /* the buffers before the QP, so that the QP goes first on the way down */
+    if ((rc = rd_v_pool_create(c, &c->ctrl_send, K_CTRL_SEND, RD_V_CTRL_SEND, RD_CTRL_FRAME)) ||
+        (rc = rd_v_pool_create(c, &c->ctrl_recv, K_CTRL_RECV, RD_V_CTRL_RECV, RD_CTRL_FRAME)))
+        goto out_dereg_pools;
     struct ibv_qp_init_attr qa = {
         .send_cq = c->scq,
         .recv_cq = c->rcq,
@@ -146,63 +221,60 @@ int rd_v_res_create(struct rd_v_conn *c)
         .qp_type = IBV_QPT_RC,
     };
     if (rdma_create_qp(c->id, c->pd, &qa)) {
-        rd_fail(RD_ECONNECT, "cannot create RDMA queue pair (%u/%u work requests): %s",
-                c->sq_cap, c->rq_cap, strerror(errno));
-        goto fail;
+        rc = rd_fail(RD_ECONNECT, "cannot create RDMA queue pair (%u/%u work requests): %s",
+                     c->sq_cap, c->rq_cap, strerror(errno));
+        goto out_dereg_pools;
     }
-    if ((rc = rd_v_pool_create(c, &c->ctrl_send, K_CTRL_SEND, RD_V_CTRL_SEND, RD_CTRL_FRAME)) ||
-        (rc = rd_v_pool_create(c, &c->ctrl_recv, K_CTRL_RECV, RD_V_CTRL_RECV, RD_CTRL_FRAME)))
-        goto fail;
     /* receives are posted before connect/accept: the peer may send as soon as it is up */
     for (unsigned i = 0; i < RD_V_CTRL_RECV; i++)
         if ((rc = rd_v_post_recv(c, &c->ctrl_recv, i)))
-            goto fail;
+            goto out_destroy_qp;
     return RD_OK;
-fail:
-    rd_v_res_destroy(c);
+
+out_destroy_qp:
+    destroy_qp(c);
+out_dereg_pools:
+    dereg_pools(c);
+out_destroy_cqs:
+    destroy_cq(&c->rcq, &c->rcq_events);
+    destroy_cq(&c->scq, &c->scq_events);
+out_destroy_channels:
+    destroy_channel(&c->rcc);
+    destroy_channel(&c->scc);
+    dealloc_pd(c);
     return rc ? rc : RD_ECONNECT;
 }
 
-/* Reverse order of creation; every step tolerates a partial build. */
+/* The mirror of rd_v_res_create, also for a partial build and for the rings that
+ * rd_v_setup_ring added later: the QP goes first, so that no posted work request points into
+ * a buffer whose MR is deregistered or whose memory is freed. */
 void rd_v_res_destroy(struct rd_v_conn *c)
 {
-    rd_v_pool_destroy(&c->ring_recv);
-    rd_v_pool_destroy(&c->ring_send);
-    rd_v_pool_destroy(&c->ctrl_recv);
-    rd_v_pool_destroy(&c->ctrl_send);
-    if (c->id && c->id->qp)
-        rdma_destroy_qp(c->id);
-    if (c->rcq) {
-        ibv_ack_cq_events(c->rcq, c->rcq_events);
-        ibv_destroy_cq(c->rcq);
-    }
-    if (c->scq) {
-        ibv_ack_cq_events(c->scq, c->scq_events);
-        ibv_destroy_cq(c->scq);
-    }
-    if (c->rcc)
-        ibv_destroy_comp_channel(c->rcc);
-    if (c->scc)
-        ibv_destroy_comp_channel(c->scc);
-    if (c->pd)
-        ibv_dealloc_pd(c->pd);
-    c->rcq = c->scq = NULL;
-    c->rcq_events = c->scq_events = 0;
-    c->rcc = c->scc = NULL;
-    c->pd = NULL;
+    destroy_qp(c);
+    dereg_pools(c);
+    destroy_cq(&c->rcq, &c->rcq_events);
+    destroy_cq(&c->scq, &c->scq_events);
+    destroy_channel(&c->rcc);
+    destroy_channel(&c->scc);
+    dealloc_pd(c);
+}
+
+void rd_v_destroy_id(struct rdma_cm_id *id)
+{
+    if (id && rdma_destroy_id(id))
+        rd_v_teardown_warn("rdma_destroy_id", errno);
 }
 
 void rd_v_conn_free(struct rd_v_conn *c)
 {
     if (!c)
         return;
+    /* mirror of setup: verbs resources, then each CM id before its event channel */
     rd_v_res_destroy(c);
-    if (c->id)
-        rdma_destroy_id(c->id);
+    rd_v_destroy_id(c->id);
     if (c->ch)
-        rdma_destroy_event_channel(c->ch);
-    if (c->lid)
-        rdma_destroy_id(c->lid);
+        rdma_destroy_event_channel(c->ch);   /* returns nothing to check */
+    rd_v_destroy_id(c->lid);
     if (c->lch)
         rdma_destroy_event_channel(c->lch);
     if (c->wake_fd >= 0)

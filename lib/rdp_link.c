@@ -3,6 +3,7 @@
 
 #include "rdp_proc.h"
 #include "rdp_shell.h"
+#include "rdp_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,11 @@ static char *remote_command(const struct rdp_reach *how)
 char **rdp_link_ssh_argv(const struct rdp_reach *how, const char *dest)
 {
     char **v = calloc(72, sizeof *v);
+    if (!v)
+        return NULL;
     int n = rdp_shell_split(how->ssh_cmd, v, 68);
+    /* "--": whatever dest looks like, ssh takes it as the destination, never as an option */
+    v[n++] = strdup("--");
     v[n++] = strdup(dest);
     v[n++] = remote_command(how);
     v[n] = NULL;
@@ -45,6 +50,11 @@ int rdp_link_spawn(struct rdp_link *l, const struct rdp_reach *how, const char *
 {
     l->wfd = l->rfd = -1;
     if (dest) {
+        char why[256];
+        if (rdp_dest_check(dest, why, sizeof why)) {
+            errno = EINVAL;   /* the initiators refuse such a host before they get here */
+            return -1;
+        }
         int to[2], from[2];
         if (pipe2(to, O_CLOEXEC))
             return -1;
@@ -56,7 +66,9 @@ int rdp_link_spawn(struct rdp_link *l, const struct rdp_reach *how, const char *
             return -1;
         }
         char **v = rdp_link_ssh_argv(how, dest);
-        l->pid = rdp_spawn(v, NULL, to[0], from[1], STDERR_FILENO, -1, -1);
+        l->pid = v ? rdp_spawn(v, NULL, to[0], from[1], STDERR_FILENO, -1, -1) : -1;
+        if (!v)
+            errno = ENOMEM;
         rdp_link_argv_free(v);
         close(to[0]);
         close(from[1]);
@@ -96,6 +108,7 @@ void rdp_link_reap(struct rdp_link *l)
     if (l->pid > 0 && !l->reaped && waitpid(l->pid, &st, WNOHANG) == l->pid) {
         l->reaped = 1;
         l->status = rdp_status_code(st);
+        l->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     }
 }
 

@@ -20,21 +20,26 @@ struct rdp_link {
     int hello, port, ready, done;
     int eof;                   /* the agent closed the link */
     int reaped, status;        /* its process (ssh or the local agent) exited with status */
+    int signal;                /* ...or was killed by this signal (0: it exited; ssh's own 255 is no signal) */
 };
 
-/* How remote agents are reached: ssh_cmd (shell words) DEST 'exec REMOTE_PATH --agent'. */
+/* How remote agents are reached: ssh_cmd (shell words) -- DEST 'exec REMOTE_PATH --agent'.
+ * The "--" keeps a DEST that looks like an option from being one (an --ssh wrapper must
+ * accept it, as ssh does). */
 struct rdp_reach {
     const char *ssh_cmd;
     const char *remote_path;   /* NULL = rdpipe from the remote PATH */
 };
 
-/* The ssh argv that starts the agent on dest (malloc'd strings, NULL-terminated). */
+/* The ssh argv that starts the agent on dest (malloc'd strings, NULL-terminated; NULL when
+ * out of memory). */
 char **rdp_link_ssh_argv(const struct rdp_reach *how, const char *dest);
 void rdp_link_argv_free(char **v);
 
 /* Start the agent: over ssh when dest is not NULL (its stdin/stdout are the link), else
  * `local_prog --agent --control-fd 3` with local_in/local_out as its stdin/stdout. Returns 0,
- * or -1 with errno set. The link's fds are -1 until it succeeds. */
+ * or -1 with errno set (EINVAL: dest fails rdp_dest_check, nothing was started). The link's
+ * fds are -1 until it succeeds. */
 int rdp_link_spawn(struct rdp_link *l, const struct rdp_reach *how, const char *dest,
                    const char *local_prog, int local_in, int local_out);
 /* No more lines to the agent: it ends once it has finished (idempotent). */

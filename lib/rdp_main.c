@@ -261,8 +261,8 @@ static void lost(void *ctx, int i)
     /* give ssh a moment to exit so that its status can be named */
     rdp_watch_settle(&r->w, i, 200);
     char how[64] = "";
-    if (x->l.reaped && x->l.status > 128)
-        snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.status - 128);
+    if (x->l.reaped && x->l.signal)
+        snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
     else if (x->l.reaped)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,

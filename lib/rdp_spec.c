@@ -75,9 +75,73 @@ static char *file_word(const char *s)
     return strndup(b, (size_t)(e - b));
 }
 
+/* s[0..n) for a one-line message: control bytes as \xNN, at most ~100 bytes shown. */
+static void printable(const char *s, size_t n, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 8 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (o > 100) {
+            o += (size_t)snprintf(out + o, len - o, "...");
+            break;
+        }
+        if (c < ' ' || c == 0x7f)
+            o += (size_t)snprintf(out + o, len - o, "\\x%02x", c);
+        else
+            out[o++] = (char)c;
+    }
+    out[o < len ? o : len - 1] = '\0';
+}
+
+int rdp_dest_check(const char *dest, char *err, int errlen)
+{
+    char show[128], part[128];
+    printable(dest, strlen(dest), show, sizeof show);
+    const char *at = strrchr(dest, '@');   /* where ssh splits user@host */
+    const char *host = at ? at + 1 : dest;
+    if (!*host) {
+        snprintf(err, (size_t)errlen, "bad host '%s': no host name", show);
+        return -1;
+    }
+    if (*host == '-') {
+        printable(host, strlen(host), part, sizeof part);
+        snprintf(err, (size_t)errlen, "bad host '%s': a host name must not begin with '-'", part);
+        return -1;
+    }
+    if (at == dest || (at && *dest == '-')) {
+        printable(dest, (size_t)(at - dest), part, sizeof part);
+        snprintf(err, (size_t)errlen, "bad user '%s' in '%s': %s", part, show,
+                 at == dest ? "empty" : "a user name must not begin with '-'");
+        return -1;
+    }
+    for (const char *p = dest; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+            snprintf(err, (size_t)errlen, "bad host '%s': contains whitespace or a control "
+                     "character", show);
+            return -1;
+        }
+    return 0;
+}
+
 int rdp_parse_segment(const char *arg, struct rdp_seg *s, char *err, int errlen)
 {
     memset(s, 0, sizeof *s);
+    if (arg[0] == '-') {
+        /* an option after "--", or a host that ssh would take for an option: never a command
+         * (bash -c would read it as options too) */
+        const char *colon = strchr(arg, ':');
+        if (!colon) {
+            char show[128];
+            printable(arg, strlen(arg), show, sizeof show);
+            snprintf(err, (size_t)errlen, "bad segment '%s': it must not begin with '-'", show);
+            return -1;
+        }
+        char *h = strndup(arg, (size_t)(colon - arg));
+        int bad = h ? rdp_dest_check(h, err, errlen) : -1;
+        free(h);
+        if (bad)
+            return -1;
+    }
     size_t hp = host_prefix(arg);
     const char *cmd = arg;
     if (hp) {
@@ -100,6 +164,8 @@ int rdp_parse_segment(const char *arg, struct rdp_seg *s, char *err, int errlen)
             }
         }
     }
+    if (s->dest && rdp_dest_check(s->dest, err, errlen))
+        return -1;
     if (!s->host)
         s->host = strdup("localhost");
     s->text = strdup(cmd);

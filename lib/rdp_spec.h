@@ -28,13 +28,19 @@ struct rdp_seg {
     int pseudo;       /* 1: the initiator's stdin end, 2: its stdout end */
 };
 
-/* Parse one argument. Returns 0, or -1 with a message in err. */
+/* Parse one argument. Returns 0, or -1 with a message in err (an argument that begins with
+ * '-', or a host or user that does, is refused: see rdp_dest_check). */
 int rdp_parse_segment(const char *arg, struct rdp_seg *s, char *err, int errlen);
 /* The user's segments plus the initiator's stdin/stdout ends where they are needed, with
  * in/out filled in. has_input: the local stdin feeds the pipeline (it is not a terminal).
  * Returns 0 and a malloc'd array in *out (entries share the strings of `segs`), or -1. */
 int rdp_plan(const struct rdp_seg *segs, int n, int has_input, struct rdp_seg **out, int *nout,
              char *err, int errlen);
+/* An ssh destination "[user@]host" is safe to hand to ssh: no part empty or beginning with
+ * '-' (ssh would parse it as an option: "-oProxyCommand=..." runs a command), no whitespace or
+ * control characters. Returns 0, or -1 with one line naming the bad host or user in err.
+ * rdpipe and rdcp check every destination they parse; rdp_link_spawn checks again. */
+int rdp_dest_check(const char *dest, char *err, int errlen);
 const char *rdp_kind_name(enum rdp_kind k);
 void rdp_seg_free(struct rdp_seg *s);
 

@@ -3,11 +3,19 @@
  * usage: verbs_smoke SERVER_IP CLIENT_IP   (server listens on SERVER_IP, clients bind CLIENT_IP)
  * Each case forks a server and a client process (verbs state is never shared across fork)
  * and prints "ok NAME" or "FAIL NAME: why"; the exit status is the number of failures.
+ *
+ * Teardown is checked in every case, the killed-peer ones included: what the case's processes
+ * write on stderr is collected (and echoed), and a line about "teardown", "ibv_" or "rdma_"
+ * fails the case - the library's "RDMA teardown: CALL failed" warnings, and the complaints of
+ * the wrappers below, which watch the library's verbs calls (linked with -Wl,--wrap, see the
+ * Makefile): no MR may be deregistered while a QP of the process still exists, and every QP
+ * created must be destroyed by the time the process exits normally.
  */
 #include "rd_error.h"
 #include "rd_transport.h"
 
 #include <rdma/rdma_cma.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +29,98 @@
 #define DEPTH 16u
 
 static const char *srv_ip, *cli_ip;
+
+/* ---- the library's verbs calls, watched (-Wl,--wrap=SYMBOL in the Makefile) ---- */
+
+int __real_rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qa);
+void __real_rdma_destroy_qp(struct rdma_cm_id *id);
+int __real_ibv_destroy_qp(struct ibv_qp *qp);
+int __real_ibv_dereg_mr(struct ibv_mr *mr);
+int __wrap_rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qa);
+void __wrap_rdma_destroy_qp(struct rdma_cm_id *id);
+int __wrap_ibv_destroy_qp(struct ibv_qp *qp);
+int __wrap_ibv_dereg_mr(struct ibv_mr *mr);
+
+static int live_qps;   /* per process: fork copies it */
+
+int __wrap_rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qa)
+{
+    int rc = __real_rdma_create_qp(id, pd, qa);
+    live_qps += rc == 0;
+    return rc;
+}
+
+void __wrap_rdma_destroy_qp(struct rdma_cm_id *id)
+{
+    __real_rdma_destroy_qp(id);
+    live_qps--;
+}
+
+int __wrap_ibv_destroy_qp(struct ibv_qp *qp)
+{
+    int rc = __real_ibv_destroy_qp(qp);
+    live_qps -= rc == 0;
+    return rc;
+}
+
+int __wrap_ibv_dereg_mr(struct ibv_mr *mr)
+{
+    if (live_qps > 0)
+        fprintf(stderr, "verbs_smoke: teardown order: ibv_dereg_mr while %d QP(s) still exist\n",
+                live_qps);
+    return __real_ibv_dereg_mr(mr);
+}
+
+static void qps_left(void)
+{
+    if (live_qps > 0)
+        fprintf(stderr, "verbs_smoke: teardown: %d QP(s) never destroyed (pid %d)\n", live_qps,
+                (int)getpid());
+}
+
+/* ---- the stderr of a case's processes ---- */
+
+static int cap_fd = -1;
+
+static void capture_begin(void)
+{
+    char path[] = "/tmp/verbs_smoke.XXXXXX";
+    cap_fd = mkstemp(path);
+    if (cap_fd >= 0) {
+        unlink(path);
+        fcntl(cap_fd, F_SETFL, O_APPEND);   /* several processes write it at once */
+    }
+}
+
+/* In each child: stderr into the capture, and the QP count checked at exit. */
+static void capture_child(void)
+{
+    if (cap_fd >= 0)
+        dup2(cap_fd, STDERR_FILENO);
+    atexit(qps_left);
+}
+
+/* Echo the capture; its first teardown complaint (if any) into bad. Ends the capture. */
+static int capture_end(char *bad, size_t n)
+{
+    int found = 0;
+    FILE *f = cap_fd >= 0 ? fdopen(cap_fd, "r") : NULL;
+    if (!f)
+        return 0;
+    rewind(f);
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        fputs(line, stderr);
+        if (!found && (strstr(line, "teardown") || strstr(line, "ibv_") || strstr(line, "rdma_"))) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(bad, n, "%s", line);
+            found = 1;
+        }
+    }
+    fclose(f);
+    cap_fd = -1;
+    return found;
+}
 
 enum { T_HELLO = 1, T_ACCEPT, T_DATA, T_END, T_CONFIRM };
 struct hdr { uint32_t type, seq, len, sum; };
@@ -213,6 +313,11 @@ static int failures;
 
 static void result(const char *name, int ok, const char *why)
 {
+    char bad[600];
+    if (capture_end(bad, sizeof bad)) {
+        ok = 0;
+        why = bad;
+    }
     printf("%s %s%s%s\n", ok ? "ok" : "FAIL", name, ok ? "" : ": ", ok ? "" : why);
     fflush(stdout);
     failures += !ok;
@@ -223,6 +328,7 @@ static pid_t spawn(void (*fn)(const char *, unsigned), const char *port, unsigne
     fflush(stdout);
     pid_t p = fork();
     if (p == 0) {
+        capture_child();
         alarm(120);
         srand((unsigned)getpid());
         fn(port, arg);
@@ -293,6 +399,7 @@ static void case_refused(void)
     fflush(stdout);
     pid_t p = fork();
     if (p == 0) {
+        capture_child();
         double t0 = now();
         struct rd_transport *tp = dial("7499", 1500);
         double t = now() - t0;
@@ -307,6 +414,7 @@ static void case_listen_errors(void)
     fflush(stdout);
     pid_t p = fork();
     if (p == 0) {
+        capture_child();
         struct rd_addr a = { .bind = srv_ip, .port = "7498", .timeout_ms = -1 };
         struct rd_transport *l1 = rd_transport_new(&rd_verbs_ops);
         struct rd_transport *l2 = rd_transport_new(&rd_verbs_ops);
@@ -381,12 +489,19 @@ int main(int argc, char **argv)
     srv_ip = argv[1];
     cli_ip = argv[2];
     rd_set_progname("verbs_smoke");
+    capture_begin();
     case_transfer("7471", 400);
+    capture_begin();
     case_transfer("7472", 3000);
+    capture_begin();
     case_refused();
+    capture_begin();
     case_listen_errors();
+    capture_begin();
     case_garbage("7473");
+    capture_begin();
     case_kill("7474", 1);
+    capture_begin();
     case_kill("7475", 0);
     printf("%d failed\n", failures);
     return failures;
