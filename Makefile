@@ -3,7 +3,9 @@
 #   make SAN=1           the same with ASan+UBSan, into build-san/ (binaries in build-san/bin)
 #   make CC=clang        any C11 compiler
 #   make test            the whole suite (tests/run)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   tools, man pages, bash completion (DESTDIR too)
+#   make deb             build-deb/rdpipe_VERSION_ARCH.deb (debhelper; lintian)
+#   make man             lint the man pages (mandoc -T lint)
 CC      ?= cc
 PREFIX  ?= /usr/local
 SAN     ?= 0
@@ -28,9 +30,17 @@ endif
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -pthread $(SANFLAGS)
-CPPFLAGS += -Ilib -D_GNU_SOURCE
+CPPFLAGS += -Ilib -D_GNU_SOURCE -D_FORTIFY_SOURCE=2   # as distributions build: ignored results of checked calls fail here too
 LDLIBS  += -lrdmacm -libverbs -lcrypto -lzstd -lxxhash -pthread
 LDFLAGS += $(SANFLAGS)
+
+# --version names the commit: git describe at build time, "unknown" outside a git tree (a
+# copy without .git, as the package build has, gets it through RD_COMMIT=...). Only
+# rd_version.o sees it; the stamp rebuilds that one object when the commit changes.
+ifeq ($(origin RD_COMMIT),undefined)
+  RD_COMMIT := $(if $(wildcard .git),$(shell git describe --always --tags 2>/dev/null),)
+endif
+RD_COMMIT := $(or $(RD_COMMIT),unknown)
 
 LIB_SRC   := $(wildcard lib/*.c)
 LIB_OBJ   := $(LIB_SRC:lib/%.c=$(OUT)/lib/%.o)
@@ -43,9 +53,18 @@ UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
 all: $(TOOL_BINS) $(LIB_A) $(UNIT_BINS)
 
+# only the four tools (what the package build needs)
+tools: $(TOOL_BINS)
+
 $(OUT)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(OUT)/lib/rd_version.o: CPPFLAGS += -DRD_COMMIT='"$(RD_COMMIT)"'
+$(OUT)/lib/rd_version.o: $(OUT)/commit.stamp
+$(OUT)/commit.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(RD_COMMIT)' | cmp -s - $@ || echo '$(RD_COMMIT)' > $@
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
@@ -62,13 +81,39 @@ $(OUT)/tests/%: tests/unit/%.c $(UNIT_HELP) $(wildcard tests/unit/*.h) $(LIB_A)
 test: all
 	tests/run
 
+# make install: what users use, nothing else: the tools, their man pages, bash completion
+# (one file for all four tools; bash-completion loads it by command name, hence the links).
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+MAN_PAGES  := $(wildcard man/*.1)
+
 install: $(TOOL_BINS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/rdpipe
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/rdpipe/
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 completion/rdpipe $(DESTDIR)$(BASHCOMPDIR)/rdpipe
+	for t in $(filter-out rdpipe,$(TOOLS)); do ln -sf rdpipe $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+
+uninstall:
+	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%)
+	rm -f $(MAN_PAGES:man/%=$(DESTDIR)$(MANDIR)/man1/%)
+
+# make man: the man pages must stay clean under mandoc's linter (tests/integration/manpages.sh
+# checks it too, with the options against each tool's --help)
+man:
+	mandoc -T lint -W warning $(MAN_PAGES)
+
+# make deb: build-deb/rdpipe_*.deb, built with debhelper in a copy of the tree (the source
+# tree stays clean), then checked with lintian
+deb:
+	RD_COMMIT='$(RD_COMMIT)' scripts/build-deb.sh
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san bin build-deb
 
-.PHONY: all test install clean
+FORCE:
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c): make fuzz -> build-fuzz/
+-include tests/fuzz/fuzz.mk
+
+.PHONY: all tools test install uninstall man deb clean FORCE

@@ -4,6 +4,7 @@
 
 #include "rd_error.h"
 #include "rd_proto.h"
+#include "rd_version.h"
 #include "rd_session.h"
 
 #include <errno.h>
@@ -39,7 +40,10 @@ static const char common_help[] =
     "      --streams N        TCP: stripe the stream over N connections, each copied by its own\n"
     "                         thread (rdsend asks, default 1; rdrecv grants up to N, default 16)\n"
     "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
-    "      --sync             rdrecv: fdatasync FILE before confirming\n"
+    "      --sync             rdrecv: make FILE durable (fdatasync; fsync a new file's directory)\n"
+    "                         before confirming; the default when the output is a regular file\n"
+    "      --no-sync          rdrecv: confirm once the bytes are written, without waiting for\n"
+    "                         the disk (a crash right after exit 0 may lose them)\n"
     "      --ready-fd N       rdrecv: once listening, write the port number to fd N (PORT 0 = any)\n"
     "      --relay-fd N       rdrecv: pass the stream on unchanged to the receiver named by the\n"
     "                         line \"HOST PORT KEY\" on fd N, instead of writing it (rdpipe's relays)\n"
@@ -49,7 +53,7 @@ static const char common_help[] =
     "            4 stream incomplete or corrupt, 5 local input/output error, 101 no RDMA device\n";
 
 enum { OPT_NO_PROGRESS = 256, OPT_JSON, OPT_TRANSPORT, OPT_BIND, OPT_KEY_FILE, OPT_TIMEOUT,
-       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS };
+       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_NO_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS };
 
 static const struct option long_opts[] = {
     { "verbose", no_argument, NULL, 'v' },
@@ -66,6 +70,7 @@ static const struct option long_opts[] = {
     { "streams", required_argument, NULL, OPT_STREAMS },
     { "direct", no_argument, NULL, OPT_DIRECT },
     { "sync", no_argument, NULL, OPT_SYNC },
+    { "no-sync", no_argument, NULL, OPT_NO_SYNC },
     { "ready-fd", required_argument, NULL, OPT_READY_FD },
     { "relay-fd", required_argument, NULL, OPT_RELAY_FD },
     { "help", no_argument, NULL, 'h' },
@@ -145,6 +150,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     o->streams = 1;
     o->ready_fd = -1;
     o->relay_fd = -1;
+    o->sync = 1;   /* exit 0 means durable; --no-sync opts out */
     const char *key_file = NULL;
     uint64_t v;
     int c;
@@ -193,6 +199,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             break;
         case OPT_DIRECT: o->direct = 1; break;
         case OPT_SYNC: o->sync = 1; break;
+        case OPT_NO_SYNC: o->sync = 0; break;
         case OPT_READY_FD:
         case OPT_RELAY_FD: {
             char *end;
@@ -208,7 +215,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             fputs(common_help, stdout);
             return RD_CLI_EXIT_OK;
         case 'V':
-            printf("%s (rdpipe) %s\n", is_sender ? "rdsend" : "rdrecv", RD_VERSION);
+            rd_print_version(stdout, is_sender ? "rdsend" : "rdrecv");
             return RD_CLI_EXIT_OK;
         case ':':
             return rd_fail(RD_EUSAGE, "option '%s' needs a value (try '%s --help')", argv[optind - 1],

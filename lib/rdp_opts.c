@@ -2,6 +2,7 @@
 #include "rdp_opts.h"
 
 #include "rd_cli.h"
+#include "rd_version.h"
 #include "rdp_warn.h"
 
 #include <stdio.h>
@@ -29,7 +30,7 @@ int rdp_init_opt(struct rdp_init_opts *o, int c, const char *arg, const char *to
     case RDP_OPT_REMOTE_PATH: o->reach.remote_path = arg; return RDP_OPT_TAKEN;
     case 'H': o->hostname = arg; return RDP_OPT_TAKEN;
     case 'h': fputs(usage, stdout); return 0;
-    case 'V': printf("%s (rdpipe) %s\n", tool, RD_VERSION); return 0;
+    case 'V': rd_print_version(stdout, tool); return 0;
     default: rdp_warnx(tool, "try '%s --help'", tool); return 1;
     }
 }
