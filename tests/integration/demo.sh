@@ -48,7 +48,7 @@ t_begin "demo: SIGINT mid-transfer exits 130 at once, kills rdsend/rdrecv, remov
 mkdir -p "$C/b"; cp "$RDSEND" "$C/b/real-rdsend"; cp "$RDRECV" "$C/b/rdrecv"
 cat > "$C/b/rdsend" <<EOF
 #!/bin/bash
-exec "$C/b/real-rdsend" "\${@:1:\$#-1}" < <(while :; do head -c 65536 /dev/zero; sleep 0.05; done)
+exec "$C/b/real-rdsend" "\${@:1:\$#-1}" < <(while head -c 65536 /dev/zero; do sleep 0.05; done)   # ends when the pipe does
 EOF
 chmod +x "$C/b/rdsend"
 ( exec env DEMO_BIN="$C/b" DEMO_BYTES=1M DEMO_DIR="$SHM" "$DEMO" > "$C/o" 2> "$C/e" ) & dp=$!
@@ -64,7 +64,7 @@ done
 kill -INT "$dp"
 wait_pid "$dp" "$(lim 3)"; rc=$?
 expect_rc $rc 130 "demo.sh after SIGINT"
-left=$(pgrep -af "^$C/b/")
-[ -z "$left" ] || { t_fail "still running: $left"; for p in $(pgrep -f "^$C/b/"); do kill -9 "$p"; done; }
+left=$(pgrep -af "$C/b/")   # the wrapper's input loop runs as "bash $C/b/rdsend"
+[ -z "$left" ] || { t_fail "still running: $left"; for p in $(pgrep -f "$C/b/"); do kill -9 "$p"; done; }
 [ -z "$(demo_left "$SHM")" ] || t_fail "scratch left: $(demo_left "$SHM")"
 t_end
