@@ -111,7 +111,7 @@ static void *monitor_main(void *arg)
     struct send_ctx *c = arg;
     struct rd_buf *b;
     struct rd_frame f;
-    int rc = rd_recv_ctrl(c->tp, -1, &b, &f);
+    int rc = rd_recv_ctrl_quiet(c->tp, -1, &b, &f);   /* never answers: the network thread is the one sender */
     if (rc == RD_OK) {
         if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &c->confirm) == RD_P_OK)
             c->confirmed = 1;

@@ -45,12 +45,14 @@ static void *monitor_main(void *arg)
     struct rd_buf *b;
     struct rd_frame f;
     int ok = 0;
-    if (rd_recv_ctrl(r->down, -1, &b, &f) == RD_OK) {
+    if (rd_recv_ctrl_quiet(r->down, -1, &b, &f) == RD_OK) {   /* the main thread sends on down */
         if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &r->confirm) == RD_P_OK) {
             ok = 1;
         } else if (f.type == RD_ABORT || f.type == RD_REJECT) {
             r->down_said = rd_reason_decode(f.payload, f.length, &r->down_reason) == RD_P_OK;
             rd_fail_from_reason(&f, "downstream");
+        } else if (f.type == RD_CONFIRM) {
+            rd_fail(RD_ESTREAM, "downstream %s sent a malformed CONFIRM", r->down->peer);
         } else {
             rd_fail(RD_ESTREAM, "protocol error: downstream %s sent %s during the stream",
                     r->down->peer, rd_frame_type_name(f.type));
@@ -95,7 +97,8 @@ static int wait_answer(struct relay *r, int timeout_s)
 /* Check one header from upstream: its type, order and size. */
 static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, struct rd_frame *f)
 {
-    int pe = rd_frame_parse_head(head, r->p->chunk_size, f);
+    /* TCP delivers frames shorter than a header too: their "header" would be stale bytes */
+    int pe = frame_len < RD_FRAME_HDR ? RD_P_SHORT : rd_frame_parse_head(head, r->p->chunk_size, f);
     if (pe == RD_P_OK && RD_FRAME_HDR + (size_t)f->length != frame_len)
         pe = RD_P_LENGTH;
     if (pe == RD_P_OK && f->type != RD_DATA && f->type != RD_END && f->type != RD_ABORT)

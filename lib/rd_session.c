@@ -29,7 +29,8 @@ void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char 
         rd_error_clear();   /* a failure to say goodbye is not the error worth reporting */
 }
 
-int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f)
+static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f,
+                     int answer)
 {
     struct rd_buf *b;
     int rc = tp->ops->recv(tp, &b, timeout_ms);
@@ -45,7 +46,8 @@ int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, st
             /* tell the peer in a frame it can still parse if it speaks version 1 too */
             char text[80];
             snprintf(text, sizeof text, "peer speaks rdpipe protocol version %u only", RD_PROTO_VERSION);
-            rd_send_reason(tp, RD_REJECT, RD_ESTREAM, text);
+            if (answer)
+                rd_send_reason(tp, RD_REJECT, RD_ESTREAM, text);
             return rd_fail(RD_ESTREAM, "peer %s speaks rdpipe protocol version %u, this is version %u",
                            tp->peer, version, RD_PROTO_VERSION);
         }
@@ -53,6 +55,16 @@ int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, st
     }
     *bp = b;
     return RD_OK;
+}
+
+int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f)
+{
+    return recv_ctrl(tp, timeout_ms, bp, f, 1);
+}
+
+int rd_recv_ctrl_quiet(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f)
+{
+    return recv_ctrl(tp, timeout_ms, bp, f, 0);
 }
 
 int rd_fail_from_reason(const struct rd_frame *f, const char *who)

@@ -53,6 +53,10 @@ void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char 
 /* Receive one frame and parse its header (checksum verified too: control frames are small).
  * The caller releases *b. */
 int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **b, struct rd_frame *f);
+/* The same, but it never answers (rd_recv_ctrl REJECTs a frame of another protocol version):
+ * for a monitor thread during the stream, while another thread sends on tp, because a
+ * transport takes one sender at a time (two would interleave frames on TCP). */
+int rd_recv_ctrl_quiet(struct rd_transport *tp, int timeout_ms, struct rd_buf **b, struct rd_frame *f);
 /* Turn a REJECT/ABORT frame from the peer into a recorded error; returns its code. */
 int rd_fail_from_reason(const struct rd_frame *f, const char *who);
 

@@ -722,49 +722,88 @@ static int parse_enum(const char *s, const char *const *names, int n)
     return -1;
 }
 
-/* One control line. Returns 0, or -1 when the agent must go down. */
-static int handle(struct agent *a, char *line)
+enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m)
 {
     char *w[10];
     int n = rdp_split(line, w, 10);
-    if (n == 0)
-        return 0;
-    if (strcmp(w[0], RDP_PROTO) == 0)
-        return 0;
+    memset(m, 0, sizeof *m);
+    if (n == 0 || strcmp(w[0], RDP_PROTO) == 0)
+        return m->op = RDP_OP_IGNORE;
     if (strcmp(w[0], "seg") == 0 && n == 8) {
         static const char *const kinds[] = { "cmd", "read", "write", "append", "pass", "tsend", "trecv" };
         static const char *const ins[] = { "none", "stdin", "recv" };
         static const char *const outs[] = { "none", "stdout", "send" };
         int k = parse_enum(w[1], kinds, 7), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
         if (k < 0 || i < 0 || o < 0)
-            return -1;
-        a->kind = (enum rdp_kind)k;
-        a->in = (enum rdp_in)i;
-        a->out = (enum rdp_out)o;
-        snprintf(a->transport, sizeof a->transport, "%s", w[4]);
-        a->verbose = atoi(w[5]);
-        a->cmd = rdp_unhex(w[6], &a->cmd_len);
-        a->path = rdp_unhex(w[7], NULL);
-        return a->cmd && a->path ? 0 : -1;
+            return m->op = RDP_OP_BAD;
+        m->kind = (enum rdp_kind)k;
+        m->in = (enum rdp_in)i;
+        m->out = (enum rdp_out)o;
+        m->transport = w[4];
+        m->verbose = atoi(w[5]);
+        m->cmd = rdp_unhex(w[6], &m->cmd_len);
+        m->path = rdp_unhex(w[7], NULL);
+        if (!m->cmd || !m->path) {
+            free(m->cmd);
+            free(m->path);
+            m->cmd = m->path = NULL;
+            return m->op = RDP_OP_BAD;
+        }
+        return m->op = RDP_OP_SEG;
     }
-    if (strcmp(w[0], "key") == 0 && n == 2) {
-        free(a->in_key);
-        a->in_key = strdup(w[1]);   /* the key is this text (random hex), used as is */
-        return a->in_key ? 0 : -1;
-    }
-    if (strcmp(w[0], "manifest") == 0 && n == 2) {
-        if (a->manifest_fd < 0)
-            a->manifest_fd = memfd_create("rdcp-manifest", MFD_CLOEXEC);
-        if (a->manifest_fd < 0 || dprintf(a->manifest_fd, "%s\n", w[1]) < 0)
-            return -1;
-        return 0;
-    }
-    if (strcmp(w[0], "setup") == 0) {
-        do_setup(a);
-        return 0;
+    if ((strcmp(w[0], "key") == 0 || strcmp(w[0], "manifest") == 0) && n == 2) {
+        m->arg[0] = w[1];
+        return m->op = w[0][0] == 'k' ? RDP_OP_KEY : RDP_OP_MANIFEST;
     }
     if (strcmp(w[0], "next") == 0 && n == 4) {
-        const char *host = w[1];
+        m->arg[0] = w[1];
+        m->arg[1] = w[2];
+        m->arg[2] = w[3];
+        return m->op = RDP_OP_NEXT;
+    }
+    if (strcmp(w[0], "setup") == 0)
+        return m->op = RDP_OP_SETUP;
+    if (strcmp(w[0], "start") == 0)
+        return m->op = RDP_OP_START;
+    if (strcmp(w[0], "abort") == 0)
+        return m->op = RDP_OP_ABORT;
+    return m->op = RDP_OP_IGNORE;   /* unknown lines: ignore (newer initiator) */
+}
+
+/* One control line. Returns 0, or -1 when the agent must go down. */
+static int handle(struct agent *a, char *line)
+{
+    struct rdp_agent_msg m;
+    switch (rdp_agent_parse(line, &m)) {
+    case RDP_OP_IGNORE:
+        return 0;
+    case RDP_OP_SEG:
+        a->kind = m.kind;
+        a->in = m.in;
+        a->out = m.out;
+        snprintf(a->transport, sizeof a->transport, "%s", m.transport);
+        a->verbose = m.verbose;
+        free(a->cmd);   /* a repeated seg line replaces the first */
+        free(a->path);
+        a->cmd = m.cmd;
+        a->cmd_len = m.cmd_len;
+        a->path = m.path;
+        return 0;
+    case RDP_OP_KEY:
+        free(a->in_key);
+        a->in_key = strdup(m.arg[0]);   /* the key is this text (random hex), used as is */
+        return a->in_key ? 0 : -1;
+    case RDP_OP_MANIFEST:
+        if (a->manifest_fd < 0)
+            a->manifest_fd = memfd_create("rdcp-manifest", MFD_CLOEXEC);
+        if (a->manifest_fd < 0 || dprintf(a->manifest_fd, "%s\n", m.arg[0]) < 0)
+            return -1;
+        return 0;
+    case RDP_OP_SETUP:
+        do_setup(a);
+        return 0;
+    case RDP_OP_NEXT: {
+        const char *host = m.arg[0];
         if (strcmp(host, "@initiator") == 0) {
             if (!a->ssh_client[0] || strcmp(a->ssh_client, "-") == 0) {
                 fail_local(a, "send", 2, "SSH_CONNECTION is not set: cannot tell the initiator's address (use -H)");
@@ -772,18 +811,20 @@ static int handle(struct agent *a, char *line)
             }
             host = a->ssh_client;
         }
+        free(a->next_host);   /* a repeated next line replaces the first */
+        free(a->next_port);
+        free(a->out_key);
         a->next_host = strdup(host);
-        a->next_port = strdup(w[2]);
-        a->out_key = strdup(w[3]);
-        return a->out_key ? 0 : -1;
+        a->next_port = strdup(m.arg[1]);
+        a->out_key = strdup(m.arg[2]);
+        return a->next_host && a->next_port && a->out_key ? 0 : -1;
     }
-    if (strcmp(w[0], "start") == 0) {
+    case RDP_OP_START:
         do_start(a);
         return 0;
-    }
-    if (strcmp(w[0], "abort") == 0)
+    default:   /* abort, or a malformed seg */
         return -1;
-    return 0;   /* unknown lines: ignore (newer initiator) */
+    }
 }
 
 int rdp_agent_main(int cin, int cout)

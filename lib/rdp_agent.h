@@ -25,6 +25,31 @@
 #ifndef RDP_AGENT_H
 #define RDP_AGENT_H
 
+#include <stddef.h>
+
+#include "rdp_spec.h"
+
 int rdp_agent_main(int ctl_in, int ctl_out);
+
+/* One line from the initiator, parsed without acting on it (what the fuzzer drives). */
+enum rdp_agent_op {
+    RDP_OP_IGNORE,     /* empty, the protocol banner, or unknown (a newer initiator's) */
+    RDP_OP_SEG, RDP_OP_KEY, RDP_OP_MANIFEST, RDP_OP_SETUP, RDP_OP_NEXT, RDP_OP_START,
+    RDP_OP_ABORT,
+    RDP_OP_BAD,        /* a malformed seg line: the agent goes down */
+};
+struct rdp_agent_msg {
+    enum rdp_agent_op op;
+    enum rdp_kind kind;          /* seg */
+    enum rdp_in in;
+    enum rdp_out out;
+    const char *transport;       /* seg; points into the line */
+    int verbose;
+    char *cmd, *path;            /* seg: decoded, malloc'd, the caller frees them */
+    size_t cmd_len;
+    const char *arg[3];          /* key, manifest: arg[0]; next: host, port, key (into the line) */
+};
+/* Splits line in place; returns m->op. */
+enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m);
 
 #endif

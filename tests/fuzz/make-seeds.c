@@ -1,0 +1,349 @@
+/* make-seeds.c - writes the seed corpora of the fuzz targets (make fuzz-seeds).
+ *
+ * usage: make-seeds DIR   -> DIR/proto/, DIR/handshake/, DIR/relay/, DIR/agent_line/
+ * Every seed is built with the library's own encoders and the scripts of fz_input.h, so the
+ * seeds stay valid when the formats change: regenerate and commit. Files named regress-*
+ * (minimized inputs of fixed bugs) are written here too, from a description of the input,
+ * and other files in DIR are left alone.
+ */
+#include "fz_input.h"
+
+#include "rd_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct buf {
+    uint8_t b[1 << 16];
+    size_t n;
+};
+
+static const char *root;
+static int written;
+
+static void put(struct buf *s, const void *p, size_t n)
+{
+    if (s->n + n > sizeof s->b) {
+        fprintf(stderr, "make-seeds: seed too large\n");
+        exit(1);
+    }
+    memcpy(s->b + s->n, p, n);
+    s->n += n;
+}
+
+static void put8(struct buf *s, uint8_t v)
+{
+    put(s, &v, 1);
+}
+
+static void put16(struct buf *s, uint16_t v)
+{
+    put8(s, (uint8_t)v);
+    put8(s, (uint8_t)(v >> 8));
+}
+
+static void put32(struct buf *s, uint32_t v)
+{
+    put16(s, (uint16_t)v);
+    put16(s, (uint16_t)(v >> 16));
+}
+
+/* One script message (fz_input.h). */
+static void msg(struct buf *s, uint8_t ctl, uint8_t type, const void *p, size_t n)
+{
+    put8(s, ctl);
+    put8(s, type);
+    put16(s, (uint16_t)n);
+    put(s, p, n);
+}
+
+static void save(const char *target, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, target);
+    if (mkdir(path, 0755) && errno != EEXIST) {
+        perror(path);
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/%s/%s", root, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+        perror(path);
+        exit(1);
+    }
+    written++;
+}
+
+static void save_buf(const char *target, const char *name, const struct buf *s)
+{
+    save(target, name, s->b, s->n);
+}
+
+/* ---- values ---- */
+
+static struct rd_hello hello(void)
+{
+    struct rd_hello h = { .version_min = 1, .version_max = 1, .caps = 0, .chunk_size = 1 << 20,
+                          .depth = 8, .streams = 1 };
+    for (int i = 0; i < 32; i++)
+        h.nonce[i] = (uint8_t)i;
+    return h;
+}
+
+static struct rd_challenge challenge(uint32_t streams)
+{
+    struct rd_challenge c = { .caps = 0, .chunk_size = 1 << 16, .depth = 4, .streams = streams };
+    for (int i = 0; i < 32; i++)
+        c.nonce[i] = (uint8_t)(0x80 + i);
+    return c;
+}
+
+static size_t reason(uint8_t *out, uint32_t code, const char *text)
+{
+    struct rd_reason r = { .code = code };
+    snprintf(r.text, sizeof r.text, "%s", text);
+    return rd_reason_encode(&r, out);
+}
+
+/* ---- proto: whole frames of every type, and bare payloads ---- */
+
+static void frame_seed(const char *name, uint8_t type, const void *p, size_t n, uint64_t seq)
+{
+    static uint8_t f[RD_FRAME_HDR + 4096];
+    memcpy(f + RD_FRAME_HDR, p, n);
+    size_t len = rd_frame_seal(f, type, 0, (uint32_t)n, seq);
+    save("proto", name, f, len);
+}
+
+static void seeds_proto(void)
+{
+    uint8_t p[512];
+    struct rd_hello h = hello();
+    struct rd_challenge c = challenge(2);
+    struct rd_join j = { .index = 1 };
+    struct rd_end e = { .total_bytes = 12345, .frames = 3, .stream_hash = 0x0123456789abcdefull };
+    size_t n;
+    n = rd_hello_encode(&h, p);
+    frame_seed("hello", RD_HELLO, p, n, 0);
+    save("proto", "hello-payload", p, n);
+    n = rd_challenge_encode(&c, p);
+    frame_seed("challenge", RD_CHALLENGE, p, n, 0);
+    save("proto", "challenge-payload", p, n);
+    memset(p, 0xa5, RD_MAC_LEN);
+    frame_seed("auth", RD_AUTH, p, RD_MAC_LEN, 0);
+    frame_seed("accept", RD_ACCEPT, p, 0, 0);
+    n = reason(p, 3, "authentication failed (wrong key)");
+    frame_seed("reject", RD_REJECT, p, n, 0);
+    save("proto", "reason-payload", p, n);
+    n = reason(p, 4, "stream corrupt\x01\x7f\xff");
+    frame_seed("abort", RD_ABORT, p, n, 0);
+    memcpy(p, "hello, world\n", 13);
+    frame_seed("data", RD_DATA, p, 13, 7);
+    n = rd_end_encode(&e, p);
+    frame_seed("end", RD_END, p, n, 0);
+    frame_seed("confirm", RD_CONFIRM, p, n, 0);
+    save("proto", "end-payload", p, n);
+    n = rd_join_encode(&j, p);
+    frame_seed("join", RD_JOIN, p, n, 0);
+    save("proto", "join-payload", p, n);
+}
+
+/* ---- handshake scripts (fuzz_handshake.c) ---- */
+
+static void hs_params(struct buf *s, uint8_t mode, uint32_t chunk, uint16_t depth, uint8_t streams,
+                      uint8_t fail, uint16_t taken)
+{
+    s->n = 0;
+    put8(s, mode);
+    put32(s, chunk - RD_MIN_CHUNK);   /* the target adds RD_MIN_CHUNK */
+    put16(s, (uint16_t)(depth - 1));
+    put8(s, (uint8_t)(streams - 1));
+    put8(s, 0);                       /* caps */
+    put8(s, fail);
+    put16(s, taken);
+}
+
+static void seeds_handshake(void)
+{
+    struct buf s;
+    uint8_t p[512], mac[RD_MAC_LEN] = { 0 };
+    struct rd_hello h = hello();
+    struct rd_challenge c = challenge(1);
+    size_t hn = rd_hello_encode(&h, p);
+
+    /* receiver: an honest sender, one with the wrong key, one that sends garbage */
+    hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, mac, sizeof mac);
+    save_buf("handshake", "receiver-ok", &s);
+    hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL, RD_AUTH, mac, sizeof mac);
+    save_buf("handshake", "receiver-wrong-key", &s);
+    hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, 0, 0, "GET / HTTP/1.0\r\n\r\n", 18);
+    save_buf("handshake", "receiver-garbage", &s);
+    hs_params(&s, 0, 1 << 20, 8, 1, 1, 0);   /* the link dies at ACCEPT */
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, mac, sizeof mac);
+    save_buf("handshake", "receiver-dies", &s);
+
+    /* sender: an honest receiver (one stream, three), a rejecting one */
+    for (uint32_t streams = 1; streams <= 3; streams += 2) {
+        c = challenge(streams);
+        size_t cn = rd_challenge_encode(&c, p);
+        hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CHALLENGE, p, cn);
+        msg(&s, FZ_SEAL, RD_ACCEPT, p, 0);
+        save_buf("handshake", streams == 1 ? "sender-ok" : "sender-ok-streams", &s);
+    }
+    size_t rn = reason(p, 3, "authentication failed (wrong key)");
+    hs_params(&s, 1, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_REJECT, p, rn);
+    save_buf("handshake", "sender-rejected", &s);
+
+    /* joins */
+    struct rd_join j = { .index = 2 };
+    size_t jn = rd_join_encode(&j, p);
+    hs_params(&s, 2, 1 << 20, 8, 4, 0xff, 0x0002);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_JOIN, p, jn);
+    save_buf("handshake", "accept-join-ok", &s);
+    hs_params(&s, 3, 1 << 20, 8, 4, 0xff, 1);
+    msg(&s, FZ_SEAL, RD_ACCEPT, p, 0);
+    save_buf("handshake", "join-ok", &s);
+}
+
+/* ---- relay scripts (fuzz_relay.c) ---- */
+
+static void rl_params(struct buf *s, uint8_t chunk_sel, uint8_t down_mode, uint8_t down_fail, uint8_t up_fail,
+                      const void *answer, size_t an)
+{
+    s->n = 0;
+    put8(s, chunk_sel);
+    put8(s, down_mode);
+    put8(s, down_fail);
+    put8(s, up_fail);
+    msg(s, 0, 0, answer, an);
+}
+
+static void rl_stream(struct buf *s, int frames, size_t each)
+{
+    static uint8_t d[8192];
+    for (size_t i = 0; i < sizeof d; i++)
+        d[i] = (uint8_t)(i * 31 + 7);
+    for (int i = 0; i < frames; i++)
+        msg(s, FZ_SEAL | FZ_SEQ, RD_DATA, d, each);
+    uint8_t e[RD_END_LEN] = { 0 };
+    msg(s, FZ_SEAL | FZ_FIXMAC, RD_END, e, sizeof e);
+}
+
+static void seeds_relay(void)
+{
+    struct buf s;
+    uint8_t p[512];
+    size_t rn = reason(p, 4, "disk full");
+    const char *names[] = { "honest", "confirm", "abort", "raw", "hangup", "early" };
+    struct rd_end other = { .total_bytes = 3000, .frames = 3, .stream_hash = 1 };
+    uint8_t on[RD_END_LEN];
+    rd_end_encode(&other, on);   /* a CONFIRM of another stream */
+    for (uint8_t mode = 0; mode < 6; mode++) {
+        char name[64];
+        snprintf(name, sizeof name, "stream-%s", names[mode]);
+        if (mode == 1)
+            rl_params(&s, 0, mode, 0xff, 0xff, on, sizeof on);
+        else
+            rl_params(&s, 0, mode, 0xff, 0xff, p, rn);
+        rl_stream(&s, 3, 1000);
+        save_buf("relay", name, &s);
+    }
+    rl_params(&s, 1, 0, 0xff, 0xff, p, 0);
+    rl_stream(&s, 0, 0);
+    save_buf("relay", "empty-stream", &s);
+    rl_params(&s, 0, 0, 2, 0xff, p, rn);   /* downstream dies at the third frame */
+    rl_stream(&s, 4, 100);
+    save_buf("relay", "down-dies", &s);
+    rl_params(&s, 0, 0, 0xff, 0, p, rn);   /* the CONFIRM upstream is lost */
+    rl_stream(&s, 2, 100);
+    save_buf("relay", "up-dies", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* upstream gives up */
+    msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL, RD_ABORT, p, rn);
+    save_buf("relay", "upstream-abort", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* a frame out of order */
+    msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL, RD_DATA, "def", 3);
+    save_buf("relay", "out-of-order", &s);
+    /* regression: a frame shorter than a header, whose "header" the relay used to read
+     * past the frame (rd_relay.c check_head) */
+    rl_params(&s, 0, 0, 0xff, 0xff, p, 0);
+    msg(&s, 0, 0, "RDP\xb1\x01\x06", 6);
+    save_buf("relay", "regress-short-frame-2", &s);
+    /* regression: downstream answers at once in another protocol version; the relay's monitor
+     * thread used to REJECT it on down while the main thread was forwarding on down */
+    static uint8_t v2[RD_FRAME_HDR + 64];
+    size_t v2n = rd_frame_seal(v2, RD_ABORT, 0, (uint32_t)reason(v2 + RD_FRAME_HDR, 4, "v2"), 0);
+    v2[4] = 2;
+    rl_params(&s, 0, 5, 0xff, 0xff, v2, v2n);
+    rl_stream(&s, 20, 100);
+    save_buf("relay", "regress-monitor-reject", &s);
+}
+
+/* ---- agent control lines (fuzz_agent_line.c) ---- */
+
+static void seeds_agent_line(void)
+{
+    static const char session[] =
+        "rdpipe-agent-1\n"
+        "seg cmd recv send auto 1 7472206120207a2041205a -\n"
+        "key 0123456789abcdef0123456789abcdef\n"
+        "setup\n"
+        "next @initiator 40000 fedcba9876543210fedcba9876543210\n"
+        "start\n";
+    static const char files[] =
+        "rdpipe-agent-1\n"
+        "seg write recv none rdma 0 - 7e2f6f75742e696d67\n"
+        "manifest 66696c652d61\n"
+        "setup\n"
+        "abort\n";
+    static const char replies[] =
+        "hello 10.0.0.2 10.0.0.1 4242\n"
+        "port 40001\n"
+        "ready\n"
+        "log 72647265637620726561647920\n"
+        "stat recv 1048576 0.5 tcp\n"
+        "exit cmd 0 0 -\n"
+        "done\n";
+    static const char specs[] =
+        "host1:tr a-z A-Z\n"
+        "user@[::1]:rev\n"
+        "< big.img\n"
+        "fs2:cat\n"
+        "localhost:>> out.log\n"
+        "-oProxyCommand=x:ls\n";
+    save("agent_line", "session", session, sizeof session - 1);
+    save("agent_line", "files", files, sizeof files - 1);
+    save("agent_line", "replies", replies, sizeof replies - 1);
+    save("agent_line", "specs", specs, sizeof specs - 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make-seeds DIR\n");
+        return 2;
+    }
+    root = argv[1];
+    if (mkdir(root, 0755) && errno != EEXIST) {
+        perror(root);
+        return 1;
+    }
+    seeds_proto();
+    seeds_handshake();
+    seeds_relay();
+    seeds_agent_line();
+    printf("make-seeds: %d seeds in %s\n", written, root);
+    return 0;
+}
