@@ -274,3 +274,9 @@ void rd_cli_free(struct rd_opts *o)
         o->key = NULL;
     }
 }
+
+struct rd_reach rd_reach_of(const struct rd_opts *o)
+{
+    return (struct rd_reach){ .host = o->host, .port = o->port, .bind = o->bind, .device = o->device,
+                              .timeout_s = o->timeout_s, .verbose = o->verbose, .transport = o->transport };
+}

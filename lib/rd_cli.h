@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rd_select.h"
+
 #define RD_VERSION "0.1.0"
 #define RD_DEFAULT_CHUNK (4u << 20)      /* RDMA: big messages are what the NIC likes */
 #define RD_TCP_DEFAULT_CHUNK (1u << 20)  /* TCP: a chunk that stays in L2 while it is hashed */
@@ -12,7 +14,6 @@
 #define RD_RECV_MAX_CHUNK (64u << 20)   /* what a receiver grants unless told otherwise */
 #define RD_RECV_MAX_DEPTH 64u
 
-enum rd_transport_choice { RD_T_AUTO, RD_T_TCP, RD_T_RDMA };
 
 struct rd_opts {
     int is_sender;
@@ -43,6 +44,9 @@ struct rd_opts {
 /* Parse argv. Returns RD_OK, RD_CLI_EXIT_OK, or RD_EUSAGE / RD_EIO (message recorded). */
 int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o);
 void rd_cli_free(struct rd_opts *o);
+
+/* The part of the options that reaching the peer (or listening) needs. */
+struct rd_reach rd_reach_of(const struct rd_opts *o);
 /* "4M", "64k", "1G", "4096" -> bytes (binary multiples). 0 on success, -1 if malformed. */
 int rd_parse_size(const char *s, uint64_t *out);
 

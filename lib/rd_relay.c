@@ -11,14 +11,11 @@
 #include "rd_relay.h"
 
 #include "rd_error.h"
-#include "rd_tcp.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 enum side { SIDE_UP, SIDE_DOWN };
 
@@ -35,6 +32,7 @@ struct relay {
     struct rd_end confirm;
     int down_said;              /* downstream sent ABORT/REJECT with this reason */
     struct rd_reason down_reason;
+    struct rd_frame cur;        /* forwarded frames: the header being passed on */
 };
 
 /* Downstream's answer: CONFIRM, or an ABORT with a reason, or its death. Anything but
@@ -137,46 +135,33 @@ static void count(struct relay *r, uint32_t len)
     atomic_fetch_add(&r->cnt->frames, 1);
 }
 
-/* TCP to TCP: headers are read, payloads spliced. */
-static int relay_spliced(struct relay *r, enum side *side)
+/* The relay's side of ops->forward: the transport moves the frames, these decide. */
+static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, int *is_data)
 {
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC))
-        return rd_fail(RD_EIO, "cannot create a pipe");
-    fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
-    uint8_t frame[RD_CTRL_FRAME];
-    int rc;
-    for (;;) {
-        size_t len;
-        struct rd_frame f;
-        *side = SIDE_UP;
-        rc = rd_tcp_recv_head(r->up, frame, &len);
-        if (!rc)
-            rc = check_head(r, frame, len, &f);
-        if (rc)
-            break;
-        if (f.type == RD_DATA) {
-            int out_failed = 0;
-            rc = rd_tcp_splice_frame(r->up, r->down, frame, f.length, pfd, &out_failed);
-            *side = out_failed ? SIDE_DOWN : SIDE_UP;
-            if (rc)
-                break;
-            count(r, f.length);
-            continue;
-        }
-        rc = rd_tcp_recv_payload(r->up, frame + RD_FRAME_HDR, f.length);
-        if (rc)
-            break;
-        f.payload = frame + RD_FRAME_HDR;
-        *side = SIDE_DOWN;
-        rc = rd_tcp_send_frame(r->down, frame, len);
-        *side = SIDE_UP;
-        if (!rc)
-            rc = take_ctrl(r, &f);
-        break;
-    }
-    close(pfd[0]);
-    close(pfd[1]);
+    struct relay *r = ctx;
+    int rc = check_head(r, head, frame_len, &r->cur);
+    *is_data = !rc && r->cur.type == RD_DATA;
+    return rc;
+}
+
+static void fw_passed(void *ctx, size_t frame_len)
+{
+    count(ctx, (uint32_t)(frame_len - RD_FRAME_HDR));
+}
+
+static int fw_ctrl(void *ctx, const uint8_t *frame, size_t frame_len)
+{
+    struct relay *r = ctx;
+    r->cur.payload = frame + RD_FRAME_HDR;
+    return take_ctrl(r, &r->cur);
+}
+
+/* Same transport on both sides and it can forward by itself (TCP: splice). */
+static int relay_forwarded(struct relay *r, enum side *side)
+{
+    struct rd_forward fw = { .ctx = r, .check = fw_check, .passed = fw_passed, .ctrl = fw_ctrl };
+    int rc = r->up->ops->forward(r->up, r->down, &fw);
+    *side = fw.down_failed ? SIDE_DOWN : SIDE_UP;
     return rc;
 }
 
@@ -234,8 +219,8 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
         rc = rd_fail(RD_EIO, "cannot start the monitor thread");
         goto destroy_sync;
     }
-    if (rd_tcp_is(up) && rd_tcp_is(down))
-        rc = relay_spliced(&r, &side);
+    if (up->ops->forward && up->ops == down->ops)
+        rc = relay_forwarded(&r, &side);
     else
         rc = relay_buffers(&r, &side);
     if (!rc)

@@ -1,15 +1,9 @@
 #include "rd_report.h"
+#include "rd_clock.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-double rd_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void rd_format_bytes(uint64_t n, char *out, size_t len)
 {

@@ -17,7 +17,6 @@ struct rd_report {
     pthread_cond_t wake;
 };
 
-double rd_now(void);   /* monotonic seconds */
 
 /* pv-style line on stderr, refreshed twice a second until rd_progress_stop. */
 void rd_progress_start(struct rd_report *r, struct rd_counters *cnt, uint64_t total_hint);

@@ -1,4 +1,5 @@
 #include "rd_run.h"
+#include "rd_clock.h"
 
 #include "rd_auth.h"
 #include "rd_engine.h"
@@ -48,14 +49,15 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     int rc = derive(o, &key);
     if (rc)
         goto out;
-    rc = rd_connect_any(o, &tp);
+    struct rd_reach reach = rd_reach_of(o);
+    rc = rd_connect_any(&reach, &tp);
     if (rc)
         goto wipe_key;
     if (!o->chunk_set && tp->ops == &rd_tcp_ops)
         want.chunk_size = RD_TCP_DEFAULT_CHUNK;
     rc = rd_session_sender(tp, &key, &want, &agreed);
     if (!rc && agreed.streams > 1)
-        rc = rd_stripe_join(o, &tp, &agreed);
+        rc = rd_stripe_join(&reach, &tp, &agreed);
     if (rc)
         goto close_transport;
     if (o->verbose)
@@ -161,7 +163,8 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     int rc = derive(o, &key);
     if (rc)
         goto out;
-    rc = rd_listen_any(o, &lis);
+    struct rd_reach reach = rd_reach_of(o);
+    rc = rd_listen_any(&reach, &lis);
     if (rc)
         goto wipe_key;
     if (o->verbose)
@@ -270,7 +273,8 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     memset(keytext, 0, sizeof keytext);
     if (rc)
         goto tell_upstream;
-    rc = rd_connect_any(&d, &down);
+    struct rd_reach down_reach = rd_reach_of(&d);
+    rc = rd_connect_any(&down_reach, &down);
     if (rc)
         goto wipe_key;
     rc = rd_session_sender(down, &down_key, &agreed, &down_agreed);

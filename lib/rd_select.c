@@ -10,7 +10,7 @@
 
 #define AUTO_RDMA_CONNECT_MS 3000   /* auto: how long RDMA may try before TCP takes over */
 
-static struct rd_addr make_addr(const struct rd_opts *o, int timeout_ms)
+static struct rd_addr make_addr(const struct rd_reach *o, int timeout_ms)
 {
     struct rd_addr a = { .host = o->host, .port = o->port, .bind = o->bind, .device = o->device,
                          .timeout_ms = timeout_ms, .verbose = o->verbose };
@@ -40,7 +40,7 @@ static int try_connect(const struct rd_transport_ops *ops, const struct rd_addr 
     return RD_OK;
 }
 
-int rd_connect_any(const struct rd_opts *o, struct rd_transport **out)
+int rd_connect_any(const struct rd_reach *o, struct rd_transport **out)
 {
     int timeout_ms = o->timeout_s >= 0 ? o->timeout_s * 1000 : -1;
     struct rd_addr a = make_addr(o, timeout_ms);
@@ -78,7 +78,7 @@ static int add_listener(struct rd_listener *l, const struct rd_transport_ops *op
     return RD_OK;
 }
 
-int rd_listen_any(const struct rd_opts *o, struct rd_listener *l)
+int rd_listen_any(const struct rd_reach *o, struct rd_listener *l)
 {
     struct rd_addr a = make_addr(o, -1);
     a.host = NULL;

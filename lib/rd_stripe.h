@@ -15,10 +15,10 @@ struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n);
  * RD_JOIN_WAIT_MS. Either way *tp then becomes the striped transport with its ring set up.
  * On failure the peer is told (ABORT on connection 0) and *tp is connection 0 (or NULL if
  * it was consumed). */
-struct rd_opts;
+struct rd_reach;
 struct rd_params;
 struct rd_listener;
-int rd_stripe_join(const struct rd_opts *o, struct rd_transport **tp, const struct rd_params *agreed);
+int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const struct rd_params *agreed);
 int rd_stripe_accept(struct rd_listener *lis, struct rd_transport **tp, const struct rd_params *agreed);
 
 #endif

@@ -4,19 +4,19 @@
  * MAC under the session's join key); the receiver takes them from its listener, whichever
  * speaks first, turning away what is not a stripe of this session. */
 #include "rd_stripe.h"
+#include "rd_clock.h"
 
 #include "rd_error.h"
-#include "rd_report.h"
 #include "rd_session.h"
 #include "rd_tcp.h"
 #include "rd_waiting.h"
 
 /* --streams, sender: open the other connections, JOIN each, and replace *tp (connection 0)
  * by the striped transport over all of them. On failure *tp is still connection 0. */
-int rd_stripe_join(const struct rd_opts *o, struct rd_transport **tp, const struct rd_params *agreed)
+int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const struct rd_params *agreed)
 {
     struct rd_transport *conns[RD_MAX_STREAMS] = { *tp };
-    struct rd_opts d = *o;
+    struct rd_reach d = *o;
     d.transport = RD_T_TCP;
     unsigned n = 1;
     int rc = RD_OK;

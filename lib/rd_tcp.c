@@ -636,6 +636,7 @@ const struct rd_transport_ops rd_tcp_ops = {
     .get_send_buf = tcp_get_send_buf,
     .send = tcp_send,
     .send_ref = tcp_send_ref,
+    .forward = rd_tcp_forward,
     .recv = tcp_recv,
     .release = tcp_release,
     .drain = tcp_drain,

@@ -32,5 +32,7 @@ int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len)
 int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
                         const uint8_t head[RD_FRAME_HDR], size_t n, const int pipefd[2],
                         int *out_failed);
+/* ops->forward of TCP (rd_tcp_forward.c): headers read, DATA payloads spliced. */
+int rd_tcp_forward(struct rd_transport *tp, struct rd_transport *to, struct rd_forward *fw);
 
 #endif

@@ -68,6 +68,19 @@ struct rd_addr {
 
 struct rd_transport;
 
+/* A relay's checks, for a transport that forwards frames itself (ops->forward): the transport
+ * moves the bytes, the relay decides about every frame. */
+struct rd_forward {
+    void *ctx;
+    /* The header of the next frame (frame_len: header and payload). RD_OK to pass it on, else
+     * the relay's error. *is_data: its payload may go straight through without being read. */
+    int (*check)(void *ctx, const uint8_t *head, size_t frame_len, int *is_data);
+    void (*passed)(void *ctx, size_t frame_len);   /* a DATA frame went on */
+    /* A control frame, whole in memory, went on: the last frame; the relay's verdict on it. */
+    int (*ctrl)(void *ctx, const uint8_t *frame, size_t frame_len);
+    int down_failed;   /* set by forward: the error came from the downstream connection */
+};
+
 struct rd_transport_ops {
     const char *name;    /* "tcp", "rdma" */
     /* Passive side: bind and listen on addr->bind (NULL = any, IPv4 and IPv6) : addr->port. */
@@ -87,6 +100,10 @@ struct rd_transport_ops {
      * returns. When they map file b->ref_fd (>= 0) at b->ref_off, TCP hands the page-cache
      * pages to the kernel with sendfile and copies nothing. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
+    /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
+     * checks, until a control frame went on or an error; payloads need not pass through user
+     * space (TCP splices socket to socket). NULL: the relay copies buffer to buffer. */
+    int (*forward)(struct rd_transport *tp, struct rd_transport *to, struct rd_forward *fw);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */
     int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);

@@ -1,8 +1,8 @@
 /* rd_waiting.c - see rd_waiting.h. */
 #include "rd_waiting.h"
+#include "rd_clock.h"
 
 #include "rd_error.h"
-#include "rd_report.h"
 #include "rd_session.h"
 #include "rd_tcp.h"
 

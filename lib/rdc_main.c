@@ -5,6 +5,7 @@
  * both ends have it, TCP otherwise); this process only carries control lines.
  */
 #include "rdc_main.h"
+#include "rd_clock.h"
 #include "rdc_tree.h"
 
 #include "rd_cli.h"

@@ -2,6 +2,7 @@
  * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
  * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h). */
 #include "rdc_end.h"
+#include "rd_clock.h"
 #include "rdc_recv.h"
 #include "rdc_tree.h"
 

@@ -4,6 +4,7 @@
  * share chunks). Runs as a child of an rdpipe agent; the key comes in RDPIPE_KEY.
  */
 #include "rdc_tree.h"
+#include "rd_clock.h"
 #include "rdc_end.h"
 
 #include "rd_cli.h"

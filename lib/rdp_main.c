@@ -1,6 +1,7 @@
 /* rdp_main.c - rdpipe's initiator: parse, plan, start one agent per segment, wire the hops,
  * watch, and tear everything down on the first failure or signal. */
 #include "rdp_main.h"
+#include "rd_clock.h"
 
 #include "rd_cli.h"
 #include "rd_report.h"

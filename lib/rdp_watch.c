@@ -1,7 +1,7 @@
 /* rdp_watch.c - see rdp_watch.h. */
 #include "rdp_watch.h"
+#include "rd_clock.h"
 
-#include "rd_report.h"
 #include "rdp_proc.h"
 
 #include <errno.h>

@@ -1,0 +1,8 @@
+/* rd_clock.h - the one clock every layer uses: monotonic seconds as a double.
+ * At the bottom of the stack, so that transports and tools need not include the report. */
+#ifndef RD_CLOCK_H
+#define RD_CLOCK_H
+
+double rd_now(void);
+
+#endif
