@@ -42,7 +42,7 @@ ifeq ($(origin RD_COMMIT),undefined)
 endif
 RD_COMMIT := $(or $(RD_COMMIT),unknown)
 
-LIB_SRC   := $(wildcard lib/*.c)
+LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:lib/%.c=$(OUT)/lib/%.o)
 LIB_A     := $(OUT)/librdpipe.a
 TOOLS     := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
@@ -56,12 +56,12 @@ all: $(TOOL_BINS) $(LIB_A) $(UNIT_BINS)
 # only the four tools (what the package build needs)
 tools: $(TOOL_BINS)
 
-$(OUT)/lib/%.o: lib/%.c $(wildcard lib/*.h)
+$(OUT)/lib/%.o: lib/%.c $(wildcard lib/*/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(OUT)/lib/rd_version.o: CPPFLAGS += -DRD_COMMIT='"$(RD_COMMIT)"'
-$(OUT)/lib/rd_version.o: $(OUT)/commit.stamp
+$(OUT)/lib/run/rd_version.o: CPPFLAGS += -DRD_COMMIT='"$(RD_COMMIT)"'
+$(OUT)/lib/run/rd_version.o: $(OUT)/commit.stamp
 $(OUT)/commit.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(RD_COMMIT)' | cmp -s - $@ || echo '$(RD_COMMIT)' > $@

@@ -14,9 +14,9 @@ done
 
 # the package version is debian/changelog's; the tools say RD_VERSION: they must agree
 pkgver=$(dpkg-parsechangelog -S Version)
-srcver=$(sed -n 's/^#define RD_VERSION "\(.*\)"$/\1/p' lib/rd_cli.h)
+srcver=$(sed -n 's/^#define RD_VERSION "\(.*\)"$/\1/p' lib/run/rd_cli.h)
 if [ "$pkgver" != "$srcver" ]; then
-    echo "build-deb.sh: debian/changelog says $pkgver, lib/rd_cli.h RD_VERSION says $srcver" >&2
+    echo "build-deb.sh: debian/changelog says $pkgver, lib/run/rd_cli.h RD_VERSION says $srcver" >&2
     exit 1
 fi
 

@@ -8,8 +8,8 @@
  * nothing may have appeared, vanished or changed outside W/dst (else abort()), and W/dst is
  * emptied again. Files over 1 MiB are refused (they would be preallocated).
  */
-#include "rd_error.h"
-#include "rdc_recv.h"
+#include "util/rd_error.h"
+#include "copy/rdc_recv.h"
 
 #include <fcntl.h>
 #include <ftw.h>

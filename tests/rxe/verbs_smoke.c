@@ -11,8 +11,8 @@
  * Makefile): no MR may be deregistered while a QP of the process still exists, and every QP
  * created must be destroyed by the time the process exits normally.
  */
-#include "rd_error.h"
-#include "rd_transport.h"
+#include "util/rd_error.h"
+#include "transport/rd_transport.h"
 
 #include <rdma/rdma_cma.h>
 #include <fcntl.h>

@@ -10,8 +10,8 @@
  */
 #include "mem_transport.h"
 
-#include "rd_error.h"
-#include "rd_pool.h"
+#include "util/rd_error.h"
+#include "transport/rd_pool.h"
 
 #include <errno.h>
 #include <pthread.h>

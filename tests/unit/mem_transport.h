@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rd_transport.h"
+#include "transport/rd_transport.h"
 
 #define MEM_CTRL_FRAMES 4
 

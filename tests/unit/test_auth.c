@@ -3,10 +3,10 @@
 #include "check.h"
 #include "mem_transport.h"
 
-#include "rd_auth.h"
-#include "rd_error.h"
-#include "rd_proto.h"
-#include "rd_session.h"
+#include "wire/rd_auth.h"
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+#include "transport/rd_session.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
 #include "check.h"
 #include "mem_transport.h"
 
-#include "rd_error.h"
-#include "rd_proto.h"
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -18,13 +18,13 @@
 #include "mem_transport.h"
 #include "testfiles.h"
 
-#include "rd_auth.h"
-#include "rd_engine.h"
-#include "rd_error.h"
-#include "rd_io.h"
-#include "rd_proto.h"
-#include "rd_relay.h"
-#include "rd_session.h"
+#include "wire/rd_auth.h"
+#include "engine/rd_engine.h"
+#include "util/rd_error.h"
+#include "engine/rd_io.h"
+#include "wire/rd_proto.h"
+#include "engine/rd_relay.h"
+#include "transport/rd_session.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,0 +1,23 @@
+/* rdc_end.c - see rdc_end.h. */
+#include "copy/rdc_end.h"
+
+#include "util/rd_error.h"
+
+#include <signal.h>
+#include <string.h>
+
+void rdc_end_init(struct rd_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->json = 1;
+    o->ready_fd = -1;
+    o->relay_fd = -1;
+    o->streams = 1;
+    rd_set_progname("rdcp");
+    signal(SIGPIPE, SIG_IGN);
+}
+
+enum rd_transport_choice rdc_end_transport(const char *name)
+{
+    return strcmp(name, "tcp") == 0 ? RD_T_TCP : strcmp(name, "rdma") == 0 ? RD_T_RDMA : RD_T_AUTO;
+}

@@ -1,0 +1,592 @@
+/* rdc_main.c - rdcp's initiator: parse SRC... DST, start one rdpipe agent on the source host
+ * and one on the destination host (ssh for remote ones, a local child otherwise), give them the
+ * tree roles, pass the destination's resume manifest to the source, and report.
+ * The data goes from the source host to the destination host directly (rd engine: RDMA where
+ * both ends have it, TCP otherwise); this process only carries control lines.
+ */
+#include "copy/rdc_main.h"
+#include "util/rd_clock.h"
+#include "copy/rdc_tree.h"
+
+#include "run/rd_cli.h"
+#include "run/rd_report.h"
+#include "remote/rdp_hop.h"
+#include "remote/rdp_line.h"
+#include "remote/rdp_link.h"
+#include "remote/rdp_opts.h"
+#include "remote/rdp_proc.h"
+#include "remote/rdp_spec.h"
+#include "remote/rdp_warn.h"
+#include "remote/rdp_watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOGIN_TIMEOUT_S 60.0
+#define LOST_CODE 255
+
+static const char usage_text[] =
+    "usage: rdcp [options] SRC... DST\n"
+    "Copy files and trees between hosts; the data goes from the source host to the destination\n"
+    "host directly (RDMA where both have it, TCP otherwise), ssh only starts and controls it.\n"
+    "\n"
+    "  rdcp -v big.img backup:/data/big.img          local -> remote\n"
+    "  rdcp -r gpu1:/models/llama ./models           remote -> local\n"
+    "  rdcp -r fs1:/srv/proj fs2:/srv/proj           remote -> remote, fs1 -> fs2 directly\n"
+    "  rdcp -r --resume dataset/ node7:/scratch/dataset\n"
+    "\n"
+    "Paths are [user@]host:path ([user@][v6addr]:path) or local. Like cp -r: a directory copied\n"
+    "into an existing directory DST becomes DST/NAME, into a missing DST becomes DST; a source\n"
+    "directory written with a trailing '/' (like rsync) always puts its contents into DST.\n"
+    "Several sources need DST to be a directory; all sources must be on one host.\n"
+    "\n"
+    "options:\n"
+    "  -r, --recursive     copy directories\n"
+    "  -p, --preserve      modes and times (owners when run as root)\n"
+    "  -a, --archive       -r -p (symlinks are always copied as links unless -L)\n"
+    "  -L, --dereference   follow symlinks in the sources\n"
+    "      --resume        skip files already complete at the destination (size, mtime, hash),\n"
+    "                      continue partial files (temporary .rdcp.* files) from what they hold\n"
+    "      --no-sync       do not wait until the copy is on disk (default: exit 0 only once the\n"
+    "                      destination's filesystem was synced, so a power cut loses nothing)\n"
+    "  -v, --verbose       summary: files, bytes, skipped bytes, rate, transport\n"
+    "  -P, --progress      progress line (default on a terminal); --no-progress\n"
+    "      --json          one JSON summary on stderr\n"
+    "      --ssh CMD       how to reach a host (default: ssh -o BatchMode=yes)\n"
+    "      --transport T   auto (default), tcp or rdma\n"
+    "      --remote-path P rdpipe's path on remote hosts (rdcp must be next to it)\n"
+    "  -H, --hostname A    the address other hosts reach this machine at\n"
+    "  -h, --help, -V, --version\n"
+    "\n"
+    "exit status: 0 all copied (and on disk unless --no-sync); 23 some files not copied (each\n"
+    "named on stderr: permission denied, no space left, source vanished, directory without -r,\n"
+    "destination not a directory, directory loop with -L, or a record the destination refused:\n"
+    "a name with '..', a leading '/', an empty component or a NUL, a path through a symlink);\n"
+    "1 usage; 2 cannot connect; 3 authentication; 4 transfer broken; 5 local I/O error;\n"
+    "255 lost the connection to a host; 128+N on signal N.\n";
+
+struct end {
+    char *dest;        /* ssh destination, NULL = local */
+    char *host;        /* for messages */
+    struct rdp_link l; /* the control link to its agent */
+};
+
+struct run {
+    struct end e[2];   /* 0 = source, 1 = destination */
+    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdp_watch w; /* the links of e[0] and e[1] */
+    int verbose, progress, json, recursive, preserve, follow, resume, nosync;
+    char **srcs;
+    int nsrc;
+    char *dst;
+    char key[65];
+    char **manifest;
+    size_t nman, capman;
+    int interrupted;
+    int fail_code, fail_rank;
+    char *fail_msg;
+    int exit_code[2];
+    int have_exit[2];
+    /* statistics */
+    unsigned long long files, bytes, skipped, tot_files, tot_bytes, sent[6], recvd[6];
+    int have_sent, have_recvd, have_total;
+    char transport_used[32];
+    double t0, last_draw;
+    int drawn;
+};
+
+#define warnx(...) rdp_warnx("rdcp", __VA_ARGS__)
+
+static void clear_progress(struct run *r)
+{
+    if (r->drawn) {
+        fprintf(stderr, "\r\033[K");
+        r->drawn = 0;
+    }
+}
+
+/* "[user@]host:path" / "[user@][v6]:path" / local. Returns 0 and fills *dest (NULL = local),
+ * *host and *path (malloc'd); -1 when malformed, -2 when the host is one ssh must never see
+ * (rdp_dest_check; already reported). */
+static int parse_loc(const char *arg, char **dest, char **host, char **path)
+{
+    *dest = *host = *path = NULL;
+    const char *colon = NULL;
+    const char *at = NULL;
+    if (arg[0] != '/' && strncmp(arg, "./", 2) != 0) {
+        const char *p = arg;
+        const char *a = strchr(arg, '@'), *s = strchr(arg, '/');
+        const char *hstart = arg;
+        if (a && (!s || a < s) && (!strchr(arg, ':') || a < strchr(arg, ':'))) {
+            at = a;
+            hstart = a + 1;
+        }
+        if (*hstart == '[') {
+            const char *rb = strchr(hstart, ']');
+            if (rb && rb[1] == ':')
+                colon = rb + 1;
+        } else {
+            p = strchr(hstart, ':');
+            if (p && (!s || p < s))
+                colon = p;
+        }
+    }
+    if (!colon) {
+        *path = strdup(arg);
+        *host = strdup("localhost");
+        return 0;
+    }
+    const char *hstart = at ? at + 1 : arg;
+    char *h;
+    if (*hstart == '[')
+        h = strndup(hstart + 1, (size_t)(colon - 1 - hstart - 1));
+    else
+        h = strndup(hstart, (size_t)(colon - hstart));
+    if (!*h) {
+        free(h);
+        return -1;
+    }
+    *path = strdup(*(colon + 1) ? colon + 1 : ".");
+    if (strcmp(h, "localhost") == 0) {
+        *host = h;
+        return 0;
+    }
+    size_t ul = at ? (size_t)(at - arg) : 0;
+    size_t len = ul + strlen(h) + 2;
+    *dest = malloc(len);
+    snprintf(*dest, len, "%.*s%s%s", (int)ul, arg, at ? "@" : "", h);
+    *host = h;
+    char why[256];
+    if (rdp_dest_check(*dest, why, sizeof why)) {   /* "-oProxyCommand=...": never to ssh */
+        warnx("%s", why);
+        free(*dest);
+        free(*host);
+        free(*path);
+        *dest = *host = *path = NULL;
+        return -2;   /* reported */
+    }
+    return 0;
+}
+
+static int spawn_end(struct run *r, struct end *x)
+{
+    char *tool = x->dest ? NULL : rdp_sibling_tool("rdpipe");
+    int rc = rdp_link_spawn(&x->l, &r->o.reach, x->dest, tool, -1, -1);
+    free(tool);
+    return rc;
+}
+
+static void say(struct end *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct end *x, const char *fmt, ...)
+{
+    if (x->l.wfd < 0)
+        return;
+    char *buf = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    /* a blocking write: the control channel is ours, lines are short or few */
+    int fl = fcntl(x->l.wfd, F_GETFL);
+    if (x->l.is_sock)
+        fcntl(x->l.wfd, F_SETFL, fl & ~O_NONBLOCK);
+    if (rdp_send(x->l.wfd, "%s", buf) < 0)
+        rdp_link_close(&x->l);
+    else if (x->l.is_sock)
+        fcntl(x->l.wfd, F_SETFL, fl);
+    free(buf);
+}
+
+static void fail(struct run *r, int rank, int code, const char *msg)
+{
+    if (r->fail_msg && r->fail_rank <= rank)
+        return;
+    free(r->fail_msg);
+    r->fail_msg = strdup(msg);
+    r->fail_rank = rank;
+    r->fail_code = code;
+}
+
+static void draw(struct run *r, int force)
+{
+    if (!r->progress)
+        return;
+    double now = rd_now();
+    if (!force && now - r->last_draw < 0.5)
+        return;
+    r->last_draw = now;
+    char b[32], rate[32] = "-", eta[32] = "";
+    rd_format_bytes(r->bytes + r->skipped, b, sizeof b);
+    double dt = now - r->t0;
+    double bps = dt > 0 ? r->bytes / dt : 0;
+    if (dt > 0) {
+        rd_format_bytes((uint64_t)bps, rate, sizeof rate);
+        strcat(rate, "/s");
+    }
+    if (!force && r->have_total && bps > 0 && r->tot_bytes > r->bytes + r->skipped) {
+        double left = (r->tot_bytes - r->bytes - r->skipped) / bps;
+        snprintf(eta, sizeof eta, " ETA %d:%02d", (int)left / 60, (int)left % 60);
+    }
+    char tf[32] = "";
+    if (r->have_total)
+        snprintf(tf, sizeof tf, "/%llu", r->tot_files);
+    fprintf(stderr, "\r\033[Krdcp: %llu%s files  %s  %s%s", r->files, tf, b, rate, eta);
+    r->drawn = 1;
+}
+
+/* What an agent says beyond the setup replies: the resume manifest, logs (progress and
+ * statistics among them), exits. */
+static void handle_line(void *ctx, int i, char **w, int n)
+{
+    struct run *r = ctx;
+    struct end *x = &r->e[i];
+    if (strcmp(w[0], "manifest") == 0 && n == 2) {
+        if (r->nman == r->capman) {
+            r->capman = r->capman ? r->capman * 2 : 256;
+            r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
+        }
+        r->manifest[r->nman++] = strdup(w[1]);
+    } else if (strcmp(w[0], "log") == 0 && n == 2) {
+        char *t = rdp_unhex(w[1], NULL);
+        if (!t)
+            return;
+        unsigned long long v[6] = { 0 };
+        double secs = 0;
+        if (strncmp(t, RDC_TAG "progress ", 15) == 0) {
+            sscanf(t + 15, "%llu %llu %llu", &r->files, &r->bytes, &r->skipped);
+            draw(r, 0);
+        } else if (strncmp(t, RDC_TAG "total ", 12) == 0) {
+            sscanf(t + 12, "%llu %llu", &r->tot_files, &r->tot_bytes);
+            r->have_total = 1;
+        } else if (strncmp(t, RDC_TAG "sent ", 11) == 0) {
+            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
+                memcpy(r->sent, v, sizeof v);
+                r->have_sent = 1;
+            }
+        } else if (strncmp(t, RDC_TAG "recv ", 11) == 0) {
+            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
+                memcpy(r->recvd, v, sizeof v);
+                r->have_recvd = 1;
+            }
+        } else if (t[0] != '@') {
+            const char *m = strncmp(t, "rdcp: ", 6) == 0 ? t + 6 : t;
+            clear_progress(r);
+            warnx("%s: %s", x->host, m);
+        }
+        free(t);
+    } else if (strcmp(w[0], "stat") == 0 && n == 5) {
+        if (strcmp(w[1], "recv") == 0)
+            snprintf(r->transport_used, sizeof r->transport_used, "%s", w[4]);
+    } else if (strcmp(w[0], "exit") == 0 && n == 5) {
+        int code = atoi(w[2]), killed = atoi(w[3]);
+        char *m = rdp_unhex(w[4], NULL);
+        if (strcmp(w[1], "send") == 0 || strcmp(w[1], "recv") == 0) {
+            r->exit_code[i] = code;
+            r->have_exit[i] = 1;
+        }
+        if (code && !killed && !r->interrupted) {
+            char msg[2048];
+            if (code == RDC_EXIT_PARTIAL) {
+                fail(r, 40, code, "");
+            } else if (code == 127 || code == 126) {
+                snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
+                fail(r, 5, 5, msg);
+            } else {
+                snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host,
+                         i == 0 ? "sending the tree" : "receiving the tree", code, m && *m ? ": " : "", m ? m : "");
+                fail(r, code > 128 ? 10 : code == 4 ? 30 : 20, code, msg);
+            }
+        }
+        free(m);
+    }
+}
+
+static void lost(void *ctx, int i)
+{
+    struct run *r = ctx;
+    struct end *x = &r->e[i];
+    rdp_watch_settle(&r->w, i, 500);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
+             x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
+    fail(r, 8, LOST_CODE, msg);
+}
+
+static void shut_down(struct run *r)
+{
+    rdp_watch_stop(&r->w, 5, 7);
+}
+
+/* NUL-terminated words, hex-encoded */
+static char *args_hex(char **v, int n)
+{
+    struct rdc_buf b = { 0 };
+    for (int i = 0; i < n; i++)
+        rdc_put(&b, v[i], strlen(v[i]) + 1);
+    char *h = rdp_hex(b.p, b.len);
+    rdc_buf_free(&b);
+    return h;
+}
+
+static int run_copy(struct run *r)
+{
+    if (rdp_watch_signals()) {
+        warnx("cannot set up signal handling: %s", strerror(errno));
+        return 5;
+    }
+    r->w = (struct rdp_watch){ .l = (struct rdp_link *[]){ &r->e[0].l, &r->e[1].l }, .n = 2,
+                               .interrupted = &r->interrupted, .ctx = r, .on_line = handle_line,
+                               .on_lost = lost };
+    for (int i = 0; i < 2; i++) {
+        if (spawn_end(r, &r->e[i])) {
+            warnx("cannot start the agent for %s: %s", r->e[i].host, strerror(errno));
+            shut_down(r);
+            return 5;
+        }
+    }
+    /* the destination: tree-recv */
+    char *flags[8];
+    int nf = 0;
+    if (r->recursive)
+        flags[nf++] = "-r";
+    if (r->preserve)
+        flags[nf++] = "-p";
+    if (r->follow)
+        flags[nf++] = "-L";
+    if (r->resume)
+        flags[nf++] = "--resume";
+    if (r->nosync)
+        flags[nf++] = "--no-sync";
+    char nsrc[32];
+    snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc);
+    {
+        char *v[16];
+        int n = 0;
+        for (int k = 0; k < nf; k++)
+            v[n++] = flags[k];
+        v[n++] = nsrc;
+        v[n++] = "--";
+        v[n++] = r->dst;
+        char *h = args_hex(v, n);
+        say(&r->e[1], "%s\nseg trecv recv none %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
+        free(h);
+        rdp_hop_key(r->key);
+        say(&r->e[1], "key %s", r->key);
+        say(&r->e[1], "setup");
+    }
+    {
+        char **v = calloc((size_t)r->nsrc + 16, sizeof *v);
+        int n = 0;
+        for (int k = 0; k < nf; k++)
+            v[n++] = flags[k];
+        if (r->progress)
+            v[n++] = "--count";
+        v[n++] = "--";
+        for (int k = 0; k < r->nsrc; k++)
+            v[n++] = r->srcs[k];
+        char *h = args_hex(v, n);
+        free(v);
+        say(&r->e[0], "%s\nseg tsend none send %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
+        free(h);
+        say(&r->e[0], "setup");
+    }
+    double login_deadline = rd_now() + LOGIN_TIMEOUT_S;
+    int started = 0;
+    r->t0 = rd_now();
+    for (;;) {
+        if (r->interrupted > 0)
+            break;
+        if (r->fail_msg && r->fail_rank < 40)
+            break;
+        if (started && r->e[0].l.done && r->e[1].l.done)
+            break;
+        if (!started && r->e[0].l.ready && r->e[1].l.ready) {
+            for (size_t k = 0; k < r->nman; k++)
+                say(&r->e[0], "manifest %s", r->manifest[k]);
+            char addr[80];
+            struct end *to = &r->e[1], *from = &r->e[0];
+            rdp_hop_addr(to->dest, to->host, to->l.srv, from->dest, r->o.hostname, addr, sizeof addr);
+            say(from, "next %s %d %s", addr, to->l.port, r->key);
+            if (r->verbose)
+                warnx("%s -> %s at %s port %d", from->host, to->host, addr, to->l.port);
+            say(&r->e[1], "start");
+            say(&r->e[0], "start");
+            started = 1;
+            r->t0 = rd_now();
+        }
+        if (!started && (!r->e[0].l.hello || !r->e[1].l.hello) && rd_now() > login_deadline) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s: the agent did not start within %.0f s",
+                     r->e[r->e[0].l.hello ? 1 : 0].host, LOGIN_TIMEOUT_S);
+            fail(r, 8, LOST_CODE, msg);
+            break;
+        }
+        if (r->e[0].l.eof && r->e[1].l.eof)
+            break;
+        rdp_watch_pump(&r->w, 250);
+        draw(r, 0);
+    }
+    int rc = 0;
+    if (r->interrupted > 0) {
+        clear_progress(r);
+        warnx("interrupted by signal %d", r->interrupted);
+        rc = 128 + r->interrupted;
+    }
+    /* a partial failure (23) still lets both ends finish; wait for their "done" */
+    while (!rc && r->fail_msg && r->fail_rank >= 40 && !(r->e[0].l.done && r->e[1].l.done) &&
+           !(r->e[0].l.eof && r->e[1].l.eof))
+        rdp_watch_pump(&r->w, 250);
+    if (!rc && r->fail_msg) {
+        clear_progress(r);
+        if (*r->fail_msg)
+            warnx("%s", r->fail_msg);
+        rc = r->fail_code ? r->fail_code : 1;
+    }
+    shut_down(r);
+    if (r->progress) {
+        draw(r, 1);
+        fprintf(stderr, "\n");
+        r->drawn = 0;
+    }
+    double dt = rd_now() - r->t0;
+    unsigned long long files = r->have_recvd ? r->recvd[0] : r->sent[0];
+    unsigned long long dirs = r->have_recvd ? r->recvd[1] : r->sent[1];
+    unsigned long long bytes = r->have_recvd ? r->recvd[2] : r->sent[2];
+    unsigned long long skipped = r->have_sent ? r->sent[3] : r->recvd[3];
+    unsigned long long errors = r->sent[4] + r->recvd[4];
+    if (r->verbose) {
+        char b[32], sk[32];
+        rd_format_bytes(bytes, b, sizeof b);
+        rd_format_bytes(skipped, sk, sizeof sk);
+        warnx("%llu files, %llu directories, %llu bytes (%s) copied in %.3f s (%.3f GB/s) over %s; "
+              "skipped %llu bytes (%s) already at the destination; %llu errors",
+              files, dirs, bytes, b, dt, dt > 0 ? bytes / dt / 1e9 : 0.0,
+              r->transport_used[0] ? r->transport_used : "-", skipped, sk, errors);
+    }
+    if (r->json)
+        fprintf(stderr,
+                "{\"tool\":\"rdcp\",\"files\":%llu,\"dirs\":%llu,\"bytes\":%llu,\"skipped_bytes\":%llu,"
+                "\"errors\":%llu,\"seconds\":%.6f,\"transport\":\"%s\",\"exit_code\":%d}\n",
+                files, dirs, bytes, skipped, errors, dt, r->transport_used[0] ? r->transport_used : "-", rc);
+    return rc;
+}
+
+enum { OPT_RESUME = RDP_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS, OPT_NO_SYNC };
+
+int rdc_main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--tree-send") == 0)
+        return rdc_tree_send_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "--tree-recv") == 0)
+        return rdc_tree_recv_main(argc - 1, argv + 1);
+    static const struct option opts[] = {
+        { "recursive", no_argument, NULL, 'r' },
+        { "preserve", no_argument, NULL, 'p' },
+        { "archive", no_argument, NULL, 'a' },
+        { "dereference", no_argument, NULL, 'L' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "progress", no_argument, NULL, 'P' },
+        { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "resume", no_argument, NULL, OPT_RESUME },
+        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        RDP_INIT_LONG_OPTS_END,
+    };
+    struct run r;
+    memset(&r, 0, sizeof r);
+    rdp_init_opts_default(&r.o);
+    for (int i = 0; i < 2; i++)
+        r.e[i].l.wfd = r.e[i].l.rfd = -1;
+    r.progress = -1;
+    int c;
+    while ((c = getopt_long(argc, argv, "rpaLvPH:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': r.recursive = 1; break;
+        case 'p': r.preserve = 1; break;
+        case 'a': r.recursive = r.preserve = 1; break;
+        case 'L': r.follow = 1; break;
+        case 'v': r.verbose++; break;
+        case 'P': r.progress = 1; break;
+        case OPT_NO_PROGRESS: r.progress = 0; break;
+        case OPT_JSON: r.json = 1; break;
+        case OPT_RESUME: r.resume = 1; break;
+        case OPT_NO_SYNC: r.nosync = 1; break;
+        default: {
+            int st = rdp_init_opt(&r.o, c, optarg, "rdcp", usage_text);
+            if (st != RDP_OPT_TAKEN)
+                return st;
+        }
+        }
+    }
+    if (r.progress < 0)
+        r.progress = isatty(STDERR_FILENO);
+    int nargs = argc - optind;
+    if (rdp_init_opts_check(&r.o, "rdcp", nargs, 2, "need at least one source and a destination"))
+        return 1;
+    r.nsrc = nargs - 1;
+    r.srcs = calloc((size_t)r.nsrc, sizeof *r.srcs);
+    int rc = 1;
+    char *sdest = NULL, *shost = NULL;
+    for (int i = 0; i < r.nsrc; i++) {
+        char *d, *h, *p;
+        int bad = parse_loc(argv[optind + i], &d, &h, &p);
+        if (bad) {
+            if (bad == -1)
+                warnx("bad source '%s'", argv[optind + i]);
+            goto out;
+        }
+        if (i == 0) {
+            sdest = d;
+            shost = h;
+        } else {
+            int same = (!d && !sdest) || (d && sdest && strcmp(d, sdest) == 0);
+            free(d);
+            free(h);
+            if (!same) {
+                free(p);
+                warnx("all sources must be on one host");
+                goto out;
+            }
+        }
+        r.srcs[i] = p;
+    }
+    char *dd, *dh;
+    int bad = parse_loc(argv[argc - 1], &dd, &dh, &r.dst);
+    if (bad) {
+        if (bad == -1)
+            warnx("bad destination '%s'", argv[argc - 1]);
+        goto out;
+    }
+    r.e[0].dest = sdest;
+    r.e[0].host = shost;
+    r.e[1].dest = dd;
+    r.e[1].host = dh;
+    sdest = shost = NULL;
+    fflush(stdout);
+    rc = run_copy(&r);
+    for (int i = 0; i < 2; i++) {
+        rdp_link_free(&r.e[i].l);
+        free(r.e[i].dest);
+        free(r.e[i].host);
+    }
+    free(r.dst);
+    for (size_t k = 0; k < r.nman; k++)
+        free(r.manifest[k]);
+    free(r.manifest);
+    free(r.fail_msg);
+out:
+    free(sdest);
+    free(shost);
+    for (int i = 0; i < r.nsrc; i++)
+        free(r.srcs[i]);
+    free(r.srcs);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* rdc_manifest.c - see rdc_manifest.h. */
+#include "copy/rdc_manifest.h"
+#include "copy/rdc_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define MAX_DEPTH 512   /* each level holds one fd */
+
+static void emit(int out, const struct rdc_manifest_entry *e)
+{
+    char *h = rdc_manifest_line(e);
+    dprintf(out, "m %s\n", h);
+    free(h);
+}
+
+static void man_file(int out, int dfd, const char *name, const char *rel_final, const char *tmp)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_size == 0 && tmp)) {
+        close(fd);
+        return;
+    }
+    struct rdc_manifest_entry e = { .kind = tmp ? 'P' : 'F', .size = (uint64_t)st.st_size,
+                                    .mtime_s = st.st_mtim.tv_sec, .mtime_ns = (uint32_t)st.st_mtim.tv_nsec,
+                                    .path = (char *)rel_final, .tmp = (char *)tmp };
+    XXH3_state_t *hs = XXH3_createState();
+    XXH3_128bits_reset(hs);
+    if (rdc_hash_prefix(fd, e.size, hs) == 0) {
+        rdc_hash_final(hs, e.hash);
+        emit(out, &e);
+    }
+    XXH3_freeState(hs);
+    close(fd);
+}
+
+/* ".rdcp.NAME.XXXXXX" -> "NAME" (malloc'd) or NULL */
+static char *tmp_final(const char *base)
+{
+    size_t pl = strlen(RDC_TMP_PREFIX), n = strlen(base);
+    if (strncmp(base, RDC_TMP_PREFIX, pl) || n < pl + 8 || base[n - 7] != '.')
+        return NULL;
+    return strndup(base + pl, n - pl - 7);
+}
+
+/* the directory dfd, at rel (relative to DST); takes dfd */
+static void walk(int out, int dfd, const char *rel, int depth)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        struct stat st;
+        if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW))
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = depth < MAX_DEPTH ? openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (sub >= 0) {
+                char *r = rdc_join(rel, nm);
+                walk(out, sub, r, depth + 1);
+                free(r);
+            }
+        } else if (S_ISREG(st.st_mode)) {
+            char *fin = tmp_final(nm);
+            char *r = rdc_join(rel, fin ? fin : nm);
+            man_file(out, dfd, nm, r, fin ? nm : NULL);
+            free(r);
+            free(fin);
+        }
+    }
+    closedir(d);
+}
+
+void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir)
+{
+    struct rdc_manifest_entry t = { .kind = 'T', .size = (uint64_t)dst_is_dir, .path = "", .tmp = "" };
+    emit(out, &t);
+    if (dst_is_dir) {
+        int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0)
+            walk(out, fd, "", 0);
+        return;
+    }
+    /* DST is a file (or missing): itself, and its partial files in its directory */
+    man_file(out, base, pre, "", NULL);
+    int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *fin = tmp_final(de->d_name);
+        if (fin && strcmp(fin, pre) == 0)
+            man_file(out, fd, de->d_name, "", de->d_name);
+        free(fin);
+    }
+    closedir(d);
+}

@@ -1,0 +1,535 @@
+/* rdc_recv.c - the tree receiver's filesystem side: what each record makes under DST (the
+ * stream is parsed in rdc_recv_stream.c). Every file is written under a temporary name in its
+ * directory (.rdcp.NAME.XXXXXX), preallocated, and renamed into place only once its whole-file
+ * XXH3-128 matched; a failed file leaves nothing under its final name and no temporary file.
+ *
+ * The stream may be hostile (scp's CVE-2019-6111 class: "a -> /etc", then "a/passwd"). So
+ * every filesystem call is relative to a directory fd beneath DST opened without following
+ * any symlink (rdc_safe.h), names are plain relative paths, and a record may only go into
+ * the DST root or a directory this stream made (a 'd' record that found or made a real
+ * directory); a hard link may only point at a file this stream wrote. Anything else fails on
+ * its own: one line naming it, the rest goes on, exit 23.
+ */
+#include "copy/rdc_recv_int.h"
+#include "copy/rdc_safe.h"
+#include "copy/rdc_set.h"
+#include "copy/rdc_tree.h"
+
+#include "util/rd_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+/* base-relative path -> the path the user knows (DST/...), malloc'd */
+char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel)
+{
+    const char *t = rel;
+    size_t pl = strlen(r->pre);
+    if (pl && strncmp(rel, r->pre, pl) == 0 && (rel[pl] == '/' || !rel[pl]))
+        t = rel + pl + (rel[pl] == '/');
+    char *j = rdc_join(r->dst, t), *s = rdc_shown(j);
+    free(j);
+    return s;
+}
+
+void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e)
+{
+    char *p = rdc_rcv_disp(r, rel);
+    rd_warn("%s '%s': %s", what, p, strerror(e));
+    free(p);
+    r->errors++;
+}
+
+static void refuse(struct rdc_rcv *r, const char *rel, const char *why)
+{
+    char *p = rdc_rcv_disp(r, rel);
+    rd_warn("refusing '%s': %s", p, why);
+    free(p);
+    r->errors++;
+}
+
+/* a name that is no path: shown with its bad bytes escaped (NUL as \000) */
+static void refuse_raw(struct rdc_rcv *r, const char *name, size_t n, const char *why)
+{
+    char *s = malloc(4 * n + 1), *o = s;
+    if (!s)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c == 0x7f || c == '\\')
+            o += sprintf(o, "\\%03o", c);
+        else
+            *o++ = (char)c;
+    }
+    *o = '\0';
+    char *p = rdc_rcv_disp(r, r->root ? r->root : "");   /* s is shown already: not twice */
+    rd_warn("refusing '%s/%s': %s", p, s, why);
+    free(p);
+    free(s);
+    r->errors++;
+}
+
+/* The directory of the records (kept open); -1 with errno if it cannot be reached safely. */
+static int parent_fd(struct rdc_rcv *r, const char *dir)
+{
+    if (r->pfd >= 0 && strcmp(r->pdir, dir) == 0)
+        return r->pfd;
+    if (r->pfd >= 0)
+        close(r->pfd);
+    free(r->pdir);
+    r->pdir = NULL;
+    r->pfd = rdc_open_beneath(r->base, dir);
+    if (r->pfd >= 0)
+        r->pdir = strdup(dir);
+    return r->pfd;
+}
+
+/* The record path rel of the current root: its base-relative path (malloc'd) and the fd of
+ * its directory, or NULL after one line saying why (the record is then dropped). */
+static char *place(struct rdc_rcv *r, const char *rel, size_t n, int *pfd, const char **name)
+{
+    if (n) {
+        const char *why = rdc_name_bad(rel, n);
+        if (why) {
+            refuse_raw(r, rel, n, why);
+            return NULL;
+        }
+    }
+    char *t = strndup(rel, n), *f = rdc_join(r->root, t);
+    free(t);
+    if (!*f) {
+        refuse(r, f, "the destination directory itself is not a file");
+        free(f);
+        return NULL;
+    }
+    char *dir = rdc_dir_of(f, name);
+    /* the root itself goes into base; anything else only into a directory this stream made */
+    if (strcmp(f, r->root) != 0 && !rdc_set_has(&r->made_dirs, dir)) {
+        refuse(r, f, "not inside a directory this copy made (a symlink, a file or a foreign directory is in the way)");
+        free(dir);
+        free(f);
+        return NULL;
+    }
+    *pfd = parent_fd(r, dir);
+    if (*pfd < 0) {
+        rdc_rcv_err(r, "cannot open the directory of", f, errno);
+        free(dir);
+        free(f);
+        return NULL;
+    }
+    free(dir);
+    return f;
+}
+
+static void drop_file(struct rdc_rcv *r)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+    if (r->tmp && r->pfd >= 0)
+        unlinkat(r->pfd, r->tmp, 0);
+    r->fd = -1;
+}
+
+static void clear_file(struct rdc_rcv *r)
+{
+    free(r->final);
+    free(r->name);
+    free(r->tmp);
+    r->final = r->name = r->tmp = NULL;
+    r->fd = -1;
+    r->in_file = 0;
+    r->discard = 0;
+}
+
+/* a file whose records are read and dropped */
+static void discard_file(struct rdc_rcv *r, uint64_t size, uint8_t flags)
+{
+    if (flags & RDC_F_SKIP)
+        return;
+    r->in_file = 1;
+    r->discard = 1;
+    r->size = size;
+    r->hpos = 0;
+}
+
+static void set_times_at(int dfd, const char *name, const struct rdc_meta *m)
+{
+    struct timespec ts[2] = { { m->mtime_s, m->mtime_ns }, { m->mtime_s, m->mtime_ns } };
+    utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Open the file's temporary (new, or the partial one the sender continues) in pfd. */
+static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struct rdc_meta *m, uint64_t size,
+                       uint64_t start, uint8_t flags, const char *tmpname, size_t tmplen)
+{
+    r->in_file = 1;
+    r->final = f;
+    r->name = strdup(name);
+    r->m = *m;
+    r->size = size;
+    r->hpos = 0;
+    r->fd = -1;
+    XXH3_128bits_reset(r->hs);
+    if (start > 0 && tmplen) {
+        char *t = strndup(tmpname, tmplen);
+        int ours = strlen(t) == tmplen && !strchr(t, '/') &&
+                   strncmp(t, RDC_TMP_PREFIX, strlen(RDC_TMP_PREFIX)) == 0;
+        struct stat st;
+        if (ours)
+            r->fd = openat(r->pfd, t, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (r->fd >= 0 && (fstat(r->fd, &st) || !S_ISREG(st.st_mode))) {
+            close(r->fd);
+            r->fd = -1;
+            errno = EINVAL;
+        }
+        if (r->fd < 0 || rdc_hash_prefix(r->fd, start, r->hs) || ftruncate(r->fd, (off_t)start)) {
+            rdc_rcv_err(r, "cannot continue the partial file of", f, ours ? errno : EINVAL);
+            if (r->fd >= 0)
+                close(r->fd);
+            r->fd = -1;
+            free(t);   /* leave it: it was not ours to remove in this run */
+            r->discard = 1;
+        } else {
+            r->tmp = t;
+            r->hpos = start;
+            r->skipped += start;
+        }
+        return;
+    }
+    r->fd = rdc_create_tmp(r->pfd, name, &r->tmp);
+    if (r->fd < 0) {
+        rdc_rcv_err(r, "cannot create a file in the directory of", f, errno);
+        r->tmp = NULL;
+        r->discard = 1;
+        return;
+    }
+    struct statvfs vs;
+    if (size > r->max_file) {
+        rdc_rcv_err(r, "cannot write", f, EFBIG);
+        drop_file(r);
+        r->discard = 1;
+    } else if (size && !(flags & RDC_F_SPARSE)) {
+        /* more than is free fails at once, without filling the disk for everyone first */
+        int e = fstatvfs(r->fd, &vs) == 0 && vs.f_frsize && size / vs.f_frsize >= vs.f_bavail ? ENOSPC : 0;
+        if (!e && fallocate(r->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)size))
+            e = errno;
+        if (e == ENOSPC || e == EDQUOT) {
+            rdc_rcv_err(r, "cannot write", f, e);
+            drop_file(r);
+            r->discard = 1;
+        }
+    }
+}
+
+void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char want[16])
+{
+    if (r->discard || status) {
+        if (status && !r->discard)
+            drop_file(r);   /* the sender said why */
+        clear_file(r);
+        return;
+    }
+    unsigned char got[16];
+    rdc_hash_zeros(r->hs, r->size - r->hpos);
+    rdc_hash_final(r->hs, got);
+    int fd = r->fd;
+    if (ftruncate(fd, (off_t)r->size)) {
+        rdc_rcv_err(r, "cannot write", r->final, errno);
+        goto fail;
+    }
+    if (memcmp(got, want, 16)) {
+        char *p = rdc_rcv_disp(r, r->final);
+        rd_warn("whole-file hash mismatch, not copied: '%s'", p);
+        free(p);
+        r->errors++;
+        goto fail;
+    }
+    if (r->preserve) {
+        if (r->owners && fchown(fd, r->m.uid, r->m.gid))
+            rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
+        fchmod(fd, r->m.mode & 07777);
+    } else {
+        fchmod(fd, r->m.mode & 0777 & ~r->umask);
+    }
+    if (r->times) {
+        struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
+        futimens(fd, ts);
+    }
+    r->fd = -1;
+    if (close(fd)) {
+        rdc_rcv_err(r, "cannot write", r->final, errno);
+        unlinkat(r->pfd, r->tmp, 0);
+        clear_file(r);
+        return;
+    }
+    if (renameat(r->pfd, r->tmp, r->pfd, r->name)) {
+        rdc_rcv_err(r, "cannot rename into place", r->final, errno);
+        unlinkat(r->pfd, r->tmp, 0);
+        clear_file(r);
+        return;
+    }
+    rdc_set_add(&r->made_files, r->final);
+    r->files++;
+    clear_file(r);
+    return;
+fail:
+    drop_file(r);
+    clear_file(r);
+}
+
+void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
+{
+    if (r->discard || r->fd < 0) {
+        r->data_off += n;
+        r->data_left -= n;
+        return;
+    }
+    if (r->data_off > r->hpos) {
+        rdc_hash_zeros(r->hs, r->data_off - r->hpos);
+        r->hpos = r->data_off;
+    }
+    XXH3_128bits_update(r->hs, p, n);
+    r->hpos += n;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = pwrite(r->fd, p + done, n - done, (off_t)(r->data_off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rdc_rcv_err(r, "cannot write", r->final, w < 0 ? errno : ENOSPC);
+            drop_file(r);
+            r->discard = 1;
+            break;
+        }
+        done += (size_t)w;
+    }
+    r->bytes += n;
+    r->data_off += n;
+    r->data_left -= n;
+}
+
+void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl)
+{
+    char *b = strndup(base, bl);
+    r->root = NULL;
+    free(r->skip);
+    r->skip = NULL;
+    if (idx >= r->nroots) {
+        size_t n = idx + 1;
+        r->roots = realloc(r->roots, n * sizeof *r->roots);
+        if (!r->roots)
+            abort();
+        for (size_t i = r->nroots; i < n; i++)
+            r->roots[i] = NULL;
+        r->nroots = n;
+    }
+    free(r->roots[idx]);
+    r->roots[idx] = NULL;
+    /* a name that is no single component goes where the contents of a directory go */
+    int weird = rdc_name_bad(base, bl) || strchr(b, '/');
+    const char *rel = rdc_root_rel(r->dst_is_dir, r->nsrc, contents || weird, b);
+    if (!rel) {
+        static int said;
+        char *p = rdc_shown(r->dst);
+        if (!said++)
+            rd_warn("destination '%s' is not a directory", p);
+        free(p);
+        r->errors++;
+        free(b);
+        return;
+    }
+    if (kind == 'd' && r->dst_exists && !r->dst_is_dir && !*rel) {
+        char *p = rdc_shown(r->dst);
+        rd_warn("cannot overwrite non-directory '%s' with a directory", p);
+        free(p);
+        r->errors++;
+        free(b);
+        return;
+    }
+    r->roots[idx] = rdc_join(r->pre, rel);
+    r->root = r->roots[idx];
+    free(b);
+}
+
+static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta *m)
+{
+    if (r->ndirs == r->capdirs) {
+        r->capdirs = r->capdirs ? r->capdirs * 2 : 64;
+        r->dirs = realloc(r->dirs, r->capdirs * sizeof *r->dirs);
+        if (!r->dirs)
+            abort();
+    }
+    r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m };
+}
+
+/* a file or symlink in the way of a new link (never a directory) */
+static void remove_old(int dfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+        unlinkat(dfd, name, 0);
+}
+
+static int skipped_path(struct rdc_rcv *r, const char *rel, size_t n)
+{
+    return r->skip && n > r->skip_len && rel[r->skip_len] == '/' && memcmp(rel, r->skip, r->skip_len) == 0;
+}
+
+static void skip_subtree(struct rdc_rcv *r, const char *rel, size_t n)
+{
+    if (!n) {
+        r->root = NULL;   /* nothing of this root can be made */
+        return;
+    }
+    free(r->skip);
+    r->skip = strndup(rel, n);
+    r->skip_len = n;
+}
+
+void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m)
+{
+    if (!r->root || skipped_path(r, path, pl))
+        return;
+    char *t = strndup(path, pl), *f = rdc_join(r->root, t);
+    free(t);
+    if (!*f) {   /* the DST directory itself */
+        add_dirmeta(r, f, m);
+        r->ndir++;
+        free(f);
+        return;
+    }
+    free(f);
+    int pfd;
+    const char *name;
+    f = place(r, path, pl, &pfd, &name);
+    if (!f) {
+        skip_subtree(r, path, pl);
+        return;
+    }
+    struct stat st;
+    if (mkdirat(pfd, name, r->preserve ? 0700 : 0777) &&
+        !(errno == EEXIST && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
+        rdc_rcv_err(r, "cannot create directory", f, errno);
+        skip_subtree(r, path, pl);
+    } else {
+        rdc_set_add(&r->made_dirs, f);
+        add_dirmeta(r, f, m);
+        r->ndir++;
+    }
+    free(f);
+}
+
+void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
+                  uint64_t start, uint8_t flags, const char *t, size_t tl)
+{
+    if (!r->root || skipped_path(r, path, pl)) {
+        discard_file(r, size, flags);
+        return;
+    }
+    int pfd;
+    const char *name;
+    char *f = place(r, path, pl, &pfd, &name);
+    if (!f) {
+        discard_file(r, size, flags);
+        return;
+    }
+    if (!(flags & RDC_F_SKIP)) {
+        begin_file(r, f, name, m, size, start, flags, t, tl);   /* takes f */
+        return;
+    }
+    /* complete at the destination (--resume): only its metadata */
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
+        refuse(r, f, "said to be complete here, but no regular file is");
+    } else {
+        if (r->preserve && fchmodat(pfd, name, m->mode & 07777, AT_SYMLINK_NOFOLLOW))
+            rdc_rcv_err(r, "cannot set the mode of", f, errno);
+        if (r->times)
+            set_times_at(pfd, name, m);
+        rdc_set_add(&r->made_files, f);
+        r->skipped += size;
+        r->files++;
+    }
+    free(f);
+}
+
+void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, const char *t,
+                     size_t tl)
+{
+    if (!r->root || skipped_path(r, path, pl))
+        return;
+    int pfd;
+    const char *name;
+    char *f = place(r, path, pl, &pfd, &name);
+    if (!f)
+        return;
+    if (memchr(t, '\0', tl)) {
+        refuse(r, f, "NUL byte in the link target");
+        free(f);
+        return;
+    }
+    char *target = strndup(t, tl);
+    remove_old(pfd, name);
+    if (symlinkat(target, pfd, name)) {
+        rdc_rcv_err(r, "cannot create symlink", f, errno);
+    } else {
+        if (r->preserve && r->owners && fchownat(pfd, name, m->uid, m->gid, AT_SYMLINK_NOFOLLOW))
+            rdc_rcv_err(r, "cannot set the owner of", f, errno);
+        if (r->times)
+            set_times_at(pfd, name, m);
+        r->files++;
+    }
+    free(target);
+    free(f);
+}
+
+void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root, const char *t, size_t tl)
+{
+    if (!r->root || skipped_path(r, path, pl))
+        return;
+    int pfd;
+    const char *name;
+    char *f = place(r, path, pl, &pfd, &name);
+    if (!f)
+        return;
+    const char *why = rdc_name_bad(t, tl);
+    char *tf = NULL;
+    if (!why && (root >= r->nroots || !r->roots[root]))
+        why = "its target's root was not copied";
+    if (!why) {
+        char *tt = strndup(t, tl);
+        tf = rdc_join(r->roots[root], tt);
+        free(tt);
+        if (!rdc_set_has(&r->made_files, tf))
+            why = "its target is not a file this copy made";
+        else if (strcmp(tf, f) == 0)
+            why = "it links to itself";
+    }
+    if (why) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "hard link: %s", why);
+        refuse(r, f, msg);
+    } else {
+        const char *tname;
+        char *tdir = rdc_dir_of(tf, &tname);
+        int tfd = rdc_open_beneath(r->base, tdir);
+        free(tdir);
+        remove_old(pfd, name);
+        if (tfd < 0 || linkat(tfd, tname, pfd, name, 0))
+            rdc_rcv_err(r, "cannot create hard link", f, errno);
+        else
+            r->files++;
+        if (tfd >= 0)
+            close(tfd);
+    }
+    free(tf);
+    free(f);
+}
+

@@ -1,0 +1,73 @@
+/* rdc_recv_main.c - `rdcp --tree-recv`: run by an rdpipe agent on the destination host; the
+ * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
+ * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h). */
+#include "copy/rdc_end.h"
+#include "util/rd_clock.h"
+#include "copy/rdc_recv.h"
+#include "copy/rdc_tree.h"
+
+#include "run/rd_cli.h"
+#include "util/rd_error.h"
+#include "engine/rd_io.h"
+#include "run/rd_report.h"
+#include "run/rd_run.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rdc_tree_recv_main(int argc, char **argv)
+{
+    enum { OPT_NO_SYNC = 256 };
+    static const struct option opts[] = {
+        { "transport", required_argument, NULL, 't' },
+        { "ready-fd", required_argument, NULL, 'F' },
+        { "resume", no_argument, NULL, 'R' },
+        { "nsrc", required_argument, NULL, 'n' },
+        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { NULL, 0, NULL, 0 },
+    };
+    struct rd_opts o;
+    rdc_end_init(&o);
+    o.timeout_s = 120;
+    int resume = 0, nsrc = 1, preserve = 0, nosync = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': o.transport = rdc_end_transport(optarg); break;
+        case 'F': o.ready_fd = atoi(optarg); break;
+        case 'R': resume = 1; break;
+        case 'n': nsrc = atoi(optarg); break;
+        case 'p': preserve = 1; break;
+        case OPT_NO_SYNC: nosync = 1; break;
+        case 'r': case 'L': break;
+        case 'v': o.verbose++; break;
+        default: return 1;
+        }
+    }
+    const char *key = getenv("RDPIPE_KEY");
+    if (!key || optind + 1 != argc || o.ready_fd < 0) {
+        rd_warn("tree-recv: missing key, ready fd or destination");
+        return 1;
+    }
+    struct rdc_rcv *r = rdc_rcv_new(argv[optind], nsrc, preserve, nosync);
+    if (!r)
+        return RD_EIO;
+    o.key = strdup(key);
+    o.key_len = strlen(key);
+    o.port = "0";
+    if (resume)
+        rdc_rcv_manifest(r, o.ready_fd);
+    struct rd_sink dst;
+    rd_sink_custom(&dst, argv[optind], rdc_rcv_consume, rdc_rcv_finish, r);
+    double t0 = rd_now();
+    int rc = rd_recv_sink(&o, &dst);
+    rdc_rcv_report(r, rd_now() - t0);
+    free(o.key);
+    uint64_t errors = rdc_rcv_errors(r);
+    rdc_rcv_free(r);
+    if (rc)
+        return rc;
+    return errors ? RDC_EXIT_PARTIAL : 0;
+}

@@ -1,0 +1,141 @@
+/* rdc_safe.c - see rdc_safe.h. */
+#include "copy/rdc_safe.h"
+#include "copy/rdc_tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+const char *rdc_name_bad(const char *p, size_t n)
+{
+    if (n == 0)
+        return "empty name";
+    if (memchr(p, '\0', n))
+        return "NUL byte in the name";
+    if (p[0] == '/')
+        return "absolute path";
+    for (size_t i = 0; i <= n;) {
+        size_t j = i;
+        while (j < n && p[j] != '/')
+            j++;
+        size_t k = j - i;
+        if (k == 0)
+            return "empty path component";
+        if (k == 1 && p[i] == '.')
+            return "'.' component";
+        if (k == 2 && p[i] == '.' && p[i + 1] == '.')
+            return "'..' component";
+        i = j + 1;
+    }
+    return NULL;
+}
+
+/* -1 unknown, 0 the kernel has no openat2 (or RDCP_NO_OPENAT2 is set, for the tests), 1 has */
+static int have_openat2 = -1;
+
+static int walk_open(int base, const char *rel)
+{
+    int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
+    const char *p = rel;
+    while (fd >= 0 && *p) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char *c = strndup(p, n);
+        if (!c) {
+            close(fd);
+            errno = ENOMEM;
+            return -1;
+        }
+        int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e2 = errno;
+        free(c);
+        close(fd);
+        errno = e2;
+        fd = nfd;
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return fd;
+}
+
+int rdc_open_beneath(int base, const char *rel)
+{
+    if (!*rel)
+        return fcntl(base, F_DUPFD_CLOEXEC, 0);
+    if (have_openat2 < 0)
+        have_openat2 = getenv("RDCP_NO_OPENAT2") ? 0 : 1;
+    if (have_openat2) {
+        struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        long fd = -1;
+        for (int i = 0; i < 64; i++) {   /* EAGAIN: a rename raced the lookup, try again */
+            fd = syscall(SYS_openat2, base, rel, &how, sizeof how);
+            if (fd >= 0 || errno != EAGAIN)
+                break;
+        }
+        if (fd >= 0 || (errno != ENOSYS && errno != EAGAIN))
+            return (int)fd;
+        if (errno == ENOSYS)
+            have_openat2 = 0;
+    }
+    return walk_open(base, rel);
+}
+
+int rdc_create_tmp(int dfd, const char *name, char **tmp)
+{
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    size_t bl = strlen(name);
+    if (bl > 200)   /* NAME_MAX is 255: leave room for the prefix and the suffix */
+        bl = 200;
+    size_t len = strlen(RDC_TMP_PREFIX) + bl + 8 + 1;
+    char *t = malloc(len);
+    if (!t) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned char rnd[6];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            uint64_t x = (uint64_t)getpid() * 2654435761u + (uint64_t)tries * 40503u + (uint64_t)(uintptr_t)t;
+            memcpy(rnd, &x, sizeof rnd);
+        }
+        char sfx[7];
+        for (int i = 0; i < 6; i++)
+            sfx[i] = al[rnd[i] % (sizeof al - 1)];
+        sfx[6] = '\0';
+        snprintf(t, len, RDC_TMP_PREFIX "%.*s.%s", (int)bl, name, sfx);
+        int fd = openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            *tmp = t;
+            return fd;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    int e = errno;
+    free(t);
+    errno = e;
+    return -1;
+}
+
+char *rdc_dir_of(const char *rel, const char **base)
+{
+    const char *s = strrchr(rel, '/');
+    *base = s ? s + 1 : rel;
+    char *d = s ? strndup(rel, (size_t)(s - rel)) : strdup("");
+    if (!d)
+        abort();
+    return d;
+}

@@ -1,0 +1,633 @@
+/* rdc_send.c - `rdcp --tree-send`: walk the sources and serialize the tree into one rd engine
+ * stream (a custom producer: the engine's reader thread calls fill(), which walks, reads and
+ * encodes until the chunk is full, so walking, reading and sending overlap and small files
+ * share chunks). Runs as a child of an rdpipe agent; the key comes in RDPIPE_KEY.
+ */
+#include "copy/rdc_tree.h"
+#include "util/rd_clock.h"
+#include "copy/rdc_end.h"
+
+#include "run/rd_cli.h"
+#include "util/rd_error.h"
+#include "engine/rd_io.h"
+#include "run/rd_report.h"
+#include "run/rd_run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+struct frame {
+    dev_t dev;                 /* the directory, to recognise it again (loops with -L) */
+    ino_t ino;
+    char *fs, *rel;
+    char **names;
+    size_t n, i;
+};
+
+struct link_ent {
+    dev_t dev;
+    ino_t ino;
+    uint32_t root;
+    char *rel;
+};
+
+struct snd {
+    int recursive, follow, resume;
+    char **srcs;
+    int nsrc, next_src;
+    uint32_t root;             /* index of the current root */
+    const char *root_prefix;   /* where the current root lands, relative to DST (resume) */
+    struct frame *st;
+    int depth, cap;
+    struct rdc_buf pend;
+    size_t pend_off;
+    /* the current file */
+    int fd;
+    char *fpath;
+    uint64_t size, pos, ext_end;
+    int sparse;
+    XXH3_state_t *hs;
+    /* hard links */
+    struct link_ent *links;
+    size_t nlinks, caplinks;
+    /* resume manifest, sorted by path */
+    struct rdc_manifest_entry *man;
+    size_t nman;
+    int dst_is_dir;
+    int finished;
+    /* counters */
+    uint64_t files, dirs, bytes, skipped, errors, holes;
+    double last_progress;
+};
+
+static void err_path(struct snd *s, const char *what, const char *path, int e)
+{
+    char *p = rdc_shown(path);
+    rd_warn("%s '%s': %s", what, p, strerror(e));
+    free(p);
+    s->errors++;
+}
+
+static void meta_of(const struct stat *st, struct rdc_meta *m)
+{
+    m->mode = st->st_mode & 07777;
+    m->uid = st->st_uid;
+    m->gid = st->st_gid;
+    m->mtime_s = st->st_mtim.tv_sec;
+    m->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int push_dir(struct snd *s, const char *fs, const char *rel, const struct stat *st)
+{
+    DIR *d = opendir(fs);
+    if (!d) {
+        err_path(s, "cannot open directory", fs, errno);
+        return -1;
+    }
+    struct frame f = { .dev = st->st_dev, .ino = st->st_ino, .fs = strdup(fs), .rel = strdup(rel) };
+    size_t cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (f.n == cap) {
+            cap = cap ? cap * 2 : 16;
+            f.names = realloc(f.names, cap * sizeof *f.names);
+        }
+        f.names[f.n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    if (f.n)
+        qsort(f.names, f.n, sizeof *f.names, cmp_name);
+    if (s->depth == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 16;
+        s->st = realloc(s->st, (size_t)s->cap * sizeof *s->st);
+    }
+    s->st[s->depth++] = f;
+    return 0;
+}
+
+static void pop_dir(struct snd *s)
+{
+    struct frame *f = &s->st[--s->depth];
+    for (size_t i = 0; i < f->n; i++)
+        free(f->names[i]);
+    free(f->names);
+    free(f->fs);
+    free(f->rel);
+}
+
+static struct link_ent *find_link(struct snd *s, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < s->nlinks; i++)   /* few files have several links */
+        if (s->links[i].dev == dev && s->links[i].ino == ino)
+            return &s->links[i];
+    return NULL;
+}
+
+static int cmp_man(const void *a, const void *b)
+{
+    const struct rdc_manifest_entry *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : (int)x->kind - (int)y->kind;
+}
+
+static const struct rdc_manifest_entry *find_man(struct snd *s, const char *path, uint8_t kind)
+{
+    size_t lo = 0, hi = s->nman;
+    struct rdc_manifest_entry key = { .kind = kind, .path = (char *)path };
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = cmp_man(&key, &s->man[mid]);
+        if (c == 0)
+            return &s->man[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+static void progress(struct snd *s, int force)
+{
+    double now = rd_now();
+    if (!force && now - s->last_progress < 0.5)
+        return;
+    s->last_progress = now;
+    /* holes count as done for the progress line (they are part of the total) */
+    dprintf(STDERR_FILENO, RDC_TAG "progress %llu %llu %llu\n", (unsigned long long)s->files,
+            (unsigned long long)(s->bytes + s->holes), (unsigned long long)s->skipped);
+}
+
+/* A regular file: its header, and make it current (data follows in fill()). */
+static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *lst)
+{
+    if (lst->st_nlink > 1) {
+        struct link_ent *l = find_link(s, lst->st_dev, lst->st_ino);
+        if (l) {
+            rdc_put_u8(&s->pend, 'h');
+            rdc_put_str(&s->pend, rel, strlen(rel));
+            rdc_put_u32(&s->pend, l->root);
+            rdc_put_str(&s->pend, l->rel, strlen(l->rel));
+            s->files++;
+            return;
+        }
+    }
+    int fd = open(fs, O_RDONLY | O_CLOEXEC | (s->follow ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        err_path(s, errno == ENOENT ? "source vanished:" : "cannot open", fs, errno);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        err_path(s, "cannot stat", fs, errno);
+        close(fd);
+        return;
+    }
+    if (st.st_nlink > 1) {
+        if (s->nlinks == s->caplinks) {
+            s->caplinks = s->caplinks ? s->caplinks * 2 : 64;
+            s->links = realloc(s->links, s->caplinks * sizeof *s->links);
+        }
+        s->links[s->nlinks++] = (struct link_ent){ st.st_dev, st.st_ino, s->root, strdup(rel) };
+    }
+    struct rdc_meta m;
+    meta_of(&st, &m);
+    uint64_t size = (uint64_t)st.st_size, start = 0;
+    uint8_t flags = 0;
+    const char *tmp = "";
+    XXH3_128bits_reset(s->hs);
+    if (s->resume && s->root_prefix) {
+        char *key = rdc_join(s->root_prefix, rel);
+        const struct rdc_manifest_entry *e = find_man(s, key, 'F');
+        const struct rdc_manifest_entry *p = find_man(s, key, 'P');
+        free(key);
+        unsigned char h[16];
+        if (e && e->size == size &&
+            rdc_hash_prefix(fd, size, s->hs) == 0) {
+            rdc_hash_final(s->hs, h);
+            if (memcmp(h, e->hash, 16) == 0)
+                flags |= RDC_F_SKIP;
+            XXH3_128bits_reset(s->hs);
+        }
+        if (!(flags & RDC_F_SKIP) && p && p->size <= size && p->size > 0 &&
+            rdc_hash_prefix(fd, p->size, s->hs) == 0) {
+            XXH3_state_t *cp = XXH3_createState();
+            XXH3_copyState(cp, s->hs);
+            rdc_hash_final(cp, h);
+            XXH3_freeState(cp);
+            if (memcmp(h, p->hash, 16) == 0) {
+                start = p->size;
+                tmp = p->tmp;
+            } else {
+                XXH3_128bits_reset(s->hs);
+            }
+        } else if (!(flags & RDC_F_SKIP)) {
+            XXH3_128bits_reset(s->hs);
+        }
+    }
+    int sparse = (uint64_t)st.st_blocks * 512 < size;
+    if (sparse)
+        flags |= RDC_F_SPARSE;
+    rdc_put_u8(&s->pend, 'f');
+    rdc_put_str(&s->pend, rel, strlen(rel));
+    rdc_put_meta(&s->pend, &m);
+    rdc_put_u64(&s->pend, size);
+    rdc_put_u64(&s->pend, start);
+    rdc_put_u8(&s->pend, flags);
+    rdc_put_str(&s->pend, tmp, strlen(tmp));
+    s->files++;
+    if (flags & RDC_F_SKIP) {
+        s->skipped += size;
+        close(fd);
+        return;
+    }
+    s->skipped += start;
+    s->fd = fd;
+    s->fpath = strdup(fs);
+    s->size = size;
+    s->pos = start;
+    s->ext_end = start;
+    s->sparse = sparse;
+}
+
+
+/* The entry at fs (rel inside the current root). */
+static void do_entry(struct snd *s, const char *fs, const char *rel)
+{
+    struct stat st;
+    if ((s->follow ? stat(fs, &st) : lstat(fs, &st))) {
+        err_path(s, errno == ENOENT ? "source vanished:" : "cannot stat", fs, errno);
+        return;
+    }
+    struct rdc_meta m;
+    meta_of(&st, &m);
+    if (S_ISDIR(st.st_mode)) {
+        /* a directory that is its own ancestor (-L: "l -> ."; or a bind mount) would be
+         * walked forever: one line, not copied */
+        for (int i = 0; i < s->depth; i++) {
+            if (s->st[i].dev == st.st_dev && s->st[i].ino == st.st_ino) {
+                char *p = rdc_shown(fs), *q = rdc_shown(s->st[i].fs);
+                rd_warn("directory loop, not copied: '%s' is '%s' again", p, q);
+                free(q);
+                free(p);
+                s->errors++;
+                return;
+            }
+        }
+        if (push_dir(s, fs, rel, &st))
+            return;
+        rdc_put_u8(&s->pend, 'd');
+        rdc_put_str(&s->pend, rel, strlen(rel));
+        rdc_put_meta(&s->pend, &m);
+        s->dirs++;
+    } else if (S_ISREG(st.st_mode)) {
+        start_file(s, fs, rel, &st);
+    } else if (S_ISLNK(st.st_mode)) {
+        char *t = malloc((size_t)st.st_size + 4097);
+        ssize_t n = readlink(fs, t, (size_t)st.st_size + 4096);
+        if (n < 0) {
+            err_path(s, "cannot read link", fs, errno);
+        } else {
+            rdc_put_u8(&s->pend, 'l');
+            rdc_put_str(&s->pend, rel, strlen(rel));
+            rdc_put_meta(&s->pend, &m);
+            rdc_put_str(&s->pend, t, (size_t)n);
+            s->files++;
+        }
+        free(t);
+    } else {
+        char *p = rdc_shown(fs);
+        rd_warn("skipping special file '%s'", p);
+        free(p);
+    }
+}
+
+static char *held_base;
+
+static void start_root(struct snd *s)
+{
+    const char *src = s->srcs[s->next_src];
+    s->root = (uint32_t)s->next_src++;
+    struct stat st;
+    if ((s->follow ? stat(src, &st) : lstat(src, &st))) {
+        err_path(s, "cannot stat", src, errno);
+        return;
+    }
+    if (S_ISDIR(st.st_mode) && !s->recursive) {
+        char *p = rdc_shown(src);
+        rd_warn("'%s' is a directory (not copied; use -r)", p);
+        free(p);
+        s->errors++;
+        return;
+    }
+    size_t len = strlen(src);
+    int contents = S_ISDIR(st.st_mode) && len > 1 && src[len - 1] == '/';
+    char *base = rdc_basename(src);
+    if (S_ISDIR(st.st_mode) && (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0))
+        contents = 1;
+    char kind = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f';
+    s->root_prefix = rdc_root_rel(s->dst_is_dir, s->nsrc, contents, base);
+    rdc_put_u8(&s->pend, 'R');
+    rdc_put_u32(&s->pend, s->root);
+    rdc_put_u8(&s->pend, (uint8_t)kind);
+    rdc_put_u8(&s->pend, (uint8_t)contents);
+    rdc_put_str(&s->pend, base, strlen(base));
+    if (s->root_prefix == base) {   /* keep it alive while the root is walked */
+        free(held_base);
+        held_base = base;
+    } else {
+        free(base);
+    }
+    do_entry(s, src, "");
+}
+
+/* Walk on until some records are pending or everything was walked. */
+static void walk(struct snd *s)
+{
+    while (s->pend.len == s->pend_off && s->fd < 0 && !s->finished) {
+        if (s->depth > 0) {
+            struct frame *f = &s->st[s->depth - 1];
+            if (f->i == f->n) {
+                pop_dir(s);
+                continue;
+            }
+            const char *name = f->names[f->i++];
+            char *fs = rdc_join(f->fs, name), *rel = rdc_join(f->rel, name);
+            do_entry(s, fs, rel);
+            free(fs);
+            free(rel);
+        } else if (s->next_src < s->nsrc) {
+            start_root(s);
+        } else {
+            rdc_put_u8(&s->pend, 'Z');
+            s->finished = 1;
+        }
+    }
+}
+
+static void end_file(struct snd *s, int failed)
+{
+    unsigned char h[16];
+    rdc_hash_final(s->hs, h);
+    rdc_put_u8(&s->pend, 'e');
+    rdc_put_u8(&s->pend, (uint8_t)failed);
+    rdc_put(&s->pend, h, 16);
+    close(s->fd);
+    s->fd = -1;
+    free(s->fpath);
+    s->fpath = NULL;
+}
+
+/* The engine's producer: fill buf with records and file data. */
+static ssize_t fill(void *ctx, void *buf, size_t cap)
+{
+    struct snd *s = ctx;
+    unsigned char *out = buf;
+    size_t got = 0;
+    progress(s, 0);
+    for (;;) {
+        if (s->pend_off < s->pend.len) {
+            size_t k = s->pend.len - s->pend_off;
+            if (k > cap - got)
+                k = cap - got;
+            memcpy(out + got, s->pend.p + s->pend_off, k);
+            got += k;
+            s->pend_off += k;
+            if (s->pend_off == s->pend.len)
+                s->pend.len = s->pend_off = 0;
+            if (got == cap)
+                return (ssize_t)got;
+            continue;
+        }
+        if (s->fd >= 0) {
+            if (s->pos == s->ext_end) {   /* find the next extent */
+                if (s->pos >= s->size) {
+                    end_file(s, 0);
+                    continue;
+                }
+                uint64_t data = s->pos, end = s->size;
+                if (s->sparse) {
+                    off_t d = lseek(s->fd, (off_t)s->pos, SEEK_DATA);
+                    if (d < 0) {
+                        data = s->size;   /* ENXIO: a hole up to the end */
+                    } else {
+                        data = (uint64_t)d;
+                        off_t h = lseek(s->fd, d, SEEK_HOLE);
+                        end = h < 0 ? s->size : (uint64_t)h;
+                    }
+                    if (data > s->size)
+                        data = s->size;
+                    if (end > s->size)
+                        end = s->size;
+                }
+                rdc_hash_zeros(s->hs, data - s->pos);
+                s->holes += data - s->pos;
+                s->pos = data;
+                s->ext_end = end;
+                continue;
+            }
+            if (cap - got < 17 + 4096)
+                return (ssize_t)got;
+            size_t want = cap - got - 17;
+            if (want > s->ext_end - s->pos)
+                want = (size_t)(s->ext_end - s->pos);
+            ssize_t n;
+            do
+                n = pread(s->fd, out + got + 17, want, (off_t)s->pos);
+            while (n < 0 && errno == EINTR);
+            if (n <= 0) {
+                char *p = rdc_shown(s->fpath);
+                if (n == 0)
+                    rd_warn("source changed while being read (shrank): '%s'", p);
+                else
+                    rd_warn("cannot read '%s': %s", p, strerror(errno));
+                free(p);
+                s->errors++;
+                end_file(s, 1);
+                continue;
+            }
+            struct rdc_buf hb = { 0 };
+            rdc_put_u8(&hb, 'D');
+            rdc_put_u64(&hb, s->pos);
+            rdc_put_u64(&hb, (uint64_t)n);
+            memcpy(out + got, hb.p, 17);
+            rdc_buf_free(&hb);
+            XXH3_128bits_update(s->hs, out + got + 17, (size_t)n);
+            got += 17 + (size_t)n;
+            s->pos += (uint64_t)n;
+            s->bytes += (uint64_t)n;
+            continue;
+        }
+        if (s->finished)
+            return (ssize_t)got;
+        walk(s);
+    }
+}
+
+/* --count: totals for the progress line, walked beside the transfer */
+static uint64_t tot_files, tot_bytes;
+static int count_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)p;
+    (void)f;
+    if (flag == FTW_F || flag == FTW_SL) {
+        tot_files++;
+        if (S_ISREG(st->st_mode))
+            tot_bytes += (uint64_t)st->st_size;
+    }
+    return 0;
+}
+
+static void *count_main(void *arg)
+{
+    struct snd *s = arg;
+    for (int i = 0; i < s->nsrc; i++)
+        nftw(s->srcs[i], count_cb, 16, s->follow ? 0 : FTW_PHYS);
+    dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)tot_files,
+            (unsigned long long)tot_bytes);
+    return NULL;
+}
+
+static void read_manifest(struct snd *s)
+{
+    FILE *f = fdopen(dup(STDIN_FILENO), "r");
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0, capm = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
+            line[--n] = '\0';
+        struct rdc_manifest_entry e;
+        if (!n || rdc_manifest_parse(line, &e))
+            continue;
+        if (e.kind == 'T') {
+            s->dst_is_dir = e.size == 1;
+            free(e.path);
+            free(e.tmp);
+            continue;
+        }
+        if (s->nman == capm) {
+            capm = capm ? capm * 2 : 256;
+            s->man = realloc(s->man, capm * sizeof *s->man);
+        }
+        s->man[s->nman++] = e;
+    }
+    free(line);
+    fclose(f);
+    if (s->nman)
+        qsort(s->man, s->nman, sizeof *s->man, cmp_man);
+}
+
+static void snd_free(struct snd *s)
+{
+    while (s->depth > 0)
+        pop_dir(s);
+    free(s->st);
+    rdc_buf_free(&s->pend);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->fpath);
+    for (size_t i = 0; i < s->nlinks; i++)
+        free(s->links[i].rel);
+    free(s->links);
+    for (size_t i = 0; i < s->nman; i++) {
+        free(s->man[i].path);
+        free(s->man[i].tmp);
+    }
+    free(s->man);
+    if (s->hs)
+        XXH3_freeState(s->hs);
+    free(held_base);
+    held_base = NULL;
+}
+
+int rdc_tree_send_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "host", required_argument, NULL, 'H' },
+        { "port", required_argument, NULL, 'P' },
+        { "transport", required_argument, NULL, 't' },
+        { "resume", no_argument, NULL, 'R' },
+        { "dst-dir", required_argument, NULL, 'D' },
+        { "count", no_argument, NULL, 'c' },
+        { "no-sync", no_argument, NULL, 'S' },   /* the receiver's */
+        { NULL, 0, NULL, 0 },
+    };
+    struct snd s;
+    memset(&s, 0, sizeof s);
+    s.fd = -1;
+    struct rd_opts o;
+    rdc_end_init(&o);
+    o.is_sender = 1;
+    o.timeout_s = -1;
+    o.chunk_size = RD_DEFAULT_CHUNK;
+    o.depth = RD_DEFAULT_DEPTH;
+    int count = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': o.host = optarg; break;
+        case 'P': o.port = optarg; break;
+        case 't': o.transport = rdc_end_transport(optarg); break;
+        case 'R': s.resume = 1; break;
+        case 'D': s.dst_is_dir = atoi(optarg); break;
+        case 'c': count = 1; break;
+        case 'r': s.recursive = 1; break;
+        case 'L': s.follow = 1; break;
+        case 'p': case 'S': break;
+        case 'v': o.verbose++; break;
+        default: return 1;
+        }
+    }
+    const char *key = getenv("RDPIPE_KEY");
+    if (!o.host || !o.port || !key || optind >= argc) {
+        rd_warn("tree-send: missing host, port, key or sources");
+        return 1;
+    }
+    o.key = strdup(key);
+    o.key_len = strlen(key);
+    s.srcs = argv + optind;
+    s.nsrc = argc - optind;
+    s.hs = XXH3_createState();
+    if (s.resume)
+        read_manifest(&s);
+    pthread_t ct;
+    if (count && pthread_create(&ct, NULL, count_main, &s) == 0)
+        pthread_detach(ct);
+    struct rd_source src;
+    rd_source_custom(&src, "tree", fill, &s);
+    double t0 = rd_now();
+    int rc = rd_send_source(&o, &src);
+    double t1 = rd_now();
+    progress(&s, 1);
+    dprintf(STDERR_FILENO, RDC_TAG "sent %llu %llu %llu %llu %llu %.6f\n", (unsigned long long)s.files,
+            (unsigned long long)s.dirs, (unsigned long long)s.bytes, (unsigned long long)s.skipped,
+            (unsigned long long)s.errors, t1 - t0);
+    free(o.key);
+    uint64_t errors = s.errors;
+    snd_free(&s);
+    if (rc)
+        return rc;
+    return errors ? RDC_EXIT_PARTIAL : 0;
+}

@@ -1,0 +1,63 @@
+/* rdc_set.c - see rdc_set.h: open addressing, FNV-1a, grows at half full. */
+#include "copy/rdc_set.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t hash(const char *k)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)k; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static void put(char **slot, size_t cap, char *k)
+{
+    size_t i = hash(k) & (cap - 1);
+    while (slot[i])
+        i = (i + 1) & (cap - 1);
+    slot[i] = k;
+}
+
+void rdc_set_add(struct rdc_set *s, const char *key)
+{
+    if (rdc_set_has(s, key))
+        return;
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        char **slot = calloc(cap, sizeof *slot);
+        if (!slot)
+            abort();
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i])
+                put(slot, cap, s->slot[i]);
+        free(s->slot);
+        s->slot = slot;
+        s->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k)
+        abort();
+    put(s->slot, s->cap, k);
+    s->n++;
+}
+
+int rdc_set_has(const struct rdc_set *s, const char *key)
+{
+    if (!s->cap)
+        return 0;
+    for (size_t i = hash(key) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
+        if (strcmp(s->slot[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+void rdc_set_free(struct rdc_set *s)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slot[i]);
+    free(s->slot);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,415 @@
+#include "engine/rd_io.h"
+
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PIPE_SIZE (1 << 20)   /* what we ask of stdin/stdout pipes (pipe-max-size allows 1 MiB) */
+#define PIPE_IDLE_MS 5   /* a pipe that is quiet this long gets its partial chunk sent */
+#define DIO_ALIGN 4096u  /* O_DIRECT: buffer address, file offset and length in whole 4 KiB */
+
+int rd_source_open(struct rd_source *s, const char *path, int direct)
+{
+    memset(s, 0, sizeof *s);
+    s->fd_direct = -1;
+    if (!path || strcmp(path, "-") == 0) {
+        s->fd = STDIN_FILENO;
+        snprintf(s->name, sizeof s->name, "stdin");
+    } else {
+        snprintf(s->name, sizeof s->name, "%s", path);
+        s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (s->fd < 0)
+            return rd_fail(RD_EIO, "cannot open input file '%s': %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode))
+        return rd_fail(RD_EIO, "input '%s' is a directory", s->name);
+    if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
+        fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);   /* fewer, larger reads; best effort */
+    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        s->is_regular = 1;
+        s->size = (uint64_t)st.st_size;
+        s->offset = (uint64_t)lseek(s->fd, 0, SEEK_CUR);   /* stdin may be a file opened mid-way */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", s->fd);
+        s->fd_direct = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);   /* -1: fs without O_DIRECT */
+        s->is_direct = direct && s->fd_direct >= 0;
+    }
+    return RD_OK;
+}
+
+/* Is the whole range in the page cache? mincore() on a throw-away mapping: no page is
+ * touched, so nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
+/* Are the pages of this mapping in the page cache? mincore() touches none of them, so
+ * nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
+static int resident(void *m, size_t len)
+{
+    static long page;
+    if (!page)
+        page = sysconf(_SC_PAGESIZE);
+    size_t pages = (len + (size_t)page - 1) / (size_t)page;
+    unsigned char vec[4096];
+    if (pages > sizeof vec)
+        pages = sizeof vec;   /* the first 16 MiB decide for the rest of the read */
+    int cached = mincore(m, pages * (size_t)page, vec) == 0;
+    for (size_t i = 0; cached && i < pages; i++)
+        cached = vec[i] & 1;
+    return cached;
+}
+
+static int range_cached(int fd, uint64_t off, size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+    if (m == MAP_FAILED)
+        return 1;
+    int cached = resident(m, len);
+    munmap(m, len);
+    return cached;
+}
+
+/* One read of a regular file at s->offset into buf. */
+static ssize_t read_regular(struct rd_source *s, char *buf, size_t want)
+{
+    int aligned = s->fd_direct >= 0 && ((uintptr_t)buf % 4096) == 0 && s->offset % 4096 == 0 &&
+                  want >= 4096 && s->offset + 4096 <= s->size;
+    if (!aligned || (!s->is_direct && range_cached(s->fd, s->offset, want))) {
+        ssize_t n = pread(s->fd, buf, want, (off_t)s->offset);
+        if (n > 0)
+            s->cached_bytes += (uint64_t)n;
+        return n;
+    }
+    /* not in the page cache (or --direct): straight from the device */
+    ssize_t n = pread(s->fd_direct, buf, want & ~(size_t)4095, (off_t)s->offset);
+    if (n < 0 && errno == EINVAL) {   /* this file refuses O_DIRECT after all */
+        close(s->fd_direct);
+        s->fd_direct = -1;
+        s->is_direct = 0;
+        n = pread(s->fd, buf, want, (off_t)s->offset);
+        if (n > 0)
+            s->cached_bytes += (uint64_t)n;
+        return n;
+    }
+    if (n > 0)
+        s->direct_bytes += (uint64_t)n;
+    return n;
+}
+
+void rd_source_custom(struct rd_source *s, const char *name,
+                      ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = s->fd_direct = -1;
+    s->read_fn = read_fn;
+    s->ctx = ctx;
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+void rd_sink_custom(struct rd_sink *s, const char *name,
+                    int (*write_fn)(void *ctx, const void *buf, size_t n),
+                    int (*finish_fn)(void *ctx), void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = s->fd_direct = s->dir_fd = -1;
+    s->write_fn = write_fn;
+    s->finish_fn = finish_fn;
+    s->ctx = ctx;
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset)
+{
+    struct stat st;
+    if (!s->is_regular || s->read_fn || s->is_direct || s->offset % 4096 != 0)
+        return NULL;
+    if (s->offset >= s->size && fstat(s->fd, &st) == 0)
+        s->size = (uint64_t)st.st_size;   /* the file may have grown */
+    if (s->offset >= s->size)
+        return NULL;   /* let read() say where the end is */
+    size_t n = s->size - s->offset < cap ? (size_t)(s->size - s->offset) : cap;
+    /* one mapping serves both the residency check and the send */
+    void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, s->fd, (off_t)s->offset);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (!resident(m, n)) {
+        munmap(m, n);
+        return NULL;   /* cold: O_DIRECT into the buffer is cheaper than faulting pages in */
+    }
+#ifdef MADV_POPULATE_READ
+    madvise(m, n, MADV_POPULATE_READ);   /* map the cached pages now, not one fault at a time */
+#endif
+    *offset = s->offset;
+    s->offset += n;
+    s->cached_bytes += n;
+    *len = n;
+    return m;
+}
+
+void rd_source_unmap(const uint8_t *p, size_t len)
+{
+    munmap((void *)p, len);
+}
+
+static __thread sigjmp_buf *bus_jump;   /* set while this thread hashes mapped pages */
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    if (bus_jump)
+        siglongjmp(*bus_jump, 1);
+    signal(sig, SIG_DFL);   /* not ours: die of it as we would have */
+    raise(sig);
+}
+
+static void install_sigbus(void)
+{
+    struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, uint64_t *sum)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_sigbus);
+    sigjmp_buf env;
+    if (sigsetjmp(env, 1)) {
+        bus_jump = NULL;
+        rd_fail(RD_EIO, "%s shrank while it was being sent", s->name);
+        return -1;
+    }
+    bus_jump = &env;
+    *sum = rd_checksum(p, n);
+    bus_jump = NULL;
+    return 0;
+}
+
+ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
+{
+    if (s->read_fn)
+        return s->read_fn(s->ctx, buf, cap);
+    size_t got = 0;
+    while (got < cap) {
+        ssize_t n;
+        if (s->is_regular)
+            n = read_regular(s, (char *)buf + got, cap - got);
+        else
+            n = read(s->fd, (char *)buf + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rd_fail(RD_EIO, "cannot read %s: %s", s->name, strerror(errno));
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+        if (s->is_regular) {
+            s->offset += (uint64_t)n;
+        } else if (got < cap) {
+            struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+            if (poll(&pfd, 1, PIPE_IDLE_MS) == 0)
+                break;
+        }
+    }
+    return (ssize_t)got;
+}
+
+void rd_source_close(struct rd_source *s)
+{
+    if (s->fd > STDERR_FILENO)
+        close(s->fd);
+    if (s->fd_direct >= 0)
+        close(s->fd_direct);
+    s->fd = s->fd_direct = -1;
+}
+
+/* The directory a new file's name lives in, opened so that fsync can make the name durable;
+ * -1 when it cannot be opened (then only the file's data is synced). */
+static int open_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = strndup(path, len);
+    if (!dir)
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    return fd;
+}
+
+int rd_sink_open(struct rd_sink *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->fd_direct = s->dir_fd = -1;
+    if (!path || strcmp(path, "-") == 0) {
+        s->fd = STDOUT_FILENO;
+        snprintf(s->name, sizeof s->name, "stdout");
+    } else {
+        snprintf(s->name, sizeof s->name, "%s", path);
+        /* O_EXCL first: only a name this run created needs its directory synced */
+        s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (s->fd >= 0)
+            s->dir_fd = open_parent(path);
+        else if (errno == EEXIST)
+            s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (s->fd < 0)
+            return rd_fail(RD_EIO, "cannot open output file '%s': %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(s->fd, &st) == 0) {
+        s->is_regular = S_ISREG(st.st_mode);
+        s->syncable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);   /* pipes, sockets, ttys: nothing to sync */
+        if (S_ISFIFO(st.st_mode))
+            fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
+    }
+    return RD_OK;
+}
+
+void rd_sink_use_direct(struct rd_sink *s)
+{
+    int fl = fcntl(s->fd, F_GETFL);
+    /* O_APPEND (a shell's >>): the bytes go wherever the end is then, not to an offset we know */
+    if (!s->is_regular || s->fd_direct >= 0 || fl < 0 || (fl & O_APPEND))
+        return;
+    off_t pos = lseek(s->fd, 0, SEEK_CUR);   /* stdout may be a file opened mid-way */
+    if (pos < 0)
+        return;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", s->fd);
+    s->fd_direct = open(self, O_WRONLY | O_CLOEXEC | O_DIRECT);
+    s->offset = (uint64_t)pos;
+    s->positioned = 1;   /* from now on both descriptors write at s->offset, never at the fd's position */
+}
+
+int rd_sink_begin(struct rd_sink *s)
+{
+    if (s->is_regular && s->fd != STDOUT_FILENO && ftruncate(s->fd, 0))
+        return rd_fail(RD_EIO, "cannot truncate %s: %s", s->name, strerror(errno));
+    return RD_OK;
+}
+
+/* The next piece of p[0..n) to write at s->offset, and whether O_DIRECT can take it. Only
+ * when the buffer and the file offset sit at the same place within a block can blocks of
+ * both line up: then the head up to the next block boundary goes buffered, the whole blocks
+ * after it direct, the ragged tail buffered. Otherwise all of it goes buffered. */
+static size_t next_piece(const struct rd_sink *s, const char *p, size_t n, int *direct)
+{
+    *direct = 0;
+    if (s->fd_direct < 0)
+        return n;
+    size_t phase = (size_t)(s->offset % DIO_ALIGN);
+    if (phase != (uintptr_t)p % DIO_ALIGN)
+        return n;
+    if (phase)
+        return n < DIO_ALIGN - phase ? n : DIO_ALIGN - phase;
+    if (n < DIO_ALIGN)
+        return n;
+    *direct = 1;
+    return n & ~(size_t)(DIO_ALIGN - 1);
+}
+
+int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
+{
+    if (s->write_fn)
+        return s->write_fn(s->ctx, buf, n);
+    const char *p = buf;
+    while (n) {
+        int direct;
+        size_t len = next_piece(s, p, n, &direct);
+        ssize_t w;
+        if (direct)
+            w = pwrite(s->fd_direct, p, len, (off_t)s->offset);
+        else if (s->positioned)
+            w = pwrite(s->fd, p, len, (off_t)s->offset);
+        else
+            w = write(s->fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && direct && errno == EINVAL) {
+            /* this file refuses O_DIRECT after all: the same bytes again, buffered, same offset */
+            close(s->fd_direct);
+            s->fd_direct = -1;
+            continue;
+        }
+        if (w < 0)
+            return rd_fail(RD_EIO, "cannot write %s: %s", s->name, strerror(errno));
+        if (w == 0)   /* no error and no progress: never loop on it, never skip it */
+            return rd_fail(RD_EIO, "cannot write %s: it took 0 of %zu bytes", s->name, len);
+        p += w;
+        n -= (size_t)w;
+        s->offset += (uint64_t)w;
+    }
+    return RD_OK;
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* fsync-family failures that mean "nothing to sync here" rather than "not durable" */
+static int sync_failed(int rc)
+{
+    return rc && errno != EINVAL && errno != EROFS;
+}
+
+int rd_sink_finish(struct rd_sink *s)
+{
+    if (s->write_fn)
+        return s->finish_fn ? s->finish_fn(s->ctx) : RD_OK;
+    if (s->fd_direct >= 0) {
+        close(s->fd_direct);
+        s->fd_direct = -1;
+    }
+    if (s->positioned)
+        lseek(s->fd, (off_t)s->offset, SEEK_SET);   /* a shared stdout continues after our bytes */
+    if (s->sync && s->syncable) {
+        double t0 = mono_now();
+        if (sync_failed(fdatasync(s->fd)))
+            return rd_fail(RD_EIO, "cannot flush %s: %s", s->name, strerror(errno));
+        if (s->dir_fd >= 0 && sync_failed(fsync(s->dir_fd)))
+            return rd_fail(RD_EIO, "cannot flush the directory of %s: %s", s->name, strerror(errno));
+        s->synced = 1;
+        s->sync_seconds = mono_now() - t0;
+    }
+    if (s->dir_fd >= 0) {
+        close(s->dir_fd);
+        s->dir_fd = -1;
+    }
+    if (s->fd > STDERR_FILENO) {
+        int rc = close(s->fd);
+        s->fd = -1;
+        if (rc)
+            return rd_fail(RD_EIO, "cannot close %s: %s", s->name, strerror(errno));
+    }
+    return RD_OK;
+}
+
+void rd_sink_close(struct rd_sink *s)
+{
+    if (s->fd > STDERR_FILENO)
+        close(s->fd);
+    if (s->fd_direct >= 0)
+        close(s->fd_direct);
+    if (s->dir_fd >= 0)
+        close(s->dir_fd);
+    s->fd = s->fd_direct = s->dir_fd = -1;
+}

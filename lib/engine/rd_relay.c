@@ -1,0 +1,262 @@
+/* rd_relay.c - what a `cat` segment of rdpipe runs (rdpipe h1:'<f' h2:cat h3:'>f' on h2).
+ *
+ * Frames go downstream byte for byte, so the origin's checksums and whole-stream hash travel
+ * end to end and the last receiver verifies them; the relay checks headers, order and the
+ * END totals, not payloads. Between two TCP connections a payload is spliced from socket to
+ * socket and never enters user space; otherwise it leaves from the buffer it landed in (TCP)
+ * or is copied once into a registered send buffer (RDMA). Upstream gets CONFIRM only after
+ * the downstream receiver confirmed, so the origin's exit 0 still means "written at the end
+ * of the pipeline". A failure on either side sends ABORT, with the reason, to both.
+ */
+#include "engine/rd_relay.h"
+
+#include "util/rd_error.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+enum side { SIDE_UP, SIDE_DOWN };
+
+struct relay {
+    struct rd_transport *up, *down;
+    const struct rd_params *p;
+    struct rd_counters *cnt;
+    struct rd_end end;          /* what upstream announced (and we forwarded) */
+    uint64_t seq, total;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int answered;               /* the downstream monitor is done */
+    int confirmed;
+    struct rd_end confirm;
+    int down_said;              /* downstream sent ABORT/REJECT with this reason */
+    struct rd_reason down_reason;
+    struct rd_frame cur;        /* forwarded frames: the header being passed on */
+};
+
+/* Downstream's answer: CONFIRM, or an ABORT with a reason, or its death. Anything but
+ * CONFIRM is passed upstream at once and stops both connections. */
+static void *monitor_main(void *arg)
+{
+    struct relay *r = arg;
+    struct rd_buf *b;
+    struct rd_frame f;
+    int ok = 0;
+    if (rd_recv_ctrl_quiet(r->down, -1, &b, &f) == RD_OK) {   /* the main thread sends on down */
+        if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &r->confirm) == RD_P_OK) {
+            ok = 1;
+        } else if (f.type == RD_ABORT || f.type == RD_REJECT) {
+            r->down_said = rd_reason_decode(f.payload, f.length, &r->down_reason) == RD_P_OK;
+            rd_fail_from_reason(&f, "downstream");
+        } else if (f.type == RD_CONFIRM) {
+            rd_fail(RD_ESTREAM, "downstream %s sent a malformed CONFIRM", r->down->peer);
+        } else {
+            rd_fail(RD_ESTREAM, "protocol error: downstream %s sent %s during the stream",
+                    r->down->peer, rd_frame_type_name(f.type));
+        }
+        r->down->ops->release(r->down, b);
+    }
+    if (!ok) {
+        char text[300];
+        if (r->down_said)
+            snprintf(text, sizeof text, "downstream: %s", r->down_reason.text);
+        else
+            snprintf(text, sizeof text, "%s", rd_error_msg());
+        rd_send_reason(r->up, RD_ABORT, RD_ESTREAM, text);
+        r->up->ops->shutdown(r->up);
+        r->down->ops->shutdown(r->down);
+    }
+    pthread_mutex_lock(&r->lock);
+    r->answered = 1;
+    r->confirmed = ok;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* Wait for the monitor, at most timeout_s seconds (-1 = until it answers). */
+static int wait_answer(struct relay *r, int timeout_s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_s;
+    pthread_mutex_lock(&r->lock);
+    while (!r->answered)
+        if (timeout_s < 0)
+            pthread_cond_wait(&r->cond, &r->lock);
+        else if (pthread_cond_timedwait(&r->cond, &r->lock, &ts))
+            break;
+    int answered = r->answered;
+    pthread_mutex_unlock(&r->lock);
+    return answered;
+}
+
+/* Check one header from upstream: its type, order and size. */
+static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, struct rd_frame *f)
+{
+    /* TCP delivers frames shorter than a header too: their "header" would be stale bytes */
+    int pe = frame_len < RD_FRAME_HDR ? RD_P_SHORT : rd_frame_parse_head(head, r->p->chunk_size, f);
+    if (pe == RD_P_OK && RD_FRAME_HDR + (size_t)f->length != frame_len)
+        pe = RD_P_LENGTH;
+    if (pe == RD_P_OK && f->type != RD_DATA && f->type != RD_END && f->type != RD_ABORT)
+        pe = RD_P_TYPE;
+    if (pe == RD_P_OK && f->type != RD_DATA && f->length > RD_CTRL_FRAME - RD_FRAME_HDR)
+        pe = RD_P_LENGTH;
+    if (pe == RD_P_OK && f->type == RD_DATA && f->seq != r->seq)
+        pe = RD_P_SEQUENCE;
+    if (pe != RD_P_OK)
+        return rd_fail(RD_ESTREAM, "protocol error from sender %s: %s", r->up->peer, rd_proto_strerror(pe));
+    return RD_OK;
+}
+
+/* A control frame (END or ABORT) whose payload is in memory: verify it and act on it.
+ * Returns RD_OK for END (forwarded: now wait for downstream), or the ABORT's error. */
+static int take_ctrl(struct relay *r, struct rd_frame *f)
+{
+    if (rd_frame_verify(f) != RD_P_OK)
+        return rd_fail(RD_ESTREAM, "stream corrupt: damaged %s frame", rd_frame_type_name(f->type));
+    if (f->type == RD_ABORT)
+        return rd_fail_from_reason(f, "sender");
+    if (rd_end_decode(f->payload, f->length, &r->end) != RD_P_OK)
+        return rd_fail(RD_ESTREAM, "malformed END from sender %s", r->up->peer);
+    if (r->end.total_bytes != r->total || r->end.frames != r->seq)
+        return rd_fail(RD_ESTREAM, "stream incomplete: sender sent %llu bytes in %llu frames, %llu bytes in %llu frames arrived",
+                       (unsigned long long)r->end.total_bytes, (unsigned long long)r->end.frames,
+                       (unsigned long long)r->total, (unsigned long long)r->seq);
+    return RD_OK;
+}
+
+static void count(struct relay *r, uint32_t len)
+{
+    r->seq++;
+    r->total += len;
+    atomic_fetch_add(&r->cnt->bytes, len);
+    atomic_fetch_add(&r->cnt->frames, 1);
+}
+
+/* The relay's side of ops->forward: the transport moves the frames, these decide. */
+static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, int *is_data)
+{
+    struct relay *r = ctx;
+    int rc = check_head(r, head, frame_len, &r->cur);
+    *is_data = !rc && r->cur.type == RD_DATA;
+    return rc;
+}
+
+static void fw_passed(void *ctx, size_t frame_len)
+{
+    count(ctx, (uint32_t)(frame_len - RD_FRAME_HDR));
+}
+
+static int fw_ctrl(void *ctx, const uint8_t *frame, size_t frame_len)
+{
+    struct relay *r = ctx;
+    r->cur.payload = frame + RD_FRAME_HDR;
+    return take_ctrl(r, &r->cur);
+}
+
+/* Same transport on both sides and it can forward by itself (TCP: splice). */
+static int relay_forwarded(struct relay *r, enum side *side)
+{
+    struct rd_forward fw = { .ctx = r, .check = fw_check, .passed = fw_passed, .ctrl = fw_ctrl };
+    int rc = r->up->ops->forward(r->up, r->down, &fw);
+    *side = fw.down_failed ? SIDE_DOWN : SIDE_UP;
+    return rc;
+}
+
+/* Any transports: forward each frame from the buffer it arrived in. */
+static int relay_buffers(struct relay *r, enum side *side)
+{
+    struct rd_transport *up = r->up, *down = r->down;
+    for (;;) {
+        struct rd_buf *b, *o;
+        struct rd_frame f;
+        *side = SIDE_UP;
+        int rc = up->ops->recv(up, &b, -1);
+        if (rc)
+            return rc;
+        rc = check_head(r, b->data, b->len, &f);
+        if (rc) {
+            up->ops->release(up, b);
+            return rc;
+        }
+        f.payload = b->data + RD_FRAME_HDR;
+        *side = SIDE_DOWN;
+        rc = down->ops->get_send_buf(down, &o);
+        if (!rc && down->ops->send_ref) {
+            memcpy(o->data, b->data, RD_FRAME_HDR);
+            o->ref = b->data + RD_FRAME_HDR;
+            o->ref_len = f.length;
+            o->ref_fd = -1;
+            rc = down->ops->send_ref(down, o);
+        } else if (!rc) {
+            memcpy(o->data, b->data, b->len);
+            o->len = b->len;
+            rc = down->ops->send(down, o);
+        }
+        if (!rc && f.type != RD_DATA) {
+            *side = SIDE_UP;
+            rc = take_ctrl(r, &f);
+        }
+        up->ops->release(up, b);
+        if (rc || f.type != RD_DATA)
+            return rc;
+        count(r, f.length);
+    }
+}
+
+int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd_params *p,
+             struct rd_counters *cnt)
+{
+    struct relay r = { .up = up, .down = down, .p = p, .cnt = cnt };
+    pthread_t monitor;
+    enum side side = SIDE_UP;
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.cond, NULL);
+    int rc = RD_OK;
+    if (pthread_create(&monitor, NULL, monitor_main, &r)) {
+        rc = rd_fail(RD_EIO, "cannot start the monitor thread");
+        goto destroy_sync;
+    }
+    if (up->ops->forward && up->ops == down->ops)
+        rc = relay_forwarded(&r, &side);
+    else
+        rc = relay_buffers(&r, &side);
+    if (!rc)
+        rc = down->ops->drain(down);
+    if (!rc) {
+        /* END is on its way: the answer decides */
+        wait_answer(&r, -1);
+        if (!r.confirmed) {
+            rc = rd_error_code();
+            if (!rc)
+                rc = rd_fail(RD_ESTREAM, "no confirmation from downstream");
+        } else if (r.confirm.total_bytes != r.end.total_bytes || r.confirm.frames != r.end.frames ||
+                 r.confirm.stream_hash != r.end.stream_hash)
+            rc = rd_fail(RD_ESTREAM, "downstream %s confirmed another stream than the one relayed", down->peer);
+        if (!rc) {
+            uint8_t out[RD_END_LEN];
+            rc = rd_send_ctrl(up, RD_CONFIRM, out, (uint32_t)rd_end_encode(&r.confirm, out));
+            if (!rc)
+                rc = up->ops->drain(up);
+        }
+    } else if (side == SIDE_DOWN && wait_answer(&r, 1) && r.down_said) {
+        /* a send failed because downstream hung up: its reason beats "broken pipe" */
+        rd_error_clear();
+        rc = rd_fail(RD_ESTREAM, "downstream: %s", r.down_reason.text);
+    }
+    if (rc) {
+        char text[300];
+        snprintf(text, sizeof text, "%s", rd_error_msg());
+        rd_send_reason(down, RD_ABORT, rd_error_code(), text);
+        rd_send_reason(up, RD_ABORT, rd_error_code(), text);
+    }
+    up->ops->shutdown(up);
+    down->ops->shutdown(down);
+    pthread_join(monitor, NULL);
+destroy_sync:
+    pthread_cond_destroy(&r.cond);
+    pthread_mutex_destroy(&r.lock);
+    return rc ? rd_error_or(rc) : RD_OK;
+}

@@ -1,0 +1,483 @@
+/* rdp_main.c - rdpipe's initiator: parse, plan, start one agent per segment, wire the hops,
+ * watch, and tear everything down on the first failure or signal. */
+#include "pipe/rdp_main.h"
+#include "util/rd_clock.h"
+
+#include "run/rd_cli.h"
+#include "run/rd_report.h"
+#include "pipe/rdp_agent.h"
+#include "remote/rdp_hop.h"
+#include "remote/rdp_line.h"
+#include "remote/rdp_link.h"
+#include "remote/rdp_opts.h"
+#include "remote/rdp_proc.h"
+#include "remote/rdp_shell.h"
+#include "remote/rdp_spec.h"
+#include "remote/rdp_warn.h"
+#include "remote/rdp_watch.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SETUP_TIMEOUT_S 60.0   /* ssh login + agent start on every host */
+#define SETTLE_S 0.5           /* after the first failure, how long to collect the others */
+#define EXIT_GRACE_S 3.0       /* closed channels: how long agents get before SIGTERM */
+#define LOST_CODE 255          /* like ssh: the connection to the host was lost */
+
+static const char usage_text[] =
+    "usage: rdpipe [options] [[user@]host:]'cmd' ...\n"
+    "Run a pipeline whose segments run on different hosts; the stream goes from host to host\n"
+    "directly (rdsend/rdrecv: RDMA where both ends have it, TCP otherwise).\n"
+    "\n"
+    "  echo hello | rdpipe host1:'tr a-z A-Z' host2:'rev'       prints OLLEH\n"
+    "  rdpipe fs1:'zfs send tank@snap' backup:'zfs recv tank'   fs1 -> backup directly\n"
+    "  rdpipe fs1:'< big.img' fs2:'tee >(sha256sum > sum)' backup:'> big.img'\n"
+    "  rdpipe -v host1:'wc -c' < file                           bytes and bandwidth per hop\n"
+    "\n"
+    "Each argument is [user@]host:'cmd'; a bare 'cmd' or localhost:'cmd' runs here. Commands run\n"
+    "under bash on their host. The local stdin feeds the first segment unless it is a terminal;\n"
+    "the last segment's output comes back to the local stdout. A segment that is just '<file'\n"
+    "(first only), '>file' or '>>file' (last only) reads or writes that file on its host.\n"
+    "\n"
+    "options:\n"
+    "  -n, --dry-run          print the plan (hosts, commands, hops, ssh commands) and exit\n"
+    "  -v, --verbose          per-hop bytes and bandwidth on stderr (-vv: rdsend/rdrecv -v too)\n"
+    "      --ssh CMD          how to reach a host (default: ssh -o BatchMode=yes)\n"
+    "      --transport T      auto (default), tcp or rdma: passed to every rdsend/rdrecv\n"
+    "      --remote-path P    rdpipe's path on the remote hosts (default: rdpipe from PATH);\n"
+    "                         rdsend and rdrecv are taken from the same directory\n"
+    "  -H, --hostname ADDR    the address other hosts reach this machine at (default: the\n"
+    "                         address each host's SSH connection came from, SSH_CONNECTION)\n"
+    "  -h, --help             this help\n"
+    "  -V, --version          version\n"
+    "\n"
+    "Addresses: a remote segment is reached at the address its sshd was reached at, this machine\n"
+    "at the address its SSH connections came from. Data therefore takes the network SSH takes:\n"
+    "to move data over an RDMA network (IPoIB/RoCE) while SSH uses another one, let ssh connect\n"
+    "to the hosts' RDMA-network addresses (HostName in ~/.ssh/config) and give -H with this\n"
+    "machine's RDMA-network address when it runs a segment or the stdin/stdout ends.\n"
+    "\n"
+    "exit status: 0 when every segment succeeded; otherwise that of the first failing segment\n"
+    "(its command's status, or rdsend/rdrecv's: 2 connect, 3 auth, 4 stream, 5 local IO, 101 no\n"
+    "RDMA device), 255 when the connection to a host was lost, 128+N on signal N, 1 usage.\n";
+
+struct node {
+    struct rdp_seg s;
+    struct rdp_link l;         /* the control link to this node's agent */
+    char key[65];              /* hex key of the hop into this node */
+    int has_recv_stat;
+    unsigned long long recv_bytes;
+    double recv_seconds;
+    char recv_transport[32];
+    char addr[80];             /* where the previous node sends to */
+};
+
+struct failure {
+    int node, rank, code, seq;
+    char role[8];
+    char *msg;
+};
+
+struct run {
+    struct node *n;
+    int count;
+    int verbose, dry_run;
+    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdp_watch w;        /* the links of n[0..count-1] while the pipeline runs */
+    struct failure best;
+    int have_failure, seq;
+    double settle_at;
+    int interrupted;
+};
+
+#define warnx(...) rdp_warnx("rdpipe", __VA_ARGS__)
+
+static const char *label(const struct node *x, char *buf, size_t len)
+{
+    if (x->s.pseudo == 1)
+        snprintf(buf, len, "local stdin");
+    else if (x->s.pseudo == 2)
+        snprintf(buf, len, "local stdout");
+    else
+        snprintf(buf, len, "%s '%s'", x->s.host, x->s.text);
+    return buf;
+}
+
+/* What one segment does with the stream, for -n. */
+static void print_role(const struct node *x)
+{
+    if (x->s.kind == RDP_PASS && x->s.in == RDP_IN_RECV && x->s.out == RDP_OUT_SEND) {
+        printf("     relay: rdrecv --relay-fd (ephemeral port) forwards the frames unchanged\n");
+        return;
+    }
+    const char *in = x->s.in == RDP_IN_RECV ? "rdrecv (ephemeral port)" : x->s.in == RDP_IN_STDIN ? "stdin" : "nothing";
+    const char *out = x->s.out == RDP_OUT_SEND ? "rdsend" : x->s.out == RDP_OUT_STDOUT ? "stdout" : "nothing";
+    printf("     input: %s; ", in);
+    switch (x->s.kind) {
+    case RDP_CMD: printf("runs: bash -c '%s'", x->s.cmd); break;
+    case RDP_READ: printf("reads file %s", x->s.path); break;
+    case RDP_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
+    case RDP_APPEND: printf("appends to file %s", x->s.path); break;
+    case RDP_PASS: printf("passes the stream"); break;
+    case RDP_TSEND: case RDP_TRECV: printf("rdcp tree"); break;
+    }
+    printf("; output: %s\n", out);
+}
+
+static void print_plan(const struct run *r)
+{
+    char lb[512], lb2[512];
+    printf("rdpipe plan: %d segment%s\n", r->count, r->count == 1 ? "" : "s");
+    for (int i = 0; i < r->count; i++) {
+        const struct node *x = &r->n[i];
+        printf("  %d. %s\n", i + 1, label(x, lb, sizeof lb));
+        print_role(x);
+        if (x->s.dest) {
+            char **v = rdp_link_ssh_argv(&r->o.reach, x->s.dest);
+            printf("     agent via:");
+            for (char **p = v; *p; p++) {
+                if (strpbrk(*p, " \t'\"$")) {
+                    char *q = rdp_shell_quote(*p);
+                    printf(" %s", q);
+                    free(q);
+                } else {
+                    printf(" %s", *p);
+                }
+            }
+            printf("\n");
+            rdp_link_argv_free(v);
+        } else {
+            printf("     agent: local\n");
+        }
+        if (x->s.out == RDP_OUT_SEND && i + 1 < r->count)
+            printf("     hop %d: %s -> %s (transport %s)\n", i + 1, x->s.host,
+                   label(&r->n[i + 1], lb2, sizeof lb2), r->o.transport);
+    }
+}
+
+static int spawn_node(struct run *r, struct node *x)
+{
+    char self[PATH_MAX] = "";
+    if (!x->s.dest) {   /* a local agent is this very binary, on our stdin and stdout */
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            return -1;
+        self[n] = '\0';
+    }
+    return rdp_link_spawn(&x->l, &r->o.reach, x->s.dest, self, STDIN_FILENO, STDOUT_FILENO);
+}
+
+static void send_to(struct node *x, const char *fmt, const char *a, const char *b, const char *c)
+{
+    if (x->l.wfd >= 0 && rdp_send(x->l.wfd, fmt, a, b, c) < 0)
+        rdp_link_close(&x->l);
+}
+
+static void add_failure(struct run *r, int node, const char *role, int rank, int code, const char *msg)
+{
+    int seq = r->seq++;
+    if (!r->have_failure)
+        r->settle_at = rd_now() + SETTLE_S;
+    if (r->have_failure && (r->best.rank < rank || (r->best.rank == rank && r->best.seq < seq)))
+        return;
+    free(r->best.msg);
+    r->best = (struct failure){ .node = node, .rank = rank, .code = code, .seq = seq,
+                                .msg = msg ? strdup(msg) : NULL };
+    snprintf(r->best.role, sizeof r->best.role, "%s", role);
+    r->have_failure = 1;
+}
+
+/* What an agent says beyond the setup replies: logs, statistics, exits. */
+static void handle_line(void *ctx, int i, char **w, int n)
+{
+    struct run *r = ctx;
+    struct node *x = &r->n[i];
+    char lb[512];
+    if (strcmp(w[0], "log") == 0 && n == 2) {
+        char *t = rdp_unhex(w[1], NULL);
+        if (t && r->verbose)
+            fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
+        free(t);
+    } else if (strcmp(w[0], "stat") == 0 && n == 5) {
+        if (strcmp(w[1], "recv") == 0) {
+            x->has_recv_stat = 1;
+            x->recv_bytes = strtoull(w[2], NULL, 10);
+            x->recv_seconds = strtod(w[3], NULL);
+            snprintf(x->recv_transport, sizeof x->recv_transport, "%s", w[4]);
+        }
+    } else if (strcmp(w[0], "exit") == 0 && n == 5) {
+        int code = atoi(w[2]), killed = atoi(w[3]);
+        if (code == 0 || killed || r->interrupted)
+            return;
+        char *m = rdp_unhex(w[4], NULL);
+        char msg[2048];
+        const char *role = w[1];
+        int rank;
+        if (strcmp(role, "cmd") == 0) {
+            rank = code == 128 + SIGPIPE ? 30 : 0;
+            if (code > 128 && code < 128 + 65)
+                snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
+                         x->s.text, code - 128);
+            else
+                snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
+                         x->s.text, code);
+        } else if (strcmp(role, "recv") == 0) {
+            rank = code > 128 ? 15 : 20;   /* killed: a cause; an error: often a consequence */
+            snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
+                     x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
+                     m && *m ? ": " : "", m ? m : "");
+        } else if (strcmp(role, "relay") == 0) {
+            rank = code > 128 ? 15 : 20;
+            snprintf(msg, sizeof msg, "%s: relaying the stream from %s to %s failed (rdrecv exit %d)%s%s",
+                     x->s.host, i > 0 ? r->n[i - 1].s.host : "?", i + 1 < r->count ? r->n[i + 1].s.host : "?",
+                     code, m && *m ? ": " : "", m ? m : "");
+        } else if (strcmp(role, "send") == 0) {
+            rank = code > 128 ? 15 : 20;
+            snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",
+                     x->s.host, label(x, lb, sizeof lb), i + 1 < r->count ? r->n[i + 1].s.host : "?",
+                     code, m && *m ? ": " : "", m ? m : "");
+        } else {
+            rank = strcmp(role, "file") == 0 ? 0 : 20;
+            snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->s.host, label(x, lb, sizeof lb),
+                     code, m && *m ? ": " : "", m ? m : "");
+        }
+        add_failure(r, i, role, rank, code, msg);
+        free(m);
+    }
+}
+
+static void lost(void *ctx, int i)
+{
+    struct run *r = ctx;
+    struct node *x = &r->n[i];
+    char lb[512], msg[1024];
+    if (r->interrupted)
+        return;
+    /* give ssh a moment to exit so that its status can be named */
+    rdp_watch_settle(&r->w, i, 200);
+    char how[64] = "";
+    if (x->l.reaped && x->l.signal)
+        snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
+    else if (x->l.reaped)
+        snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
+    snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
+             label(x, lb, sizeof lb), how,
+             x->l.reaped && x->l.status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
+    add_failure(r, i, "lost", 10, LOST_CODE, msg);
+}
+
+static const char *in_name(enum rdp_in i)
+{
+    return i == RDP_IN_RECV ? "recv" : i == RDP_IN_STDIN ? "stdin" : "none";
+}
+
+static const char *out_name(enum rdp_out o)
+{
+    return o == RDP_OUT_SEND ? "send" : o == RDP_OUT_STDOUT ? "stdout" : "none";
+}
+
+static void print_hops(struct run *r)
+{
+    char lb[512], lb2[512], b[32];
+    int hop = 0;
+    for (int i = 1; i < r->count; i++) {
+        struct node *x = &r->n[i];
+        if (x->s.in != RDP_IN_RECV)
+            continue;
+        hop++;
+        if (!x->has_recv_stat) {
+            fprintf(stderr, "rdpipe: hop %d %s -> %s: no statistics\n", hop,
+                    label(&r->n[i - 1], lb, sizeof lb), label(x, lb2, sizeof lb2));
+            continue;
+        }
+        rd_format_bytes(x->recv_bytes, b, sizeof b);
+        double gbs = x->recv_seconds > 0 ? x->recv_bytes / x->recv_seconds / 1e9 : 0;
+        fprintf(stderr, "rdpipe: hop %d %s -> %s: %llu bytes (%s) in %.3f s, %.3f GB/s over %s\n", hop,
+                label(&r->n[i - 1], lb, sizeof lb), label(x, lb2, sizeof lb2), x->recv_bytes, b,
+                x->recv_seconds, gbs, x->recv_transport);
+    }
+}
+
+/* Close every control channel, give the agents EXIT_GRACE_S to go, then force them. */
+static void shut_down(struct run *r, int forced)
+{
+    double limit = forced ? EXIT_GRACE_S : 2 * EXIT_GRACE_S;
+    rdp_watch_stop(&r->w, limit, limit + 2);
+}
+
+static int run_pipeline(struct run *r)
+{
+    if (rdp_watch_signals()) {
+        warnx("cannot set up signal handling: %s", strerror(errno));
+        return 5;
+    }
+    char lb[512];
+    struct rdp_link **links = calloc((size_t)r->count, sizeof *links);
+    for (int i = 0; i < r->count; i++)
+        links[i] = &r->n[i].l;
+    r->w = (struct rdp_watch){ .l = links, .n = r->count, .interrupted = &r->interrupted, .ctx = r,
+                               .on_line = handle_line, .on_lost = lost };
+    for (int i = 0; i < r->count; i++) {
+        struct node *x = &r->n[i];
+        if (spawn_node(r, x)) {
+            warnx("cannot start the agent for %s: %s", label(x, lb, sizeof lb), strerror(errno));
+            r->count = r->w.n = i;
+            shut_down(r, 1);
+            free(links);
+            return 5;
+        }
+    }
+    for (int i = 0; i < r->count; i++) {
+        struct node *x = &r->n[i];
+        char *cmd = rdp_hex_str(x->s.cmd), *path = rdp_hex_str(x->s.path);
+        char head[200];
+        snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDP_PROTO, rdp_kind_name(x->s.kind),
+                 in_name(x->s.in), out_name(x->s.out), r->o.transport, r->verbose);
+        send_to(x, "%s %s %s", head, cmd, path);
+        free(cmd);
+        free(path);
+        if (x->s.in == RDP_IN_RECV) {
+            rdp_hop_key(x->key);
+            send_to(x, "key %s%s%s", x->key, "", "");
+        }
+        send_to(x, "setup%s%s%s", "", "", "");
+    }
+    double deadline = rd_now() + SETUP_TIMEOUT_S;
+    int started = 0;
+    for (;;) {
+        if (r->interrupted > 0)
+            break;
+        int all_ready = 1, all_done = 1;
+        for (int i = 0; i < r->count; i++) {
+            if (!r->n[i].l.ready)
+                all_ready = 0;
+            if (!r->n[i].l.done)
+                all_done = 0;
+        }
+        if (r->have_failure && (all_done || rd_now() >= r->settle_at))
+            break;
+        if (started && all_done)
+            break;
+        if (!started && all_ready && !r->have_failure) {
+            for (int i = 0; i + 1 < r->count; i++) {
+                struct node *x = &r->n[i];
+                if (x->s.out != RDP_OUT_SEND)
+                    continue;
+                struct node *to = &r->n[i + 1];
+                rdp_hop_addr(to->s.dest, to->s.host, to->l.srv, x->s.dest, r->o.hostname, to->addr,
+                             sizeof to->addr);
+                char port[16];
+                snprintf(port, sizeof port, "%d", to->l.port);
+                send_to(x, "next %s %s %s", r->n[i + 1].addr, port, r->n[i + 1].key);
+                if (r->verbose)
+                    fprintf(stderr, "rdpipe: hop %s -> %s at %s port %s\n", x->s.host,
+                            label(&r->n[i + 1], lb, sizeof lb), r->n[i + 1].addr, port);
+            }
+            for (int i = r->count - 1; i >= 0; i--)
+                send_to(&r->n[i], "start%s%s%s", "", "", "");
+            started = 1;
+        }
+        if (!started && !r->have_failure && rd_now() >= deadline) {
+            for (int i = 0; i < r->count; i++)
+                if (!r->n[i].l.ready) {
+                    char msg[1024];
+                    snprintf(msg, sizeof msg, "%s: the agent for %s did not start within %.0f s", r->n[i].s.host,
+                             label(&r->n[i], lb, sizeof lb), SETUP_TIMEOUT_S);
+                    add_failure(r, i, "lost", 10, LOST_CODE, msg);
+                    break;
+                }
+            break;
+        }
+        double wait = r->have_failure ? r->settle_at - rd_now() : started ? 1.0 : deadline - rd_now();
+        rdp_watch_pump(&r->w, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+    }
+    int rc = 0;
+    if (r->interrupted > 0) {
+        warnx("interrupted by signal %d: stopping the pipeline", r->interrupted);
+        rc = 128 + r->interrupted;
+    } else if (r->have_failure) {
+        warnx("%s", r->best.msg ? r->best.msg : "failed");
+        rc = r->best.code ? r->best.code : 1;
+    }
+    shut_down(r, rc != 0);
+    free(links);
+    if (r->verbose)
+        print_hops(r);
+    return rc;
+}
+
+int rdp_main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--agent") == 0) {
+        int fd = -1;
+        if (argc >= 4 && strcmp(argv[2], "--control-fd") == 0)
+            fd = atoi(argv[3]);
+        return fd >= 0 ? rdp_agent_main(fd, fd) : rdp_agent_main(STDIN_FILENO, STDOUT_FILENO);
+    }
+    static const struct option opts[] = {
+        { "dry-run", no_argument, NULL, 'n' },
+        { "verbose", no_argument, NULL, 'v' },
+        RDP_INIT_LONG_OPTS_END,
+    };
+    struct run r;
+    memset(&r, 0, sizeof r);
+    rdp_init_opts_default(&r.o);
+    int c;
+    while ((c = getopt_long(argc, argv, "+nvH:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': r.dry_run = 1; break;
+        case 'v': r.verbose++; break;
+        default: {
+            int st = rdp_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
+            if (st != RDP_OPT_TAKEN)
+                return st;
+        }
+        }
+    }
+    int nseg = argc - optind;
+    if (rdp_init_opts_check(&r.o, "rdpipe", nseg, 1, "no segments"))
+        return 1;
+    struct rdp_seg *segs = calloc((size_t)nseg, sizeof *segs);
+    char err[1024];
+    int rc = 1;
+    for (int i = 0; i < nseg; i++)
+        if (rdp_parse_segment(argv[optind + i], &segs[i], err, sizeof err)) {
+            warnx("%s", err);
+            goto out;
+        }
+    struct rdp_seg *plan;
+    int nplan;
+    if (rdp_plan(segs, nseg, !isatty(STDIN_FILENO), &plan, &nplan, err, sizeof err)) {
+        warnx("%s", err);
+        goto out;
+    }
+    r.n = calloc((size_t)nplan, sizeof *r.n);
+    r.count = nplan;
+    for (int i = 0; i < nplan; i++) {
+        r.n[i].s = plan[i];
+        r.n[i].l.wfd = r.n[i].l.rfd = -1;
+    }
+    free(plan);
+    if (r.dry_run) {
+        print_plan(&r);
+        rc = 0;
+    } else {
+        fflush(stdout);
+        rc = run_pipeline(&r);
+    }
+    for (int i = 0; i < r.count; i++)
+        rdp_link_free(&r.n[i].l);
+    free(r.n);
+    free(r.best.msg);
+out:
+    for (int i = 0; i < nseg; i++)
+        rdp_seg_free(&segs[i]);
+    free(segs);
+    return rc;
+}

@@ -1,0 +1,282 @@
+#include "run/rd_cli.h"
+
+#include "transport/rd_session.h"
+
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+#include "run/rd_version.h"
+#include "transport/rd_session.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char send_usage[] =
+    "usage: rdsend [options] HOST PORT KEY [FILE]\n"
+    "       rdsend [options] --key-file F HOST PORT [FILE]     (or RDPIPE_KEY=... in the environment)\n"
+    "Send FILE (default: stdin) to rdrecv on HOST:PORT; exit 0 only once the receiver confirmed\n"
+    "every byte.\n";
+static const char recv_usage[] =
+    "usage: rdrecv [options] PORT KEY [FILE]\n"
+    "       rdrecv [options] --key-file F PORT [FILE]          (or RDPIPE_KEY=... in the environment)\n"
+    "Wait for one authenticated rdsend on PORT and write its stream to FILE (default: stdout).\n"
+    "Senders with a wrong key are turned away and rdrecv keeps waiting.\n";
+static const char common_help[] =
+    "\noptions:\n"
+    "  -v, --verbose          transport, peer and bandwidth on stderr\n"
+    "  -p, --progress         progress line on stderr (default: when stderr is a terminal)\n"
+    "      --no-progress      never show the progress line\n"
+    "      --json             final statistics as one JSON object on stderr\n"
+    "      --transport T      auto (default: RDMA when possible, else TCP), tcp or rdma\n"
+    "      --bind ADDR        local address to bind (source address for rdsend)\n"
+    "  -d, --device DEV       RDMA device to use\n"
+    "      --key-file FILE    read the key from FILE (first line) instead of the command line\n"
+    "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
+    "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
+    "      --depth N          frames in flight (default 8)\n"
+    "      --streams N        TCP: stripe the stream over N connections, each copied by its own\n"
+    "                         thread (rdsend asks, default 1; rdrecv grants up to N, default 16)\n"
+    "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
+    "      --sync             rdrecv: make FILE durable (fdatasync; fsync a new file's directory)\n"
+    "                         before confirming; the default when the output is a regular file\n"
+    "      --no-sync          rdrecv: confirm once the bytes are written, without waiting for\n"
+    "                         the disk (a crash right after exit 0 may lose them)\n"
+    "      --ready-fd N       rdrecv: once listening, write the port number to fd N (PORT 0 = any)\n"
+    "      --relay-fd N       rdrecv: pass the stream on unchanged to the receiver named by the\n"
+    "                         line \"HOST PORT KEY\" on fd N, instead of writing it (rdpipe's relays)\n"
+    "  -h, --help             this help\n"
+    "  -V, --version          version\n"
+    "\nexit codes: 0 success, 1 usage, 2 cannot connect or timed out, 3 authentication failed,\n"
+    "            4 stream incomplete or corrupt, 5 local input/output error, 101 no RDMA device\n";
+
+enum { OPT_NO_PROGRESS = 256, OPT_JSON, OPT_TRANSPORT, OPT_BIND, OPT_KEY_FILE, OPT_TIMEOUT,
+       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_NO_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS };
+
+static const struct option long_opts[] = {
+    { "verbose", no_argument, NULL, 'v' },
+    { "progress", no_argument, NULL, 'p' },
+    { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "transport", required_argument, NULL, OPT_TRANSPORT },
+    { "bind", required_argument, NULL, OPT_BIND },
+    { "device", required_argument, NULL, 'd' },
+    { "key-file", required_argument, NULL, OPT_KEY_FILE },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "chunk-size", required_argument, NULL, OPT_CHUNK },
+    { "depth", required_argument, NULL, OPT_DEPTH },
+    { "streams", required_argument, NULL, OPT_STREAMS },
+    { "direct", no_argument, NULL, OPT_DIRECT },
+    { "sync", no_argument, NULL, OPT_SYNC },
+    { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+    { "ready-fd", required_argument, NULL, OPT_READY_FD },
+    { "relay-fd", required_argument, NULL, OPT_RELAY_FD },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+int rd_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || *s < '0' || *s > '9')   /* strtoull would skip spaces and accept signs: " -1" */
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i' || *end == 'I')   /* accept "4MiB"-style spellings too */
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end || (shift && v > (~0ULL >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int load_key_file(struct rd_opts *o, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return rd_fail(RD_EUSAGE, "cannot read key file '%s': %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    if (n < 0) {
+        free(line);
+        return rd_fail(RD_EUSAGE, "key file '%s' is empty", path);
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    o->key = line;
+    o->key_len = (size_t)n;
+    return RD_OK;
+}
+
+static int set_key(struct rd_opts *o, const char *k)
+{
+    o->key = strdup(k);
+    o->key_len = strlen(k);
+    return o->key ? RD_OK : rd_fail(RD_EIO, "out of memory");
+}
+
+static int valid_port(const char *p)
+{
+    char *end;
+    long v = strtol(p, &end, 10);
+    return *p && !*end && v >= 0 && v <= 65535;
+}
+
+int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->is_sender = is_sender;
+    o->timeout_s = -1;
+    o->progress = -1;
+    o->chunk_size = RD_DEFAULT_CHUNK;
+    o->depth = RD_DEFAULT_DEPTH;
+    o->streams = 1;
+    o->ready_fd = -1;
+    o->relay_fd = -1;
+    o->sync = 1;   /* exit 0 means durable; --no-sync opts out */
+    const char *key_file = NULL;
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;   /* our own one-line messages, prefixed like every other error */
+    while ((c = getopt_long(argc, argv, ":vpd:hV", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'v': o->verbose++; break;
+        case 'p': o->progress = 1; break;
+        case OPT_NO_PROGRESS: o->progress = 0; break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_TRANSPORT:
+            if (!strcmp(optarg, "auto")) o->transport = RD_T_AUTO;
+            else if (!strcmp(optarg, "tcp")) o->transport = RD_T_TCP;
+            else if (!strcmp(optarg, "rdma")) o->transport = RD_T_RDMA;
+            else return rd_fail(RD_EUSAGE, "--transport must be auto, tcp or rdma, not '%s'", optarg);
+            break;
+        case OPT_BIND: o->bind = optarg; break;
+        case 'd': o->device = optarg; break;
+        case OPT_KEY_FILE: key_file = optarg; break;
+        case OPT_TIMEOUT: {
+            char *end;
+            long t = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end || t < 0 || t > 1000000)
+                return rd_fail(RD_EUSAGE, "--timeout takes whole seconds, not '%s'", optarg);
+            o->timeout_s = (int)t;
+            break;
+        }
+        case OPT_CHUNK:
+            if (rd_parse_size(optarg, &v) || v < RD_MIN_CHUNK || v > RD_MAX_CHUNK)
+                return rd_fail(RD_EUSAGE, "--chunk-size must be a size from 4K to 256M, not '%s'", optarg);
+            o->chunk_size = (uint32_t)v;
+            o->chunk_set = 1;
+            break;
+        case OPT_DEPTH:
+            if (rd_parse_size(optarg, &v) || v < 1 || v > RD_MAX_DEPTH)
+                return rd_fail(RD_EUSAGE, "--depth must be from 1 to %u, not '%s'", RD_MAX_DEPTH, optarg);
+            o->depth = (uint32_t)v;
+            o->depth_set = 1;
+            break;
+        case OPT_STREAMS:
+            if (rd_parse_size(optarg, &v) || v < 1 || v > RD_MAX_STREAMS)
+                return rd_fail(RD_EUSAGE, "--streams must be from 1 to %u, not '%s'", RD_MAX_STREAMS, optarg);
+            o->streams = (uint32_t)v;
+            o->streams_set = 1;
+            break;
+        case OPT_DIRECT: o->direct = 1; break;
+        case OPT_SYNC: o->sync = 1; break;
+        case OPT_NO_SYNC: o->sync = 0; break;
+        case OPT_READY_FD:
+        case OPT_RELAY_FD: {
+            char *end;
+            long fd = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end || fd < 0 || fd > 65535)
+                return rd_fail(RD_EUSAGE, "%s takes a file descriptor number, not '%s'",
+                               c == OPT_READY_FD ? "--ready-fd" : "--relay-fd", optarg);
+            *(c == OPT_READY_FD ? &o->ready_fd : &o->relay_fd) = (int)fd;
+            break;
+        }
+        case 'h':
+            fputs(is_sender ? send_usage : recv_usage, stdout);
+            fputs(common_help, stdout);
+            return RD_CLI_EXIT_OK;
+        case 'V':
+            rd_print_version(stdout, is_sender ? "rdsend" : "rdrecv");
+            return RD_CLI_EXIT_OK;
+        case ':':
+            return rd_fail(RD_EUSAGE, "option '%s' needs a value (try '%s --help')", argv[optind - 1],
+                           is_sender ? "rdsend" : "rdrecv");
+        default:
+            if (optopt)
+                return rd_fail(RD_EUSAGE, "unknown option '-%c' (try '%s --help')", optopt,
+                               is_sender ? "rdsend" : "rdrecv");
+            return rd_fail(RD_EUSAGE, "unknown option '%s' (try '%s --help')", argv[optind - 1],
+                           is_sender ? "rdsend" : "rdrecv");
+        }
+    }
+    char **pos = argv + optind;
+    int npos = argc - optind;
+    const char *env_key = getenv("RDPIPE_KEY");
+    int key_positional = !key_file && !(env_key && *env_key);
+    int need = (is_sender ? 2 : 1) + key_positional;
+    if (npos < need) {
+        static const char *const send_names[] = { "HOST", "PORT", "KEY" };
+        static const char *const recv_names[] = { "PORT", "KEY" };
+        return rd_fail(RD_EUSAGE, "missing %s (try '%s --help')",
+                       is_sender ? send_names[npos] : recv_names[npos], is_sender ? "rdsend" : "rdrecv");
+    }
+    if (npos > need + 1)
+        return rd_fail(RD_EUSAGE, "too many arguments: '%s' (try '%s --help')", pos[need + 1],
+                       is_sender ? "rdsend" : "rdrecv");
+    int i = 0;
+    if (is_sender)
+        o->host = pos[i++];
+    o->port = pos[i++];
+    if (!valid_port(o->port))
+        return rd_fail(RD_EUSAGE, "invalid port '%s'", o->port);
+    int rc;
+    if (key_positional)
+        rc = set_key(o, pos[i++]);
+    else if (key_file)
+        rc = load_key_file(o, key_file);
+    else
+        rc = set_key(o, env_key);
+    if (rc)
+        return rc;
+    if (o->key_len == 0)
+        return rd_fail(RD_EUSAGE, "the key is empty");
+    if (i < npos)
+        o->file = pos[i];
+    if (o->progress < 0)
+        o->progress = isatty(STDERR_FILENO);
+    return RD_OK;
+}
+
+void rd_cli_free(struct rd_opts *o)
+{
+    if (o->key) {
+        memset(o->key, 0, o->key_len);
+        free(o->key);
+        o->key = NULL;
+    }
+}
+
+struct rd_reach rd_reach_of(const struct rd_opts *o)
+{
+    return (struct rd_reach){ .host = o->host, .port = o->port, .bind = o->bind, .device = o->device,
+                              .timeout_s = o->timeout_s, .verbose = o->verbose, .transport = o->transport };
+}

@@ -1,0 +1,42 @@
+/* rd_report.h - what the user sees about a transfer: the progress line, -v lines, --json. */
+#ifndef RD_REPORT_H
+#define RD_REPORT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "engine/rd_engine.h"
+
+struct rd_report {
+    struct rd_counters *cnt;
+    uint64_t total_hint;      /* expected bytes (regular input file), 0 if unknown */
+    double t0;                /* start of the data phase */
+    int running;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+};
+
+
+/* pv-style line on stderr, refreshed twice a second until rd_progress_stop. */
+void rd_progress_start(struct rd_report *r, struct rd_counters *cnt, uint64_t total_hint);
+void rd_progress_stop(struct rd_report *r);
+
+struct rd_summary {
+    const char *tool;         /* "rdsend" / "rdrecv" */
+    const char *transport;    /* tp->desc or NULL */
+    const char *peer;
+    uint64_t bytes;
+    double seconds;
+    uint32_t chunk_size, depth;
+    int exit_code;
+    const char *error;        /* NULL on success */
+};
+
+/* "Bandwidth 2.713 GB/s" (as the original tool prints it) and friends, for -v. */
+void rd_print_bandwidth(const struct rd_summary *s);
+void rd_print_json(const struct rd_summary *s);
+/* "1.50 GiB" */
+void rd_format_bytes(uint64_t n, char *out, size_t len);
+
+#endif

@@ -1,0 +1,33 @@
+/* rd_select.h - pick the transport: --transport auto|tcp|rdma on both ends. */
+#ifndef RD_SELECT_H
+#define RD_SELECT_H
+
+#include "transport/rd_transport.h"
+
+enum rd_transport_choice { RD_T_AUTO, RD_T_TCP, RD_T_RDMA };   /* --transport */
+
+/* What picking and reaching a transport needs of the command line, and no more (the
+ * transport layer never sees the CLI's options). */
+struct rd_reach {
+    const char *host, *port;      /* host: NULL when listening */
+    const char *bind, *device;    /* --bind, -d; NULL = any */
+    int timeout_s;                /* -1 = none */
+    int verbose;
+    enum rd_transport_choice transport;
+};
+
+struct rd_listener {
+    struct rd_transport *lis[2];   /* RDMA and/or TCP */
+    int count;
+};
+
+/* Sender: rdma forced -> RDMA or RD_ENODEV; tcp -> TCP; auto -> RDMA when a device routes to
+ * the peer and the peer listens on RDMA, else TCP (-v says which and why). */
+int rd_connect_any(const struct rd_reach *o, struct rd_transport **out);
+
+/* Receiver: auto listens on TCP and, when this host has an RDMA device, on RDMA too. */
+int rd_listen_any(const struct rd_reach *o, struct rd_listener *l);
+int rd_accept_any(struct rd_listener *l, struct rd_transport **out, int timeout_ms);
+void rd_listener_close(struct rd_listener *l);
+
+#endif

@@ -1,0 +1,347 @@
+/* rd_stripe.c - one stream striped over several TCP connections (--streams N).
+ *
+ * A TCP connection is copied by one core on each end; when that core is the limit, more
+ * connections carry more. Frame k of the striped direction travels on connection k % N, so
+ * the receiver restores the order by reading the connections in turn, with no reordering
+ * buffer. Every connection has its own thread on each end doing its copies (a send worker fed
+ * by a queue; a receive worker with its own buffers), which is what lets the copies run on
+ * several cores. The other direction (CONFIRM or ABORT back to the sender) is rare and small
+ * and uses connection 0's own control frames. Any connection failing takes all of them down.
+ */
+#include "transport/rd_stripe.h"
+
+#include "util/rd_error.h"
+#include "transport/rd_pool.h"
+#include "wire/rd_proto.h"
+#include "util/rd_queue.h"
+#include "transport/rd_session.h"
+#include "transport/rd_tcp.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct stripe;
+
+struct worker {
+    struct stripe *s;
+    struct rd_transport *conn;
+    int err;                /* why this connection stopped (held, see rd_error_hold), 0 if not */
+    char err_msg[512];
+    struct rd_queue q;      /* send: frames to write; recv: frames read, in arrival order */
+    struct rd_pool pool;    /* recv: this connection's buffers */
+    int have_q, have_pool, started;
+    pthread_t th;
+};
+
+struct stripe {
+    unsigned n;
+    struct worker w[RD_MAX_STREAMS];
+    enum rd_dir dir;           /* the striped direction, once setup_ring ran (0 before) */
+    struct rd_pool send_pool;  /* send: the ring the engine fills */
+    int have_send_pool;
+    unsigned next;             /* the connection of the next striped frame */
+    atomic_int down;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    unsigned in_flight;        /* send: frames queued or being written */
+    int failed;
+};
+
+static struct rd_transport *conn0(struct stripe *s)
+{
+    return s->w[0].conn;
+}
+
+/* Fail every queue and pool, so that the engine's threads wake up and ask why; the
+ * connections stay up for the engine to hear the peer's reason (its ABORT) first. */
+static void stripe_wake(struct stripe *s)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct worker *w = &s->w[i];
+        if (w->have_q)
+            rd_queue_close(&w->q);
+        if (w->have_pool)
+            rd_pool_close(&w->pool);
+    }
+    if (s->have_send_pool)
+        rd_pool_close(&s->send_pool);
+    pthread_mutex_lock(&s->lock);
+    s->failed = 1;
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Wake and fail everything, the connections too. */
+static void stripe_down(struct stripe *s)
+{
+    if (atomic_exchange(&s->down, 1))
+        return;
+    for (unsigned i = 0; i < s->n; i++)
+        s->w[i].conn->ops->shutdown(s->w[i].conn);
+    stripe_wake(s);
+}
+
+/* A worker's failure is kept, not recorded: the engine decides what it means. */
+static void keep_error(struct worker *w)
+{
+    struct stripe *s = w->s;
+    pthread_mutex_lock(&s->lock);
+    w->err = rd_error_held(w->err_msg, sizeof w->err_msg);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The stream broke at this connection (or anywhere, for w == NULL): record why, once. */
+static int broken(struct stripe *s, struct worker *w)
+{
+    int e = rd_error_code();
+    if (e)
+        return e;
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; !(w && w->err) && i < s->n; i++)
+        if (s->w[i].err)
+            w = &s->w[i];
+    int code = w && w->err ? w->err : 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", code ? w->err_msg : "transfer aborted");
+    pthread_mutex_unlock(&s->lock);
+    return rd_fail(code ? code : RD_ESTREAM, "%s", msg);
+}
+
+static void *send_worker(void *arg)
+{
+    struct worker *w = arg;
+    struct stripe *s = w->s;
+    struct rd_buf *b;
+    rd_error_hold();
+    while ((b = rd_queue_pop(&w->q))) {
+        int rc = b->ref_fd >= 0 ? rd_tcp_send_file(w->conn, b->data, b->ref_fd, b->ref_off, b->ref_len)
+                                : rd_tcp_send_frame(w->conn, b->data, b->len);
+        rd_pool_put(&s->send_pool, b);
+        pthread_mutex_lock(&s->lock);
+        s->in_flight--;
+        pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->lock);
+        if (rc) {
+            keep_error(w);
+            stripe_wake(s);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* The peer hung up on a connection that waits for a free buffer (the writer is stuck): that
+ * must end the transfer even though nothing is read. */
+static int hung_up(struct rd_transport *conn)
+{
+    struct pollfd pfd = { .fd = rd_tcp_fd(conn), .events = POLLRDHUP };
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Only this connection's queue ends on a failure: what the other connections already
+ * carried still reaches the engine in order (an ABORT, say), and the engine finds the break
+ * when its turn comes to this connection. */
+static void *recv_worker(void *arg)
+{
+    struct worker *w = arg;
+    rd_error_hold();
+    for (;;) {
+        int timed_out;
+        struct rd_buf *b = rd_pool_get_timed(&w->pool, 250, &timed_out);
+        if (!b && timed_out && hung_up(w->conn)) {
+            rd_fail(RD_ESTREAM, "connection to %s closed by peer while receiving", w->conn->peer);
+            break;
+        }
+        if (!b && timed_out)
+            continue;
+        if (!b)
+            break;
+        if (rd_tcp_recv_into(w->conn, b) || rd_queue_push(&w->q, b)) {
+            rd_pool_put(&w->pool, b);
+            break;
+        }
+    }
+    keep_error(w);
+    rd_queue_close(&w->q);
+    return NULL;
+}
+
+static int stripe_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
+{
+    struct stripe *s = tp->priv;
+    unsigned per = (depth + s->n - 1) / s->n;   /* each connection's share of the ring */
+    if (per < 2)
+        per = 2;
+    if (dir == RD_DIR_SEND) {
+        if (rd_pool_init(&s->send_pool, per * s->n, frame_size, tp))
+            return rd_fail(RD_EIO, "cannot allocate %u buffers of %zu bytes", per * s->n, frame_size);
+        s->have_send_pool = 1;
+    }
+    s->dir = dir;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct worker *w = &s->w[i];
+        if (dir == RD_DIR_RECV) {
+            if (rd_pool_init(&w->pool, per, frame_size, w))
+                return rd_fail(RD_EIO, "cannot allocate %u buffers of %zu bytes", per, frame_size);
+            w->have_pool = 1;
+        }
+        if (rd_queue_init(&w->q, per * s->n + 2))
+            return rd_fail(RD_EIO, "out of memory");
+        w->have_q = 1;
+        if (pthread_create(&w->th, NULL, dir == RD_DIR_SEND ? send_worker : recv_worker, w))
+            return rd_fail(RD_EIO, "cannot start a thread for stream %u", i);
+        w->started = 1;
+    }
+    return RD_OK;
+}
+
+
+static int stripe_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_SEND)
+        return conn0(s)->ops->get_send_buf(conn0(s), out);
+    *out = rd_pool_get(&s->send_pool);
+    return *out ? RD_OK : broken(s, NULL);
+}
+
+static int post(struct stripe *s, struct rd_buf *b)
+{
+    struct worker *w = &s->w[s->next++ % s->n];
+    pthread_mutex_lock(&s->lock);
+    s->in_flight++;
+    pthread_mutex_unlock(&s->lock);
+    if (rd_queue_push(&w->q, b) == 0)
+        return RD_OK;
+    rd_pool_put(&s->send_pool, b);
+    pthread_mutex_lock(&s->lock);
+    s->in_flight--;
+    pthread_mutex_unlock(&s->lock);
+    return broken(s, NULL);
+}
+
+static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    if (b->owner == conn0(s))
+        return conn0(s)->ops->send(conn0(s), b);
+    b->ref_fd = -1;
+    return post(s, b);
+}
+
+/* The worker sends a file chunk later with sendfile (the mapping at b->ref may be gone by
+ * then, the file is not); a chunk in memory is copied into the frame now. */
+static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    if (b->ref_fd < 0) {
+        memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
+        b->len = RD_FRAME_HDR + b->ref_len;
+    }
+    return post(s, b);
+}
+
+static int stripe_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_RECV)
+        return conn0(s)->ops->recv(conn0(s), out, timeout_ms);
+    struct worker *w = &s->w[s->next % s->n];
+    struct rd_buf *b = rd_queue_pop(&w->q);
+    if (!b) {
+        int rc = broken(s, w);
+        stripe_down(s);
+        return rc;
+    }
+    s->next++;
+    *out = b;
+    return RD_OK;
+}
+
+static void stripe_release(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    if (b->owner == conn0(s))
+        conn0(s)->ops->release(conn0(s), b);
+    else
+        rd_pool_put(&((struct worker *)b->owner)->pool, b);
+}
+
+static int stripe_drain(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_SEND)   /* a CONFIRM: connection 0 has it already */
+        return conn0(s)->ops->drain(conn0(s));
+    pthread_mutex_lock(&s->lock);
+    while (s->in_flight && !s->failed)
+        pthread_cond_wait(&s->idle, &s->lock);
+    int failed = s->failed;
+    pthread_mutex_unlock(&s->lock);
+    return failed ? broken(s, NULL) : RD_OK;
+}
+
+static void stripe_shutdown(struct rd_transport *tp)
+{
+    stripe_down(tp->priv);
+}
+
+static void stripe_close(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    stripe_down(s);
+    for (unsigned i = 0; i < s->n; i++) {
+        struct worker *w = &s->w[i];
+        if (w->started)
+            pthread_join(w->th, NULL);
+        if (w->have_q)
+            rd_queue_destroy(&w->q);
+        if (w->have_pool)
+            rd_pool_destroy(&w->pool);
+        w->conn->ops->close(w->conn);
+    }
+    if (s->have_send_pool)
+        rd_pool_destroy(&s->send_pool);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    free(tp);
+}
+
+static const struct rd_transport_ops stripe_ops = {
+    .name = "tcp",
+    .setup_ring = stripe_setup_ring,
+    .get_send_buf = stripe_get_send_buf,
+    .send = stripe_send,
+    .send_ref = stripe_send_ref,
+    .recv = stripe_recv,
+    .release = stripe_release,
+    .drain = stripe_drain,
+    .shutdown = stripe_shutdown,
+    .close = stripe_close,
+};
+
+struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n)
+{
+    struct rd_transport *tp = rd_transport_new(&stripe_ops);
+    struct stripe *s = calloc(1, sizeof *s);
+    if (!tp || !s || n < 2 || n > RD_MAX_STREAMS) {
+        free(tp);
+        free(s);
+        for (unsigned i = 0; i < n; i++)
+            conns[i]->ops->close(conns[i]);
+        return NULL;
+    }
+    s->n = n;
+    for (unsigned i = 0; i < n; i++)
+        s->w[i] = (struct worker){ .s = s, .conn = conns[i] };
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    tp->priv = s;
+    snprintf(tp->peer, sizeof tp->peer, "%s", conns[0]->peer);
+    snprintf(tp->desc, sizeof tp->desc, "tcp, %u streams", n);
+    return tp;
+}

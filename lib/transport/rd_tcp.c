@@ -1,0 +1,645 @@
+/* rd_tcp.c - the TCP transport: length-prefixed frames over one stream socket.
+ *
+ * Each frame travels as a 4-byte little-endian length followed by the frame, sent with one
+ * writev and read straight into a pool buffer. Socket buffers are left to Linux autotuning
+ * (setting SO_SNDBUF/SO_RCVBUF would cap them at rmem_max/wmem_max, far below what
+ * autotuning reaches). Keepalive and TCP_USER_TIMEOUT make a dead or unreachable peer an
+ * error within seconds even when no data is moving.
+ */
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+#include "transport/rd_pool.h"
+#include "transport/rd_tcp.h"
+#include "transport/rd_transport.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TCP_CTRL_FRAMES 4
+#define TCP_CONNECT_DEFAULT_MS 10000   /* retry "connection refused" this long by default */
+#define TCP_USER_TIMEOUT_MS 20000
+
+struct tcp_conn {
+    int fd;
+    struct rd_sum *sum;   /* recv: payload checksum, updated read by read */
+    struct rd_pool send_pool, recv_pool;
+    int have_send_pool, have_recv_pool;
+    atomic_int down;   /* shutdown() was called */
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rd_sockaddr_str(const struct sockaddr *sa, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const void *)sa;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+        port = ntohs(s4->sin_port);
+        snprintf(out, n, "%s:%u", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const void *)sa;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+        port = ntohs(s6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+            snprintf(out, n, "%s:%u", host + 7, port);
+        else
+            snprintf(out, n, "[%s]:%u", host, port);
+    } else {
+        snprintf(out, n, "?");
+    }
+}
+
+static void tune_socket(int fd)
+{
+    int one = 1, idle = 5, intvl = 2, cnt = 3, uto = TCP_USER_TIMEOUT_MS;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
+}
+
+static int conn_init(struct rd_transport *tp, int fd)
+{
+    struct tcp_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return rd_fail(RD_EIO, "out of memory");
+    c->fd = fd;
+    c->sum = rd_sum_new();
+    if (!c->sum || rd_pool_init(&c->send_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp) ||
+        rd_pool_init(&c->recv_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp)) {
+        rd_sum_free(c->sum);
+        free(c);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    c->have_send_pool = c->have_recv_pool = 1;
+    tp->priv = c;
+    tune_socket(fd);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rd_sockaddr_str((struct sockaddr *)&ss, tp->peer, sizeof tp->peer);
+    snprintf(tp->desc, sizeof tp->desc, "tcp");
+    return RD_OK;
+}
+
+/* ---- listening ---- */
+
+static int tcp_listen(struct rd_transport *lis, const struct rd_addr *a)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE }, *res = NULL;
+    int fd = -1, err = 0;
+    int rc = getaddrinfo(a->bind, a->port, &hints, &res);
+    if (rc)
+        return rd_fail(RD_ECONNECT, "cannot listen on %s port %s: %s", a->bind ? a->bind : "*",
+                       a->port, gai_strerror(rc));
+    /* without a bind address prefer one dual-stack IPv6 socket: it serves IPv4 too */
+    struct addrinfo *order[16];
+    int n = 0;
+    for (struct addrinfo *ai = res; ai && n < 16; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET6) order[n++] = ai;
+    for (struct addrinfo *ai = res; ai && n < 16; ai = ai->ai_next)
+        if (ai->ai_family != AF_INET6) order[n++] = ai;
+    for (int i = 0; i < n && fd < 0; i++) {
+        struct addrinfo *ai = order[i];
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int one = 1, zero = 0;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (ai->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 16)) {
+            err = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        if (err == EADDRINUSE)
+            return rd_fail(RD_ECONNECT, "port %s is already in use", a->port);
+        return rd_fail(RD_ECONNECT, "cannot listen on %s port %s: %s", a->bind ? a->bind : "*",
+                       a->port, strerror(err));
+    }
+    struct tcp_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    c->fd = fd;
+    lis->priv = c;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        lis->local_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                         : ((struct sockaddr_in *)&ss)->sin_port);
+    return RD_OK;
+}
+
+static int tcp_listen_fd(struct rd_transport *lis)
+{
+    return ((struct tcp_conn *)lis->priv)->fd;
+}
+
+static int tcp_accept(struct rd_transport *lis, struct rd_transport **out, int timeout_ms)
+{
+    struct tcp_conn *l = lis->priv;
+    struct pollfd pfd = { .fd = l->fd, .events = POLLIN };
+    int rc = poll(&pfd, 1, timeout_ms);
+    if (rc == 0)
+        return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
+    if (rc < 0)
+        return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
+    int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return rd_fail(RD_ECONNECT, "accept: %s", strerror(errno));
+    struct rd_transport *tp = rd_transport_new(&rd_tcp_ops);
+    if (!tp) {
+        close(fd);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    int e = conn_init(tp, fd);
+    if (e) {
+        close(fd);
+        free(tp);
+        return e;
+    }
+    *out = tp;
+    return RD_OK;
+}
+
+/* ---- connecting ---- */
+
+/* One non-blocking connect attempt bounded by deadline; returns 0 or an errno value. */
+static int connect_once(const struct addrinfo *ai, const struct sockaddr *src, socklen_t srclen,
+                        long long deadline, int *fd_out)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return errno;
+    if (src && bind(fd, src, srclen)) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+    long long left = deadline - now_ms();
+    int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc <= 0) {
+        close(fd);
+        return ETIMEDOUT;
+    }
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+    if (soerr) {
+        close(fd);
+        return soerr;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fd_out = fd;
+    return 0;
+}
+
+static int tcp_connect(struct rd_transport *tp, const struct rd_addr *a)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL,
+                    *src = NULL;
+    int rc = getaddrinfo(a->host, a->port, &hints, &res);
+    if (rc)
+        return rd_fail(RD_ECONNECT, "cannot resolve host '%s': %s", a->host, gai_strerror(rc));
+    if (a->bind) {
+        struct addrinfo sh = { .ai_family = res->ai_family, .ai_socktype = SOCK_STREAM,
+                               .ai_flags = AI_PASSIVE };
+        rc = getaddrinfo(a->bind, NULL, &sh, &src);
+        if (rc) {
+            freeaddrinfo(res);
+            return rd_fail(RD_ECONNECT, "cannot use bind address '%s': %s", a->bind, gai_strerror(rc));
+        }
+    }
+    long long deadline = now_ms() + (a->timeout_ms >= 0 ? a->timeout_ms : TCP_CONNECT_DEFAULT_MS);
+    int fd = -1, err = 0;
+    for (;;) {
+        for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+            err = connect_once(ai, src ? src->ai_addr : NULL, src ? src->ai_addrlen : 0, deadline, &fd);
+        }
+        /* refused: the receiver may simply not be listening yet; keep trying until the deadline */
+        if (fd >= 0 || err != ECONNREFUSED || now_ms() + 100 >= deadline)
+            break;
+        struct timespec pause = { 0, 100 * 1000000L };
+        nanosleep(&pause, NULL);
+    }
+    freeaddrinfo(res);
+    if (src)
+        freeaddrinfo(src);
+    if (fd < 0) {
+        if (err == ETIMEDOUT)
+            return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: timed out", a->host, a->port);
+        return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: %s", a->host, a->port, strerror(err));
+    }
+    int e = conn_init(tp, fd);
+    if (e)
+        close(fd);
+    return e;
+}
+
+/* ---- data path ---- */
+
+static int tcp_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
+{
+    struct tcp_conn *c = tp->priv;
+    struct rd_pool *p = dir == RD_DIR_SEND ? &c->send_pool : &c->recv_pool;
+    /* the control frames are all back in the pool by now: the handshake is strictly
+     * request/response, so the pool can simply be replaced */
+    rd_pool_destroy(p);
+    if (rd_pool_init(p, depth, frame_size, tp))
+        return rd_fail(RD_EIO, "cannot allocate %u buffers of %zu bytes", depth, frame_size);
+    return RD_OK;
+}
+
+static int tcp_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
+{
+    struct tcp_conn *c = tp->priv;
+    *out = rd_pool_get(&c->send_pool);
+    return *out ? RD_OK : rd_fail(RD_ESTREAM, "transfer aborted");
+}
+
+static int io_error(struct rd_transport *tp, int err, const char *what)
+{
+    struct tcp_conn *c = tp->priv;
+    if (atomic_load(&c->down))
+        return rd_fail(RD_ESTREAM, "transfer aborted");
+    if (err == 0)
+        return rd_fail(RD_ESTREAM, "connection to %s closed by peer %s", tp->peer, what);
+    if (err == ETIMEDOUT)
+        return rd_fail(RD_ESTREAM, "connection to %s timed out %s", tp->peer, what);
+    return rd_fail(RD_ESTREAM, "connection to %s lost %s: %s", tp->peer, what, strerror(err));
+}
+
+/* All of iov, however many writev calls it takes. */
+static int writev_all(struct rd_transport *tp, struct iovec *iov, int iovcnt)
+{
+    struct tcp_conn *c = tp->priv;
+    int idx = 0;
+    while (idx < iovcnt) {
+        ssize_t n = writev(c->fd, iov + idx, iovcnt - idx);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EFAULT ? rd_fail(RD_EIO, "the input file shrank while it was being sent")
+                                   : io_error(tp, errno, "while sending");
+        while (idx < iovcnt && (size_t)n >= iov[idx].iov_len) {
+            n -= (ssize_t)iov[idx].iov_len;
+            idx++;
+        }
+        if (idx < iovcnt) {
+            iov[idx].iov_base = (uint8_t *)iov[idx].iov_base + n;
+            iov[idx].iov_len -= (size_t)n;
+        }
+    }
+    return RD_OK;
+}
+
+/* Send iov, then give b back to the pool it came from. */
+static int send_iov(struct rd_transport *tp, struct rd_buf *b, struct iovec *iov, int iovcnt)
+{
+    struct tcp_conn *c = tp->priv;
+    int rc = writev_all(tp, iov, iovcnt);
+    rd_pool_put(&c->send_pool, b);
+    return rc;
+}
+
+static void put_prefix(uint8_t prefix[4], size_t len)
+{
+    for (int i = 0; i < 4; i++)
+        prefix[i] = (uint8_t)(len >> (8 * i));
+}
+
+static int tcp_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    uint8_t prefix[4];
+    put_prefix(prefix, b->len);
+    struct iovec iov[2] = { { prefix, 4 }, { b->data, b->len } };
+    return send_iov(tp, b, iov, 2);
+}
+
+/* The length prefix and header of a frame with `payload` bytes to follow: MSG_MORE keeps
+ * them in one segment with the start of the payload. */
+static int send_head(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], size_t payload)
+{
+    struct tcp_conn *c = tp->priv;
+    uint8_t head[4 + RD_FRAME_HDR];
+    put_prefix(head, RD_FRAME_HDR + payload);
+    memcpy(head + 4, hdr, RD_FRAME_HDR);
+    size_t done = 0;
+    while (done < sizeof head) {
+        ssize_t n = send(c->fd, head + done, sizeof head - done, MSG_MORE | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return io_error(tp, errno, "while sending");
+        done += (size_t)n;
+    }
+    return RD_OK;
+}
+
+/* Header by send_head, payload by
+ * sendfile: the socket takes references to the page-cache pages instead of copying them,
+ * which on loopback and veth leaves a single copy, into the receiver. A page changed after
+ * we hashed it reaches the receiver as a checksum mismatch, never as silent corruption. */
+static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct tcp_conn *c = tp->priv;
+    if (b->ref_fd < 0) {   /* memory, not a file (a relay forwarding a received frame) */
+        uint8_t prefix[4];
+        put_prefix(prefix, RD_FRAME_HDR + b->ref_len);
+        struct iovec iov[3] = { { prefix, 4 }, { b->data, RD_FRAME_HDR },
+                                { (void *)b->ref, b->ref_len } };
+        return send_iov(tp, b, iov, 3);
+    }
+    int rc = rd_tcp_send_file(tp, b->data, b->ref_fd, b->ref_off, b->ref_len);
+    rd_pool_put(&c->send_pool, b);
+    return rc;
+}
+
+/* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. With sum,
+ * each read is hashed at once, while it is still in this core's cache. */
+static int read_summed(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline,
+                       const char *what, struct rd_sum *sum)
+{
+    struct tcp_conn *c = tp->priv;
+    while (n) {
+        if (deadline >= 0) {
+            struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+            long long left = deadline - now_ms();
+            int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+            if (rc == 0)
+                return rd_fail(RD_ECONNECT, "timed out waiting for %s", tp->peer);
+            if (rc < 0 && errno != EINTR)
+                return io_error(tp, errno, what);
+            if (rc < 0)
+                continue;
+        }
+        ssize_t r = read(c->fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return io_error(tp, r == 0 ? 0 : errno, what);
+        if (sum)
+            rd_sum_update(sum, p, (size_t)r);
+        p += r;
+        n -= (size_t)r;
+    }
+    return RD_OK;
+}
+
+static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what)
+{
+    return read_summed(tp, p, n, deadline, what, NULL);
+}
+
+/* The len bytes of a frame whose length prefix was read, into b, checksummed on the way. */
+static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, long long deadline)
+{
+    struct tcp_conn *c = tp->priv;
+    if (len > b->cap)
+        return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
+                       tp->peer, len, b->cap);
+    size_t head = len < RD_FRAME_HDR ? len : RD_FRAME_HDR;
+    rd_sum_reset(c->sum);
+    int rc = read_full(tp, b->data, head, deadline, "in the middle of a frame");
+    if (!rc)
+        rc = read_summed(tp, b->data + head, len - head, deadline, "in the middle of a frame", c->sum);
+    if (rc)
+        return rc;
+    b->len = len;
+    b->has_sum = head == RD_FRAME_HDR;
+    b->sum = rd_sum_digest(c->sum);
+    return RD_OK;
+}
+
+/* The 4-byte little-endian length that starts every frame. */
+static int read_prefix(struct rd_transport *tp, long long deadline, size_t *len)
+{
+    uint8_t p[4];
+    int rc = read_full(tp, p, 4, deadline, "while receiving");
+    if (!rc)
+        *len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+    return rc;
+}
+
+static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
+{
+    struct tcp_conn *c = tp->priv;
+    long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+    size_t len;
+    int rc = read_prefix(tp, deadline, &len);
+    if (rc)
+        return rc;
+    struct rd_buf *b;
+    int timed_out;
+    /* every buffer may be waiting for a slow writer: meanwhile watch for the peer hanging
+     * up, which must end the transfer even though we are not reading */
+    while (!(b = rd_pool_get_timed(&c->recv_pool, 250, &timed_out))) {
+        if (!timed_out)
+            return rd_fail(RD_ESTREAM, "transfer aborted");
+        struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return io_error(tp, 0, "while receiving");
+    }
+    rc = read_frame(tp, b, len, deadline);
+    if (rc) {
+        rd_pool_put(&c->recv_pool, b);
+        return rc;
+    }
+    *out = b;
+    return RD_OK;
+}
+
+static void tcp_release(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct tcp_conn *c = tp->priv;
+    rd_pool_put(&c->recv_pool, b);
+}
+
+static int tcp_drain(struct rd_transport *tp)
+{
+    return RD_OK;   /* send() returns only once the kernel has the bytes */
+}
+
+static void tcp_shutdown(struct rd_transport *tp)
+{
+    struct tcp_conn *c = tp->priv;
+    if (!c)
+        return;
+    atomic_store(&c->down, 1);
+    shutdown(c->fd, SHUT_RDWR);
+    if (c->have_send_pool)
+        rd_pool_close(&c->send_pool);
+    if (c->have_recv_pool)
+        rd_pool_close(&c->recv_pool);
+}
+
+static void tcp_close(struct rd_transport *tp)
+{
+    struct tcp_conn *c = tp->priv;
+    if (c) {
+        if (c->fd >= 0)
+            close(c->fd);
+        if (c->have_send_pool)
+            rd_pool_destroy(&c->send_pool);
+        if (c->have_recv_pool)
+            rd_pool_destroy(&c->recv_pool);
+        rd_sum_free(c->sum);
+        free(c);
+    }
+    free(tp);
+}
+
+/* ---- relaying (rd_tcp.h) ---- */
+
+int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t *frame_len)
+{
+    size_t len;
+    int rc = read_prefix(tp, -1, &len);
+    if (rc)
+        return rc;
+    if (len < RD_FRAME_HDR)
+        return rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte frame", tp->peer, len);
+    *frame_len = len;
+    return read_full(tp, head, RD_FRAME_HDR, -1, "in the middle of a frame");
+}
+
+int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n)
+{
+    return read_full(tp, buf, n, -1, "in the middle of a frame");
+}
+
+int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len)
+{
+    uint8_t prefix[4];
+    put_prefix(prefix, len);
+    struct iovec iov[2] = { { prefix, 4 }, { (void *)frame, len } };
+    return writev_all(tp, iov, 2);
+}
+
+int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
+                        const uint8_t head[RD_FRAME_HDR], size_t n, const int pipefd[2],
+                        int *out_failed)
+{
+    struct tcp_conn *ci = in->priv, *co = out->priv;
+    int rc = send_head(out, head, n);
+    *out_failed = rc != RD_OK;
+    size_t left = n;
+    while (!rc && left) {
+        ssize_t got = splice(ci->fd, NULL, pipefd[1], NULL, left, SPLICE_F_MOVE | SPLICE_F_MORE);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = io_error(in, got == 0 ? 0 : errno, "in the middle of a frame");
+            break;
+        }
+        left -= (size_t)got;
+        while (got > 0) {
+            ssize_t put = splice(pipefd[0], NULL, co->fd, NULL, (size_t)got,
+                                 SPLICE_F_MOVE | (left ? SPLICE_F_MORE : 0));
+            if (put < 0 && errno == EINTR)
+                continue;
+            if (put <= 0) {
+                rc = io_error(out, put == 0 ? 0 : errno, "while sending");
+                *out_failed = 1;
+                break;
+            }
+            got -= put;
+        }
+    }
+    return rc;
+}
+
+int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b)
+{
+    size_t len;
+    int rc = read_prefix(tp, -1, &len);
+    if (rc)
+        return rc;
+    return read_frame(tp, b, len, -1);
+}
+
+int rd_tcp_send_file(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], int fd, uint64_t offset,
+                     size_t len)
+{
+    struct tcp_conn *c = tp->priv;
+    int rc = send_head(tp, hdr, len);
+    off_t off = (off_t)offset;
+    while (!rc && len) {
+        ssize_t n = sendfile(c->fd, fd, &off, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = io_error(tp, errno, "while sending");
+        else if (n == 0)
+            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
+        else
+            len -= (size_t)n;
+    }
+    return rc;
+}
+
+int rd_tcp_fd(const struct rd_transport *tp)
+{
+    return ((const struct tcp_conn *)tp->priv)->fd;
+}
+
+int rd_tcp_is(const struct rd_transport *tp)
+{
+    return tp->ops == &rd_tcp_ops;
+}
+
+const struct rd_transport_ops rd_tcp_ops = {
+    .name = "tcp",
+    .listen = tcp_listen,
+    .accept = tcp_accept,
+    .listen_fd = tcp_listen_fd,
+    .connect = tcp_connect,
+    .setup_ring = tcp_setup_ring,
+    .get_send_buf = tcp_get_send_buf,
+    .send = tcp_send,
+    .send_ref = tcp_send_ref,
+    .forward = rd_tcp_forward,
+    .recv = tcp_recv,
+    .release = tcp_release,
+    .drain = tcp_drain,
+    .shutdown = tcp_shutdown,
+    .close = tcp_close,
+};

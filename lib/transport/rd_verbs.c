@@ -1,0 +1,508 @@
+/* rd_verbs.c - RDMA transport: connection management with librdmacm on an event channel
+ * (asynchronous, so listening, accepting and the transfer itself can all poll its fd).
+ * The data path is in rd_verbs_flow.c, the verbs resources in rd_verbs_res.c. */
+#include "transport/rd_verbs.h"
+#include "util/rd_error.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+static const char HELLO_MAGIC[4] = { 'R', 'D', 'P', 'v' };
+static const char REJECT_MAGIC[4] = { 'R', 'D', 'P', 'r' };
+
+int rd_verbs_available(void)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (list)
+        ibv_free_device_list(list);
+    return n > 0;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n)
+{
+    rd_sockaddr_str(rdma_get_peer_addr(id), out, n);
+}
+
+static struct rd_v_conn *conn_new(const struct rd_addr *a)
+{
+    struct rd_v_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (a && a->device)
+        snprintf(c->device, sizeof c->device, "%s", a->device);
+    c->verbose = a ? a->verbose : 0;
+    if (c->wake_fd < 0) {
+        rd_v_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static struct rdma_event_channel *channel_new(void)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (ch) {
+        int fl = fcntl(ch->fd, F_GETFL);
+        fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    return ch;
+}
+
+/* Next CM event within timeout_ms; NULL on timeout. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeout_ms)
+{
+    long long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        struct rdma_cm_event *ev;
+        if (rdma_get_cm_event(ch, &ev) == 0)
+            return ev;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return NULL;
+        long long left = deadline - now_ms();
+        if (left <= 0)
+            return NULL;
+        struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+        poll(&pf, 1, (int)left);
+    }
+}
+
+static int device_is(struct rdma_cm_id *id, const char *want)
+{
+    return !want[0] || !id->verbs || !strcmp(ibv_get_device_name(id->verbs->device), want);
+}
+
+static int device_exists(const char *name)
+{
+    int n = 0, found = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    for (int i = 0; list && i < n; i++)
+        found |= !strcmp(ibv_get_device_name(list[i]), name);
+    if (list)
+        ibv_free_device_list(list);
+    return found;
+}
+
+static void describe(struct rd_transport *tp, struct rd_v_conn *c)
+{
+    snprintf(tp->desc, sizeof tp->desc, "rdma %s port %u",
+             ibv_get_device_name(c->id->verbs->device), (unsigned)c->id->port_num);
+    snprintf(tp->peer, sizeof tp->peer, "%s", c->peer);
+}
+
+static void hello_make(struct rd_v_hello *h)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, HELLO_MAGIC, 4);
+    h->version = 1;
+    h->small_credits = RD_V_CTRL_RECV;   /* little-endian hosts only, like the frame format */
+}
+
+/* The peer's hello from CM private data; 0 when it is not ours. */
+static unsigned hello_parse(const void *pd, size_t len)
+{
+    struct rd_v_hello h;
+    if (!pd || len < sizeof h)
+        return 0;
+    memcpy(&h, pd, sizeof h);
+    if (memcmp(h.magic, HELLO_MAGIC, 4) || h.version != 1 || h.small_credits < 2 ||
+        h.small_credits > 4096)
+        return 0;
+    return h.small_credits;
+}
+
+static struct rdma_conn_param conn_param(struct rd_v_hello *h)
+{
+    struct rdma_conn_param p = {
+        .private_data = h,
+        .private_data_len = sizeof *h,
+        .responder_resources = 0,       /* SEND/RECV only: no RDMA READ either way */
+        .initiator_depth = 0,
+        .retry_count = RD_V_RETRY,
+        .rnr_retry_count = 7,           /* 7 = retry forever on RNR: a late repost is no error */
+    };
+    return p;
+}
+
+/* ---- active side ---- */
+
+enum { ATTEMPT_OK, ATTEMPT_FATAL, ATTEMPT_RETRY };
+
+static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *dst,
+                   long long deadline, int *rc)
+{
+    struct rdma_cm_event *ev;
+    if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+        *rc = rd_fail(RD_ECONNECT, "cannot create RDMA CM id: %s", strerror(errno));
+        return ATTEMPT_FATAL;
+    }
+    if (rdma_resolve_addr(c->id, src, dst, RD_V_RESOLVE_MS)) {
+        *rc = rd_fail(RD_ECONNECT, "no RDMA route to %s: %s", c->peer, strerror(errno));
+        return ATTEMPT_FATAL;
+    }
+    ev = next_event(c->ch, RD_V_RESOLVE_MS + 1000);
+    if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
+        int st = ev ? ev->status : ETIMEDOUT;
+        if (ev)
+            rdma_ack_cm_event(ev);
+        *rc = rd_fail(RD_ECONNECT, "no RDMA route to %s (address resolution: %s)", c->peer,
+                      strerror(st < 0 ? -st : st));
+        return ATTEMPT_FATAL;
+    }
+    rdma_ack_cm_event(ev);
+    if (!device_is(c->id, c->device)) {
+        *rc = rd_fail(RD_ECONNECT, "%s is reached through RDMA device %s, not %s (-d)", c->peer,
+                      ibv_get_device_name(c->id->verbs->device), c->device);
+        return ATTEMPT_FATAL;
+    }
+    uint8_t ack_timeout = RD_V_ACK_TIMEOUT;
+    rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                    sizeof ack_timeout);
+    if (rdma_resolve_route(c->id, RD_V_RESOLVE_MS)) {
+        *rc = rd_fail(RD_ECONNECT, "no RDMA route to %s: %s", c->peer, strerror(errno));
+        return ATTEMPT_FATAL;
+    }
+    ev = next_event(c->ch, RD_V_RESOLVE_MS + 1000);
+    if (!ev || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED) {
+        if (ev)
+            rdma_ack_cm_event(ev);
+        *rc = rd_fail(RD_ECONNECT, "no RDMA route to %s (route resolution failed)", c->peer);
+        return ATTEMPT_FATAL;
+    }
+    rdma_ack_cm_event(ev);
+    if ((*rc = rd_v_res_create(c)))
+        return ATTEMPT_FATAL;
+    struct rd_v_hello h;
+    hello_make(&h);
+    struct rdma_conn_param p = conn_param(&h);
+    if (rdma_connect(c->id, &p)) {
+        *rc = rd_fail(RD_ECONNECT, "cannot connect to %s over RDMA: %s", c->peer, strerror(errno));
+        return ATTEMPT_FATAL;
+    }
+    long long left = deadline - now_ms();
+    ev = next_event(c->ch, (int)(left > 500 ? left : 500));
+    if (!ev) {
+        *rc = rd_fail(RD_ECONNECT, "timed out connecting to %s over RDMA", c->peer);
+        return ATTEMPT_FATAL;
+    }
+    enum rdma_cm_event_type t = ev->event;
+    int status = ev->status;
+    unsigned peer_small = hello_parse(ev->param.conn.private_data, ev->param.conn.private_data_len);
+    char reason[200] = "";
+    if (t == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data &&
+        ev->param.conn.private_data_len > 4 &&
+        !memcmp(ev->param.conn.private_data, REJECT_MAGIC, 4))
+        snprintf(reason, sizeof reason, "%.*s", (int)ev->param.conn.private_data_len - 4,
+                 (const char *)ev->param.conn.private_data + 4);
+    rdma_ack_cm_event(ev);
+    if (t == RDMA_CM_EVENT_ESTABLISHED) {
+        if (!peer_small) {
+            *rc = rd_fail(RD_ECONNECT, "%s is not an rdpipe RDMA peer", c->peer);
+            return ATTEMPT_FATAL;
+        }
+        c->established = 1;
+        *rc = rd_v_flow_init(c, peer_small);
+        return *rc ? ATTEMPT_FATAL : ATTEMPT_OK;
+    }
+    if (reason[0]) {
+        *rc = rd_fail(RD_ECONNECT, "%s refused the RDMA connection: %s", c->peer, reason);
+        return ATTEMPT_FATAL;
+    }
+    if (t == RDMA_CM_EVENT_REJECTED || t == RDMA_CM_EVENT_UNREACHABLE ||
+        t == RDMA_CM_EVENT_CONNECT_ERROR) {
+        *rc = rd_fail(RD_ECONNECT, "cannot connect to %s over RDMA (%s%s, status %d)", c->peer,
+                      rdma_event_str(t),
+                      t == RDMA_CM_EVENT_REJECTED ? ": nobody listening?" : "", status);
+        return ATTEMPT_RETRY;
+    }
+    *rc = rd_fail(RD_ECONNECT, "cannot connect to %s over RDMA (%s)", c->peer, rdma_event_str(t));
+    return ATTEMPT_FATAL;
+}
+
+static void attempt_undo(struct rd_v_conn *c)
+{
+    rd_v_res_destroy(c);
+    rd_v_destroy_id(c->id);
+    c->id = NULL;
+}
+
+/* What connect and listen both start with: a device to use, and the connection state. */
+static int conn_start(struct rd_transport *tp, const struct rd_addr *a, struct rd_v_conn **out)
+{
+    if (!rd_verbs_available())
+        return rd_fail(RD_ENODEV, "no RDMA device");
+    if (a->device && a->device[0] && !device_exists(a->device))
+        return rd_fail(RD_ENODEV, "no RDMA device named %s", a->device);
+    struct rd_v_conn *c = conn_new(a);
+    if (!c)
+        return rd_fail(RD_EIO, "out of memory");
+    tp->priv = c;
+    *out = c;
+    return RD_OK;
+}
+
+static int v_connect(struct rd_transport *tp, const struct rd_addr *a)
+{
+    struct rd_v_conn *c;
+    int started = conn_start(tp, a, &c);
+    if (started)
+        return started;
+    struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *dst = NULL, *src = NULL;
+    int rc = RD_OK;
+    if (rdma_getaddrinfo(a->host, a->port, &hints, &dst) || !dst->ai_dst_addr) {
+        rc = rd_fail(RD_ECONNECT, "cannot resolve %s port %s for RDMA", a->host, a->port);
+        goto out;
+    }
+    if (a->bind) {
+        struct rdma_addrinfo sh = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+        sh.ai_family = dst->ai_family;
+        if (rdma_getaddrinfo(a->bind, NULL, &sh, &src) || !src->ai_src_addr) {
+            rc = rd_fail(RD_ECONNECT, "cannot use %s as RDMA source address", a->bind);
+            goto out;
+        }
+    }
+    rd_sockaddr_str(dst->ai_dst_addr, c->peer, sizeof c->peer);
+    c->ch = channel_new();
+    if (!c->ch) {
+        rc = rd_fail(RD_ECONNECT, "cannot open the RDMA CM event channel: %s", strerror(errno));
+        goto out;
+    }
+    long long deadline = now_ms() + (a->timeout_ms < 0 ? RD_V_CONNECT_MS : a->timeout_ms);
+    for (;;) {
+        rd_error_clear();
+        int how = attempt(c, src ? src->ai_src_addr : NULL, dst->ai_dst_addr, deadline, &rc);
+        if (how == ATTEMPT_OK)
+            break;
+        attempt_undo(c);
+        if (how == ATTEMPT_FATAL || now_ms() + 200 >= deadline)
+            goto out;
+        usleep(200 * 1000);   /* nobody listening yet: the receiver may still be starting */
+    }
+    describe(tp, c);
+out:
+    if (src)
+        rdma_freeaddrinfo(src);
+    if (dst)
+        rdma_freeaddrinfo(dst);
+    return rc;
+}
+
+/* ---- passive side ---- */
+
+static int v_listen(struct rd_transport *lis, const struct rd_addr *a)
+{
+    struct rd_v_conn *c;
+    int started = conn_start(lis, a, &c);
+    if (started)
+        return started;
+    struct rdma_addrinfo *ai = NULL;
+    struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+                                 .sin6_port = htons((uint16_t)atoi(a->port)) };
+    struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_addr.s_addr = INADDR_ANY,
+                                .sin_port = any6.sin6_port };
+    struct sockaddr *sa = (struct sockaddr *)&any6;
+    const char *where = a->bind ? a->bind : "any address";
+    int rc = RD_OK;
+    if (a->bind) {
+        struct rdma_addrinfo h = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+        if (rdma_getaddrinfo(a->bind, a->port, &h, &ai) || !ai->ai_src_addr) {
+            rc = rd_fail(RD_ECONNECT, "cannot resolve listen address %s for RDMA", a->bind);
+            goto out;
+        }
+        sa = ai->ai_src_addr;
+    }
+    if (!(c->lch = channel_new()) || rdma_create_id(c->lch, &c->lid, c, RDMA_PS_TCP)) {
+        rc = rd_fail(RD_ECONNECT, "cannot create an RDMA CM listener: %s", strerror(errno));
+        goto out;
+    }
+    if (!a->bind) {
+        int afonly = 0;   /* one listener for IPv4 and IPv6 */
+        rdma_set_option(c->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &afonly, sizeof afonly);
+    }
+    int e = rdma_bind_addr(c->lid, sa) ? errno : 0;
+    if (e && !a->bind && e != EADDRINUSE)
+        e = rdma_bind_addr(c->lid, (struct sockaddr *)&any4) ? errno : 0;   /* no IPv6 */
+    if (e) {
+        if (e == EADDRINUSE)
+            rc = rd_fail(RD_ECONNECT, "RDMA port %s is already in use", a->port);
+        else
+            rc = rd_fail(RD_ECONNECT, "cannot listen for RDMA on %s port %s: %s", where, a->port,
+                         e == ENODEV || e == EADDRNOTAVAIL ? "no RDMA device has that address"
+                                                           : strerror(e));
+        goto out;
+    }
+    if (!device_is(c->lid, c->device)) {
+        rc = rd_fail(RD_ECONNECT, "%s is on RDMA device %s, not %s (-d)", where,
+                     ibv_get_device_name(c->lid->verbs->device), c->device);
+        goto out;
+    }
+    if (rdma_listen(c->lid, 16)) {
+        rc = rd_fail(RD_ECONNECT, "RDMA listen on port %s: %s", a->port, strerror(errno));
+        goto out;
+    }
+    lis->local_port = ntohs(rdma_get_src_port(c->lid));
+    if (c->lid->verbs)
+        snprintf(lis->desc, sizeof lis->desc, "rdma %s", ibv_get_device_name(c->lid->verbs->device));
+out:
+    if (ai)
+        rdma_freeaddrinfo(ai);
+    return rc;
+}
+
+static int v_listen_fd(struct rd_transport *lis)
+{
+    return ((struct rd_v_conn *)lis->priv)->lch->fd;
+}
+
+static void reject(struct rdma_cm_id *id, const char *why)
+{
+    char pd[56];
+    memcpy(pd, REJECT_MAGIC, 4);
+    size_t n = strlen(why);
+    if (n > sizeof pd - 4)
+        n = sizeof pd - 4;
+    memcpy(pd + 4, why, n);
+    rdma_reject(id, pd, (uint8_t)(4 + n));
+}
+
+/* Set up one incoming connection; NULL (and the request rejected) when it is not usable. */
+static struct rd_v_conn *take_request(struct rd_v_conn *l, struct rdma_cm_id *id,
+                                      unsigned peer_small)
+{
+    struct rd_v_conn *c = conn_new(NULL);
+    if (!c) {
+        rdma_reject(id, NULL, 0);
+        rd_v_destroy_id(id);
+        return NULL;
+    }
+    c->verbose = l->verbose;
+    rd_v_peer_name(id, c->peer, sizeof c->peer);
+    if (!(c->ch = channel_new()) || rdma_migrate_id(id, c->ch)) {
+        rdma_reject(id, NULL, 0);
+        rd_v_destroy_id(id);
+        rd_v_conn_free(c);
+        return NULL;
+    }
+    c->id = id;   /* from here rd_v_conn_free destroys it */
+    if (rd_v_res_create(c) || rd_v_flow_init(c, peer_small)) {
+        reject(id, "receiver out of RDMA resources");
+        goto drop;
+    }
+    struct rd_v_hello h;
+    hello_make(&h);
+    struct rdma_conn_param p = conn_param(&h);
+    if (rdma_accept(id, &p))
+        goto drop;
+    struct rdma_cm_event *ev = next_event(c->ch, 5000);
+    if (!ev)
+        goto drop;
+    enum rdma_cm_event_type t = ev->event;
+    rdma_ack_cm_event(ev);
+    if (t != RDMA_CM_EVENT_ESTABLISHED)
+        goto drop;
+    c->established = 1;
+    return c;
+drop:
+    rd_error_clear();   /* a failed stranger is no error of ours */
+    rd_v_conn_free(c);
+    return NULL;
+}
+
+static int v_accept(struct rd_transport *lis, struct rd_transport **out, int timeout_ms)
+{
+    struct rd_v_conn *l = lis->priv;
+    long long deadline = timeout_ms < 0 ? 0 : now_ms() + timeout_ms;
+    for (;;) {
+        long long left = deadline ? deadline - now_ms() : 3600 * 1000;
+        if (left < 0)
+            left = 0;
+        struct rdma_cm_event *ev = next_event(l->lch, (int)left);
+        if (!ev) {
+            if (deadline && now_ms() >= deadline)
+                return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
+            continue;
+        }
+        if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+            enum rdma_cm_event_type t = ev->event;
+            rdma_ack_cm_event(ev);
+            if (t == RDMA_CM_EVENT_DEVICE_REMOVAL)
+                return rd_fail(RD_ECONNECT, "RDMA device removed while listening");
+            continue;
+        }
+        struct rdma_cm_id *id = ev->id;
+        unsigned peer_small = hello_parse(ev->param.conn.private_data,
+                                          ev->param.conn.private_data_len);
+        rdma_ack_cm_event(ev);
+        char who[128];
+        rd_v_peer_name(id, who, sizeof who);
+        if (!peer_small || !device_is(id, l->device)) {
+            if (l->verbose)
+                rd_warn("rdma: refused a connection from %s (%s)", who,
+                        peer_small ? "other RDMA device" : "not an rdpipe peer");
+            reject(id, peer_small ? "wrong RDMA device" : "not an rdpipe peer");
+            rd_v_destroy_id(id);
+            continue;
+        }
+        struct rd_v_conn *c = take_request(l, id, peer_small);
+        if (!c) {
+            if (l->verbose)
+                rd_warn("rdma: connection from %s failed during setup", who);
+            continue;
+        }
+        struct rd_transport *tp = rd_transport_new(&rd_verbs_ops);
+        if (!tp) {
+            rd_v_conn_free(c);
+            return rd_fail(RD_EIO, "out of memory");
+        }
+        tp->priv = c;
+        describe(tp, c);
+        *out = tp;
+        return RD_OK;
+    }
+}
+
+static void v_close(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    /* also answers a peer's disconnect request; a failure only means the connection is down
+     * already, which releases nothing and loses nothing: not reported */
+    if (c && c->id && c->established)
+        (void)rdma_disconnect(c->id);
+    rd_v_conn_free(c);
+    free(tp);
+}
+
+const struct rd_transport_ops rd_verbs_ops = {
+    .name = "rdma",
+    .listen = v_listen,
+    .accept = v_accept,
+    .listen_fd = v_listen_fd,
+    .connect = v_connect,
+    .setup_ring = rd_v_setup_ring,
+    .get_send_buf = rd_v_get_send_buf,
+    .send = rd_v_send,
+    .recv = rd_v_recv,
+    .release = rd_v_release,
+    .drain = rd_v_drain,
+    .shutdown = rd_v_shutdown,
+    .close = v_close,
+};

@@ -1,0 +1,506 @@
+/* rd_verbs_flow.c - the data path of the verbs transport: posting, completions, credits.
+ *
+ * Threads: up to three callers (reader in get_send_buf, network thread in send, a monitor or
+ * writer in recv/release) share one connection. One mutex guards the state; whoever must
+ * wait becomes the single "poller" that sleeps in poll() on both completion channels, the CM
+ * channel and a wakeup eventfd; the others wait on a condition variable that the poller
+ * broadcasts after each round (leader/follower), so no completion event is ever consumed by
+ * a thread that then leaves the others asleep. The CQ is always re-armed before it is
+ * drained: Soft-RoCE does not signal completions that were queued before the arm.
+ */
+#include "transport/rd_verbs.h"
+#include "util/rd_error.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ACK_BATCH 64u   /* CQ events acknowledged in batches: ibv_ack_cq_events takes a lock */
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void mark_dead(struct rd_v_conn *c, const char *fmt, ...)
+{
+    if (!c->dead && !c->shut) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->why, sizeof c->why, fmt, ap);
+        va_end(ap);
+    }
+    c->dead = 1;
+    pthread_cond_broadcast(&c->cv);
+}
+
+static int fail_dead(struct rd_v_conn *c)
+{
+    if (c->why[0])
+        return rd_fail(RD_ESTREAM, "%s", c->why);
+    return rd_fail(RD_ESTREAM, "connection to %s shut down", c->peer);
+}
+
+int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small)
+{
+    c->peer_small = peer_small;
+    c->est = RD_V_CTRL_RECV;
+    c->batch = RD_V_CTRL_RECV / 4;
+    c->rd_cap = c->rq_cap;
+    c->ready = calloc(c->rd_cap, sizeof *c->ready);
+    const char *bp = getenv("RDPIPE_BUSY_POLL_US");
+    c->busy_us = bp ? atoi(bp) : RD_V_BUSY_US;
+    if (!c->ready)
+        return rd_fail(RD_EIO, "out of memory");
+    return RD_OK;
+}
+
+/* ---- posting ---- */
+
+/* The peer's next free receive (FIFO): small ones come first. */
+static void consume_credit(struct rd_v_conn *c)
+{
+    if (c->peer_small)
+        c->peer_small--;
+    else
+        c->peer_big--;
+}
+
+static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len, int internal)
+{
+    struct ibv_sge sge;
+    struct ibv_send_wr wr = { 0 }, *bad;
+    unsigned big = c->owe_big, small = c->owe_small;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(RD_V_IMM(internal, big, small));
+    if (p) {
+        sge = (struct ibv_sge){ .addr = (uintptr_t)p->bufs[slot].data, .length = (uint32_t)len,
+                                .lkey = p->mr->lkey };
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.wr_id = ((uint64_t)p->kind << 32) | slot;
+    } else {
+        wr.wr_id = (uint64_t)K_INTERNAL << 32;
+    }
+    int e = ibv_post_send(c->id->qp, &wr, &bad);
+    if (e) {
+        mark_dead(c, "connection to %s lost (cannot post RDMA send: %s)", c->peer, strerror(e));
+        return RD_ESTREAM;
+    }
+    consume_credit(c);
+    c->owe_big = c->owe_small = 0;
+    c->est += big + small;
+    c->sq_used++;
+    if (internal)
+        c->sq_internal++;
+    else
+        c->payload_out++;
+    return RD_OK;
+}
+
+/* Return owed credits in a credit-only message once a batch is owed, or at once when the
+ * peer looks starved. Credit-only messages may use the reserve; they never echo because
+ * one of them makes the peer owe a single credit, below every batch. */
+static void flush_credits(struct rd_v_conn *c)
+{
+    unsigned owed = c->owe_big + c->owe_small;
+    if (!owed || c->dead || c->shut)
+        return;
+    if (owed < c->batch && c->est > (long long)RD_V_RESERVE)
+        return;
+    if (c->peer_small + c->peer_big < 1 || c->sq_internal >= RD_V_SQ_EXTRA)
+        return;   /* retried by the next progress round: a completion will come */
+    if (post(c, NULL, 0, 0, 1) == RD_OK)
+        c->stat_internal++;
+}
+
+/* Hand a received buffer back to the queue, or retire it: once our ring exists, small
+ * receives must not be posted behind big ones (the peer counts them as gone). */
+static void recycle(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot)
+{
+    if (c->dead || c->shut)
+        return;
+    if (p->kind == K_CTRL_RECV && c->ring_mode)
+        return;
+    if (rd_v_post_recv(c, p, slot)) {
+        mark_dead(c, "connection to %s lost (cannot repost RDMA receive)", c->peer);
+        return;
+    }
+    if (p->kind == K_CTRL_RECV)
+        c->owe_small++;
+    else
+        c->owe_big++;
+}
+
+/* ---- completions ---- */
+
+static struct rd_v_pool *pool_of(struct rd_v_conn *c, uint64_t wr_id)
+{
+    switch ((enum rd_v_kind)(wr_id >> 32)) {
+    case K_CTRL_SEND: return &c->ctrl_send;
+    case K_RING_SEND: return &c->ring_send;
+    case K_CTRL_RECV: return &c->ctrl_recv;
+    case K_RING_RECV: return &c->ring_recv;
+    default: return NULL;
+    }
+}
+
+static void wc_error(struct rd_v_conn *c, const struct ibv_wc *wc)
+{
+    if (wc->status == IBV_WC_WR_FLUSH_ERR && (c->dead || c->shut))
+        return;   /* the consequence of a failure already recorded */
+    mark_dead(c, "connection to %s lost (RDMA %s)", c->peer, ibv_wc_status_str(wc->status));
+}
+
+static void on_recv(struct rd_v_conn *c, const struct ibv_wc *wc)
+{
+    struct rd_v_pool *p = pool_of(c, wc->wr_id);
+    unsigned slot = (uint32_t)wc->wr_id;
+    if (wc->status != IBV_WC_SUCCESS || !p) {
+        wc_error(c, wc);
+        return;
+    }
+    int internal = 0;
+    c->est--;
+    if (wc->wc_flags & IBV_WC_WITH_IMM) {
+        uint32_t imm = ntohl(wc->imm_data);
+        c->peer_small += imm & 0xffffu;
+        c->peer_big += (imm >> 16) & 0x7fffu;
+        internal = !!(imm & RD_V_IMM_INTERNAL);
+    }
+    if (internal) {
+        recycle(c, p, slot);
+        return;
+    }
+    struct rd_v_ready *r = &c->ready[(c->rd_head + c->rd_count) % c->rd_cap];
+    r->pool = p;
+    r->slot = slot;
+    r->len = wc->byte_len;
+    c->rd_count++;
+}
+
+static void on_send(struct rd_v_conn *c, const struct ibv_wc *wc)
+{
+    struct rd_v_pool *p = pool_of(c, wc->wr_id);
+    c->sq_used--;
+    if (p) {
+        c->payload_out--;
+        p->free[p->nfree++] = (uint32_t)wc->wr_id;
+        if (wc->status != IBV_WC_SUCCESS)
+            c->send_err = 1;
+    } else {
+        c->sq_internal--;
+    }
+    if (wc->status != IBV_WC_SUCCESS)
+        wc_error(c, wc);
+}
+
+static int drain_cq(struct rd_v_conn *c, struct ibv_cq *cq, int is_recv)
+{
+    struct ibv_wc wc[32];
+    int n, total = 0;
+    while ((n = ibv_poll_cq(cq, 32, wc)) > 0) {
+        for (int i = 0; i < n; i++)
+            is_recv ? on_recv(c, &wc[i]) : on_send(c, &wc[i]);
+        total += n;
+    }
+    if (n < 0)
+        mark_dead(c, "connection to %s lost (cannot poll RDMA completions)", c->peer);
+    return total;
+}
+
+static void cm_events(struct rd_v_conn *c)
+{
+    struct rdma_cm_event *ev;
+    while (rdma_get_cm_event(c->ch, &ev) == 0) {
+        enum rdma_cm_event_type t = ev->event;
+        rdma_ack_cm_event(ev);
+        if (t == RDMA_CM_EVENT_ESTABLISHED || t == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+            continue;
+        /* frames that arrived before the disconnect are still delivered */
+        drain_cq(c, c->rcq, 1);
+        mark_dead(c, "connection to %s lost (RDMA %s)", c->peer,
+                  t == RDMA_CM_EVENT_DISCONNECTED ? "DISCONNECTED" : rdma_event_str(t));
+    }
+}
+
+/* Non-blocking: everything that can be done now. Returns completions seen. */
+static int progress(struct rd_v_conn *c)
+{
+    int n = drain_cq(c, c->scq, 0) + drain_cq(c, c->rcq, 1);
+    flush_credits(c);
+    return n;
+}
+
+static void take_cq_events(struct rd_v_conn *c, struct ibv_comp_channel *cc, unsigned *count)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+    int got = 0;
+    while (ibv_get_cq_event(cc, &cq, &ctx) == 0) {
+        got = 1;
+        if (++*count >= ACK_BATCH) {
+            ibv_ack_cq_events(cq, *count);
+            *count = 0;
+        }
+    }
+    if (got)
+        ibv_req_notify_cq(cc == c->scc ? c->scq : c->rcq, 0);   /* re-arm, then drain */
+}
+
+/* One blocking round, called with mu held; returns RD_OK to re-check, RD_ECONNECT when the
+ * deadline (us, 0 = none) passed, RD_ESTREAM when the connection is gone. */
+static int wait_round(struct rd_v_conn *c, long long deadline)
+{
+    if (c->dead || c->shut)
+        return RD_ESTREAM;
+    long long now = now_us();
+    if (deadline && now >= deadline)
+        return RD_ECONNECT;
+    if (c->poller) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long long wait = deadline ? deadline - now : 1000000;
+        if (wait > 1000000)
+            wait = 1000000;
+        ts.tv_sec += wait / 1000000;
+        ts.tv_nsec += (wait % 1000000) * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        progress(c);
+        return RD_OK;
+    }
+    c->poller = 1;
+    /* short busy-poll: a completion that is microseconds away costs no sleep/wakeup */
+    if (c->busy_us > 0) {
+        long long until = now + c->busy_us;
+        int n = 0;
+        while (!n && now_us() < until && !c->dead && !c->shut) {
+            pthread_mutex_unlock(&c->mu);
+            sched_yield();
+            pthread_mutex_lock(&c->mu);
+            n = progress(c);
+        }
+        if (n) {
+            c->poller = 0;
+            pthread_cond_broadcast(&c->cv);
+            return RD_OK;
+        }
+    }
+    struct pollfd pf[4] = {
+        { .fd = c->scc->fd, .events = POLLIN }, { .fd = c->rcc->fd, .events = POLLIN },
+        { .fd = c->ch->fd, .events = POLLIN }, { .fd = c->wake_fd, .events = POLLIN },
+    };
+    int ms = -1;
+    if (deadline)
+        ms = (int)((deadline - now + 999) / 1000);
+    c->stat_sleeps++;
+    pthread_mutex_unlock(&c->mu);
+    poll(pf, 4, ms);
+    pthread_mutex_lock(&c->mu);
+    c->poller = 0;
+    take_cq_events(c, c->scc, &c->scq_events);
+    take_cq_events(c, c->rcc, &c->rcq_events);
+    progress(c);
+    cm_events(c);
+    pthread_cond_broadcast(&c->cv);
+    return RD_OK;
+}
+
+static long long deadline_of(int timeout_ms)
+{
+    return timeout_ms < 0 ? 0 : now_us() + (long long)timeout_ms * 1000 + 1;
+}
+
+/* ---- the interface ---- */
+
+int rd_v_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
+{
+    struct rd_v_conn *c = tp->priv;
+    if (frame_size < RD_CTRL_FRAME)
+        frame_size = RD_CTRL_FRAME;   /* a control frame may land in any ring receive */
+    if (depth < 4)
+        depth = 4;                    /* so a batch of credits always comes back */
+    pthread_mutex_lock(&c->mu);
+    int rc = RD_OK;
+    if (dir == RD_DIR_RECV) {
+        if (c->ring_recv.n || depth > c->rq_cap - RD_V_CTRL_RECV) {
+            rc = rd_fail(RD_EUSAGE, "RDMA receive ring: bad depth %u", depth);
+            goto out;
+        }
+        if ((rc = rd_v_pool_create(c, &c->ring_recv, K_RING_RECV, depth, frame_size)))
+            goto out;
+        c->ring_mode = 1;   /* from now on no small receive is posted */
+        for (unsigned i = 0; i < depth && !rc; i++)
+            if (rd_v_post_recv(c, &c->ring_recv, i))
+                rc = RD_ESTREAM;
+        if (rc) {
+            mark_dead(c, "connection to %s: cannot post the RDMA receive ring", c->peer);
+            goto out;
+        }
+        c->owe_big += depth;
+        c->batch = depth / 4 > 2 ? depth / 4 : 2;
+        flush_credits(c);
+    } else {
+        if (c->ring_send.n || depth > c->sq_cap - RD_V_CTRL_SEND - RD_V_SQ_EXTRA) {
+            rc = rd_fail(RD_EUSAGE, "RDMA send ring: bad depth %u", depth);
+            goto out;
+        }
+        rc = rd_v_pool_create(c, &c->ring_send, K_RING_SEND, depth, frame_size);
+    }
+out:
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int rd_v_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
+{
+    struct rd_v_conn *c = tp->priv;
+    int rc = RD_OK;
+    pthread_mutex_lock(&c->mu);
+    progress(c);
+    for (;;) {
+        struct rd_v_pool *p = c->ring_send.n ? &c->ring_send : &c->ctrl_send;
+        if (c->dead || c->shut) {
+            rc = fail_dead(c);
+            break;
+        }
+        if (p->nfree) {
+            struct rd_buf *b = &p->bufs[p->free[--p->nfree]];
+            b->len = 0;
+            *out = b;
+            break;
+        }
+        wait_round(c, 0);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* Can a message of len bytes go now? Burns leftover small receives first for big ones. */
+static int can_send(struct rd_v_conn *c, size_t len)
+{
+    if (len <= RD_CTRL_FRAME)
+        return c->peer_small + c->peer_big >= 1 + RD_V_RESERVE;
+    if (c->peer_big < 1 + RD_V_RESERVE)
+        return 0;
+    while (c->peer_small && c->sq_internal < RD_V_SQ_EXTRA)
+        if (post(c, NULL, 0, 0, 1))
+            return 0;
+    return c->peer_small == 0;
+}
+
+int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct rd_v_conn *c = tp->priv;
+    struct rd_v_pool *p = b->owner;
+    int rc = RD_OK;
+    pthread_mutex_lock(&c->mu);
+    progress(c);
+    for (;;) {
+        if (c->dead || c->shut) {
+            p->free[p->nfree++] = b->slot;   /* the frame comes back through get_send_buf */
+            rc = fail_dead(c);
+            break;
+        }
+        if (can_send(c, b->len)) {
+            if (post(c, p, b->slot, b->len, 0))
+                continue;
+            break;
+        }
+        wait_round(c, 0);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
+{
+    struct rd_v_conn *c = tp->priv;
+    long long deadline = deadline_of(timeout_ms);
+    int rc = RD_OK;
+    pthread_mutex_lock(&c->mu);
+    progress(c);
+    while (!c->rd_count) {
+        int w = wait_round(c, deadline);
+        if (w == RD_ESTREAM && !c->rd_count) {
+            rc = fail_dead(c);
+            break;
+        }
+        if (w == RD_ECONNECT) {
+            rc = rd_fail(RD_ECONNECT, "timed out waiting for %s", c->peer);
+            break;
+        }
+    }
+    if (!rc) {
+        struct rd_v_ready *r = &c->ready[c->rd_head];
+        c->rd_head = (c->rd_head + 1) % c->rd_cap;
+        c->rd_count--;
+        struct rd_buf *b = &r->pool->bufs[r->slot];
+        b->len = r->len;
+        *out = b;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void rd_v_release(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct rd_v_conn *c = tp->priv;
+    struct rd_v_pool *p = b->owner;
+    pthread_mutex_lock(&c->mu);
+    if (p->kind == K_CTRL_SEND || p->kind == K_RING_SEND)
+        p->free[p->nfree++] = b->slot;   /* a borrowed send frame that was never sent */
+    else {
+        recycle(c, p, b->slot);
+        flush_credits(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int rd_v_drain(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    int rc = RD_OK;
+    pthread_mutex_lock(&c->mu);
+    progress(c);
+    while (c->payload_out && !c->dead && !c->shut)
+        wait_round(c, 0);
+    if (c->payload_out || c->send_err)
+        rc = fail_dead(c);
+    if (c->verbose > 1)
+        fprintf(stderr, "%s: rdma: %llu sleeps, %llu credit messages\n", rd_progname(),
+                c->stat_sleeps, c->stat_internal);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void rd_v_shutdown(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    if (!c || !c->id)
+        return;
+    uint64_t one = 1;
+    pthread_mutex_lock(&c->mu);
+    int was = c->shut;
+    c->shut = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (write(c->wake_fd, &one, sizeof one) < 0) {
+        /* the eventfd counter cannot overflow here; nothing to do */
+    }
+    if (!was && c->established)
+        (void)rdma_disconnect(c->id);   /* the peer's blocked calls fail too; see v_close */
+}

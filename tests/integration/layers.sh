@@ -1,0 +1,57 @@
+#!/bin/bash
+# layers.sh - lib/ is a stack of folders and every #include points down it (ARCHITECTURE.md):
+#   util < wire < transport < engine < run < remote < pipe | copy
+# pipe/ and copy/ never include each other; transport details (rd_tcp.h, rd_verbs.h) stay
+# inside transport/; every lib header is included by its folder ("transport/rd_tcp.h").
+. "$(dirname "$0")/../lib.sh"
+LIB=${RDPIPE_LAYERS_LIB:-$RD_ROOT/lib}   # another tree to check (the test's own broken-tree cases)
+
+declare -A rank=([util]=0 [wire]=1 [transport]=2 [engine]=3 [run]=4 [remote]=5 [pipe]=6 [copy]=6)
+
+# layer_violations DIR: one line per include that breaks a rule, nothing when all is well
+layer_violations() {
+    local dir=$1 f from line to hdr
+    for f in "$dir"/*/*.[ch]; do
+        from=$(basename "$(dirname "$f")")
+        [ -n "${rank[$from]:-}" ] || { echo "$f: folder '$from' is not a known layer"; continue; }
+        while IFS= read -r line; do
+            hdr=${line#*\"}; hdr=${hdr%\"*}
+            if [[ $hdr != */* ]]; then
+                [ -e "$(dirname "$f")/$hdr" ] && echo "$f: includes \"$hdr\" without its folder"
+                continue
+            fi
+            to=${hdr%%/*}
+            [ -n "${rank[$to]:-}" ] || continue
+            if [ "${rank[$to]}" -gt "${rank[$from]}" ]; then
+                echo "$f: $from/ includes $hdr from $to/, a higher layer"
+            elif [ "$to" != "$from" ] && [ "${rank[$to]}" = "${rank[$from]}" ]; then
+                echo "$f: $from/ includes $hdr from $to/, a sibling (share it through a lower layer)"
+            fi
+            case $hdr in
+                transport/rd_tcp.h|transport/rd_verbs.h)
+                    [ "$from" = transport ] || echo "$f: $from/ reaches into $hdr (use the ops in rd_transport.h)" ;;
+            esac
+        done < <(grep -h '^#include "' "$f")
+    done
+}
+
+t_begin "every include in lib/ points down the stack; transport details stay in transport/"
+out=$(layer_violations "$LIB")
+[ -z "$out" ] || t_fail "$(echo "$out" | head -20 | tr '\n' '|')"
+t_end
+
+t_begin "the check catches an upward include, a sibling include, a TCP leak and a bare include"
+cp -r "$LIB" "$C/lib"
+echo '#include "run/rd_cli.h"' >> "$C/lib/transport/rd_select.c"
+echo '#include "pipe/rdp_agent.h"' >> "$C/lib/copy/rdc_send.c"
+echo '#include "transport/rd_tcp.h"' >> "$C/lib/engine/rd_relay.c"
+echo '#include "rd_error.h"' >> "$C/lib/util/rd_queue.c"
+out=$(layer_violations "$C/lib")
+for want in "transport/rd_select.c: transport/ includes run/rd_cli.h" \
+            "copy/rdc_send.c: copy/ includes pipe/rdp_agent.h from pipe/, a sibling" \
+            "engine/rd_relay.c: engine/ reaches into transport/rd_tcp.h" \
+            "util/rd_queue.c: includes \"rd_error.h\" without its folder"; do
+    grep -qF "$want" <<< "$out" || t_fail "not caught: $want (got: $(echo "$out" | tr '\n' '|'))"
+done
+[ "$(wc -l <<< "$out")" = 4 ] || t_fail "expected 4 findings, got: $(echo "$out" | tr '\n' '|')"
+t_end
