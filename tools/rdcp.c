@@ -1,5 +1,5 @@
 /* rdcp - copy files and trees between hosts; data flows source host -> destination host. */
-#include "rdc_main.h"
+#include "copy/rdc_main.h"
 
 int main(int argc, char **argv)
 {

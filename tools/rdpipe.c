@@ -1,5 +1,5 @@
 /* rdpipe - run a pipeline of commands across hosts; data flows host to host. */
-#include "rdp_main.h"
+#include "pipe/rdp_main.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /* rdrecv - receive one authenticated stream and write it to stdout or FILE. */
-#include "rd_run.h"
+#include "run/rd_run.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /* rdsend - send stdin or FILE to an rdrecv on another host. */
-#include "rd_run.h"
+#include "run/rd_run.h"
 
 int main(int argc, char **argv)
 {

@@ -89,7 +89,6 @@ no_ssh "rdcp (hostile source)"
 t_end
 
 t_begin "rdcp: hostile hosts are usage errors (exit 1, one line naming the host)"
-t_known_bug "needs the parse_loc change in lib/rdc_main.c (rdp_dest_check)"
 printf 'data\n' > "$C/x"
 refused rdcp "bad host '-oProxyCommand=touch pwned'" -- x '-oProxyCommand=touch pwned:/tmp/y'
 refused rdcp "bad host '-Epwned'" --ssh "$FAKE" -- x '-Epwned:/tmp/y'
