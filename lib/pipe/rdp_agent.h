@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "rdp_spec.h"
+#include "remote/rdp_spec.h"
 
 int rdp_agent_main(int ctl_in, int ctl_out);
 

@@ -19,11 +19,11 @@ FUZZ_HELP   := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/help/%.o,$(wildcard tests/f
 
 fuzz: $(FUZZ_BINS)
 
-$(FUZZ_OUT)/lib/%.o: lib/%.c $(wildcard lib/*.h)
+$(FUZZ_OUT)/lib/%.o: lib/%.c $(wildcard lib/*/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c -o $@ $<
 
-$(FUZZ_OUT)/help/%.o: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(wildcard lib/*.h)
+$(FUZZ_OUT)/help/%.o: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(wildcard lib/*/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c -o $@ $<
 

@@ -9,10 +9,10 @@
  *   - rdp_unhex on every word, with a rdp_hex round trip.
  * Checked: decoded values round-trip, enums stay in range, nothing leaks.
  */
-#include "rdp_agent.h"
-#include "rdp_line.h"
-#include "rdp_link.h"
-#include "rdp_spec.h"
+#include "pipe/rdp_agent.h"
+#include "remote/rdp_line.h"
+#include "remote/rdp_link.h"
+#include "remote/rdp_spec.h"
 
 #include <ctype.h>
 #include <stdint.h>

@@ -16,10 +16,10 @@
 #include "fz_input.h"
 #include "fz_transport.h"
 
-#include "rd_auth.h"
-#include "rd_error.h"
-#include "rd_proto.h"
-#include "rd_session.h"
+#include "wire/rd_auth.h"
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+#include "transport/rd_session.h"
 
 #include <stddef.h>
 #include <stdio.h>

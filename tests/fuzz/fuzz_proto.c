@@ -6,7 +6,7 @@
  * and decoding those again gives the same value. The piecewise checksum must equal the
  * one-shot one for any split of the input.
  */
-#include "rd_proto.h"
+#include "wire/rd_proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,10 +21,10 @@
 #include "fz_input.h"
 #include "fz_transport.h"
 
-#include "rd_engine.h"
-#include "rd_error.h"
-#include "rd_proto.h"
-#include "rd_relay.h"
+#include "engine/rd_engine.h"
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
+#include "engine/rd_relay.h"
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* fz_transport.c - see fz_transport.h. */
 #include "fz_transport.h"
 
-#include "rd_error.h"
-#include "rd_proto.h"
+#include "util/rd_error.h"
+#include "wire/rd_proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rd_transport.h"
+#include "transport/rd_transport.h"
 
 #define FZ_MAX_FRAMES 256   /* tx[] keeps at most this many frames (later ones are counted) */
 

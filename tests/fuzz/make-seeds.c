@@ -8,7 +8,7 @@
  */
 #include "fz_input.h"
 
-#include "rd_proto.h"
+#include "wire/rd_proto.h"
 
 #include <errno.h>
 #include <stdio.h>
