@@ -22,13 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#include "fz_check.h"
 
 #define MAX_SEGS 8
 

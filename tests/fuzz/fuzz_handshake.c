@@ -26,14 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s (error: %s)\n", __FILE__, __LINE__, #c, \
-                    rd_error_msg());                                          \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#include "fz_check.h"
 
 enum { M_RECEIVER, M_SENDER, M_ACCEPT_JOIN, M_JOIN, M_COUNT };
 

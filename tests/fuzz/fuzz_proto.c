@@ -12,13 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#include "fz_check.h"
 
 static void frame_round_trip(const uint8_t *data, size_t size, size_t max_payload)
 {

@@ -32,14 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s (error: %s)\n", __FILE__, __LINE__, #c, \
-                    rd_error_msg());                                          \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#include "fz_check.h"
 
 #define MAX_UP 64   /* upstream frames per run: enough for every path, keeps runs short */
 
