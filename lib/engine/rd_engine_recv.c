@@ -2,6 +2,7 @@
 
 #include "util/rd_error.h"
 #include "util/rd_queue.h"
+#include "util/rd_wake.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@ struct recv_ctx {
     struct rd_counters *cnt;
     struct rd_queue arrived;   /* frames whose header and order were checked */
     int confirmed;
+    atomic_int stop;           /* the stream is lost: the writer's output may give up */
 };
 
 static void abort_transfer(struct recv_ctx *c)
@@ -45,15 +47,11 @@ static int finish(struct recv_ctx *c, const struct rd_frame *f, uint64_t total, 
     return rc;
 }
 
-/* Write one chunk; the only place the writer may be cancelled (a stuck consumer of our
- * output must not keep a failed transfer alive). */
+/* Write one chunk. A stuck consumer of our output must not keep a failed transfer alive: the
+ * engine then sets c->stop and wakes this thread out of its write (rd_wake). */
 static int write_chunk(struct recv_ctx *c, const struct rd_frame *f)
 {
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
-    int rc = rd_sink_write(c->dst, f->payload, f->length);
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    return rc;
+    return rd_sink_write(c->dst, f->payload, f->length);
 }
 
 /* Writer thread: verify each chunk, write it from the buffer it landed in, give it back. */
@@ -62,8 +60,7 @@ static void *writer_main(void *arg)
     struct recv_ctx *c = arg;
     struct rd_stream_hash hash;
     uint64_t total = 0, frames = 0;
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    rd_wake_unblock();
     rd_stream_hash_init(&hash);
     for (;;) {
         struct rd_buf *b = rd_queue_pop(&c->arrived);
@@ -124,7 +121,10 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
     uint64_t expect_seq = 0;
     if (rd_queue_init(&c.arrived, p->depth + 2))
         return rd_fail(RD_EIO, "out of memory");
+    rd_wake_install();
+    dst->stop = &c.stop;
     if (pthread_create(&writer, NULL, writer_main, &c)) {
+        dst->stop = NULL;
         rd_queue_destroy(&c.arrived);
         return rd_fail(RD_EIO, "cannot start the writer thread");
     }
@@ -160,10 +160,12 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
         ts.tv_sec += 2;
         if (pthread_timedjoin_np(writer, NULL, &ts) == 0)
             goto joined;
-        pthread_cancel(writer);
+        rd_wake_join(writer, &c.stop);
+        goto joined;
     }
     pthread_join(writer, NULL);
 joined:
+    dst->stop = NULL;
     rd_queue_destroy(&c.arrived);
     if (c.confirmed)
         return RD_OK;

@@ -2,6 +2,7 @@
 
 #include "util/rd_error.h"
 #include "util/rd_queue.h"
+#include "util/rd_wake.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,17 +20,14 @@ struct send_ctx {
     int confirmed;
     struct rd_reason peer_reason;   /* the receiver's ABORT/REJECT, if it sent one */
     int peer_said;
+    atomic_int stop;         /* the transfer failed: the reader's input may give up */
 };
 
-/* Read the next chunk; the only place the reader may be cancelled (a stuck stdin must not
- * keep a failed transfer alive). */
+/* Read the next chunk. A stuck stdin must not keep a failed transfer alive: the engine then
+ * sets c->stop and wakes this thread out of its read (rd_wake), and the read gives up. */
 static ssize_t read_chunk(struct send_ctx *c, struct rd_buf *b)
 {
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
-    ssize_t n = rd_source_read(c->src, b->data + RD_FRAME_HDR, c->p->chunk_size);
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    return n;
+    return rd_source_read(c->src, b->data + RD_FRAME_HDR, c->p->chunk_size);
 }
 
 /* Seal b as the ABORT that tells the receiver why our input failed. */
@@ -67,8 +65,7 @@ static void *reader_main(void *arg)
     struct send_ctx *c = arg;
     struct rd_stream_hash hash;
     uint64_t seq = 0, total = 0;
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    rd_wake_unblock();
     rd_stream_hash_init(&hash);
     for (;;) {
         struct rd_buf *b;
@@ -144,7 +141,10 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         rd_queue_destroy(&c.ready);
         return rd_fail(RD_EIO, "cannot start the monitor thread");
     }
+    rd_wake_install();
+    src->stop = &c.stop;
     if (pthread_create(&reader, NULL, reader_main, &c)) {
+        src->stop = NULL;
         tp->ops->shutdown(tp);
         pthread_join(monitor, NULL);
         rd_queue_destroy(&c.ready);
@@ -202,9 +202,11 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
     if (rc) {
         tp->ops->shutdown(tp);
         rd_queue_close(&c.ready);
-        pthread_cancel(reader);
+        rd_wake_join(reader, &c.stop);
+    } else {
+        pthread_join(reader, NULL);
     }
-    pthread_join(reader, NULL);
+    src->stop = NULL;
     if (!monitor_joined)
         pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
     rd_queue_destroy(&c.ready);

@@ -197,6 +197,11 @@ int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, ui
     return 0;
 }
 
+static int stopped(atomic_int *stop)
+{
+    return stop && atomic_load(stop);
+}
+
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
 {
     if (s->read_fn)
@@ -208,6 +213,8 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
             n = read_regular(s, (char *)buf + got, cap - got);
         else
             n = read(s->fd, (char *)buf + got, cap - got);
+        if (n < 0 && errno == EINTR && stopped(s->stop))
+            return -1;   /* the transfer failed elsewhere and said why */
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -339,6 +346,8 @@ int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
             w = pwrite(s->fd, p, len, (off_t)s->offset);
         else
             w = write(s->fd, p, len);
+        if (w < 0 && errno == EINTR && stopped(s->stop))
+            return rd_error_or(RD_EIO);   /* the transfer failed elsewhere and said why */
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && direct && errno == EINVAL) {

@@ -2,6 +2,7 @@
 #ifndef RD_IO_H
 #define RD_IO_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -19,6 +20,7 @@ struct rd_source {
     uint64_t size;       /* regular files: size at open; else 0 */
     uint64_t offset;     /* regular files: next read position */
     uint64_t direct_bytes, cached_bytes;   /* how the bytes were read (for -v) */
+    atomic_int *stop;    /* set by the engine: a read that rd_wake interrupts gives up (or NULL) */
     char name[256];      /* "stdin" or the path, for messages */
 };
 
@@ -38,6 +40,7 @@ struct rd_sink {
     int synced;          /* rd_sink_finish flushed it, in sync_seconds (for -v) */
     double sync_seconds;
     char name[256];
+    atomic_int *stop;    /* as in rd_source: a write that rd_wake interrupts gives up */
 };
 
 /* path NULL or "-" = stdin. Regular files are read adaptively: what is in the page cache is

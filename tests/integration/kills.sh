@@ -113,3 +113,23 @@ t_note "rdsend exit $rc after ${dt}s"
 [ "$rc" = 124 ] && t_known_bug "same as above: a sender blocked reading stdin does not notice the receiver died"
 kill_reap "$feeder" "$SP"
 t_end
+
+t_begin "rdrecv's consumer never reads, the sender is killed: rdrecv exits 4 within ${EXIT_LIMIT}s"
+# 3 MiB arrive, then the sender stalls: its chunks wait in rdrecv's queue (room for 64) while
+# the writer thread blocks in write() on the full pipe of a consumer that never reads. When the
+# sender dies the engine must wake that writer (rd_wake), not wait for the consumer. (With a
+# full queue rdrecv cannot see the death at all, see README: Failure detection.)
+port=$(free_port); mkfifo "$C/never" "$C/stall3"
+( exec sleep "$(lim 30)" ) < "$C/never" & reader=$!; RD_PIDS+=("$reader")   # holds the pipe open, reads nothing
+( head -c $((3 << 20)) /dev/zero; exec sleep "$(lim 30)" ) > "$C/stall3" & feeder=$!; RD_PIDS+=("$feeder")
+start RP /dev/null "$C/never" "$C/rerr" "$RDRECV" -v --chunk-size 64K --depth 64 "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+start SP "$C/stall3" /dev/null "$C/serr" "$RDSEND" --chunk-size 64K --depth 64 127.0.0.1 "$port" key
+wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
+sleep 1   # the 3 MiB are in: the pipe is full, the writer blocked, the rest queued
+t0=$(now); kill -9 "$SP"; wait "$SP" 2>/dev/null
+wait_pid "$RP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
+expect_rc $rc 4 "rdrecv with a stuck consumer after the sender died"
+t_note "rdrecv exit $rc after ${dt}s"
+kill_reap "$reader" "$feeder" "$RP"
+t_end
