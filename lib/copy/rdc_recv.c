@@ -389,8 +389,10 @@ static void skip_subtree(struct rdc_rcv *r, const char *rel, size_t n)
         return;
     }
     free(r->skip);
-    r->skip = strndup(rel, n);
-    r->skip_len = n;
+    r->skip = malloc(n);   /* n bytes as they came: a NUL inside (refused) must not shorten it */
+    if (r->skip)
+        memcpy(r->skip, rel, n);
+    r->skip_len = r->skip ? n : 0;
 }
 
 void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m)
