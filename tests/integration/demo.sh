@@ -64,7 +64,8 @@ done
 kill -INT "$dp"
 wait_pid "$dp" "$(lim 3)"; rc=$?
 expect_rc $rc 130 "demo.sh after SIGINT"
-left=$(pgrep -af "$C/b/")   # the wrapper's input loop runs as "bash $C/b/rdsend"
-[ -z "$left" ] || { t_fail "still running: $left"; for p in $(pgrep -f "$C/b/"); do kill -9 "$p"; done; }
+left=$(pgrep -af "^$C/b/")   # rdsend (real-rdsend) and rdrecv, started by the demo
+[ -z "$left" ] || { t_fail "still running: $left"; for p in $(pgrep -f "^$C/b/"); do kill -9 "$p"; done; }
+pkill -f "bash $C/b/rdsend" 2>/dev/null   # this wrapper's own input loop (it ends with its pipe)
 [ -z "$(demo_left "$SHM")" ] || t_fail "scratch left: $(demo_left "$SHM")"
 t_end
