@@ -1,4 +1,5 @@
 #include "engine/rd_io.h"
+#include "util/rd_clock.h"
 
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
@@ -16,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PIPE_SIZE (1 << 20)   /* what we ask of stdin/stdout pipes (pipe-max-size allows 1 MiB) */
@@ -367,13 +367,6 @@ int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
     return RD_OK;
 }
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* fsync-family failures that mean "nothing to sync here" rather than "not durable" */
 static int sync_failed(int rc)
 {
@@ -391,13 +384,13 @@ int rd_sink_finish(struct rd_sink *s)
     if (s->positioned)
         lseek(s->fd, (off_t)s->offset, SEEK_SET);   /* a shared stdout continues after our bytes */
     if (s->sync && s->syncable) {
-        double t0 = mono_now();
+        double t0 = rd_now();
         if (sync_failed(fdatasync(s->fd)))
             return rd_fail(RD_EIO, "cannot flush %s: %s", s->name, strerror(errno));
         if (s->dir_fd >= 0 && sync_failed(fsync(s->dir_fd)))
             return rd_fail(RD_EIO, "cannot flush the directory of %s: %s", s->name, strerror(errno));
         s->synced = 1;
-        s->sync_seconds = mono_now() - t0;
+        s->sync_seconds = rd_now() - t0;
     }
     if (s->dir_fd >= 0) {
         close(s->dir_fd);
