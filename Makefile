@@ -82,7 +82,8 @@ test: all
 	tests/run
 
 # make install: what users use, nothing else: the tools, their man pages, bash completion
-# (one file for all four tools; bash-completion loads it by command name, hence the links).
+# (completion/rdpipe for rdsend, rdrecv, rdpipe and rdcp, completion/rdbench for rdbench and
+# rdcheck; bash-completion loads a file by command name, hence the links).
 MANDIR     ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 MAN_PAGES  := $(wildcard man/*.1)
@@ -92,7 +93,9 @@ install: $(TOOL_BINS)
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 completion/rdpipe $(DESTDIR)$(BASHCOMPDIR)/rdpipe
-	for t in $(filter-out rdpipe,$(TOOLS)); do ln -sf rdpipe $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	install -m 644 completion/rdbench $(DESTDIR)$(BASHCOMPDIR)/rdbench
+	for t in $(filter-out rdpipe rdbench rdcheck,$(TOOLS)); do ln -sf rdpipe $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	ln -sf rdbench $(DESTDIR)$(BASHCOMPDIR)/rdcheck
 
 uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%)
@@ -117,3 +120,19 @@ FORCE:
 -include tests/fuzz/fuzz.mk
 
 .PHONY: all tools test install uninstall man deb clean FORCE
+
+# make bench: $(OUT)/bench/engine, the send and receive engines in one process over the
+# pass-by-pointer loop transport (bench/engine.sh runs it)
+BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(wildcard bench/*.c))
+
+bench: $(BENCH_BINS)
+
+# engine reads each thread's CPU time as it exits, through a wrapper of pthread_create (not
+# in LDFLAGS, which a command line may replace)
+BENCH_LINK_engine := -Wl,--wrap=pthread_create
+
+$(OUT)/bench/%: bench/%.c $(wildcard lib/*/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(BENCH_LINK_$*) -o $@ $< $(LIB_A) $(LDLIBS)
+
+.PHONY: bench

@@ -26,6 +26,8 @@
 #   nc                     nc -l PORT >/dev/null ; nc -N HOST PORT < FILE      (netcat-openbsd)
 #   socat                  socat -b1048576 -u TCP-LISTEN:.. OPEN:/dev/null ; socat -b1048576 -u FILE:.. TCP:..
 #   mbuffer                mbuffer -q -I PORT -o /dev/null -m 64M ; mbuffer -q -i FILE -O HOST:PORT -m 64M
+#   rd_base                rdsend FILE with the binaries in BENCH_BASE_BIN (e.g. the previous
+#                          commit's build): a change's cost measured in the same run
 #
 # Environment:
 #   BENCH_BYTES=2147483648   bytes per transfer (the test file's size)
@@ -38,6 +40,7 @@
 #   BENCH_VETH_MTU=1500      MTU of the veth pair
 #   BENCH_TIMEOUT=300        seconds before one transfer is given up
 #   RDSEND, RDRECV           binaries (default: bin/rdsend, bin/rdrecv of this checkout)
+#   BENCH_BASE_BIN=dir       rdsend and rdrecv to compare against (the rd_base row; off if unset)
 #
 # Also reported: CPU seconds (user+sys, sender+receiver) per GB, from /usr/bin/time (package
 # time), which stays meaningful when the machine is shared and wall-clock figures are noisy.
@@ -50,6 +53,8 @@ usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; 
 
 write_file=1 out_file="" nets="loopback veth"
 tools_all="rd_file rd_stdin rd_sparse rd_pipe rd_streams2 iperf3 iperf3_p2 nc socat mbuffer"
+BASE_BIN=${BENCH_BASE_BIN:-}
+[ -n "$BASE_BIN" ] && tools_all="rd_file rd_base ${tools_all#rd_file }"
 tools="$tools_all"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -79,12 +84,13 @@ label() {
         rd_file) echo "rdsend FILE" ;;  rd_stdin) echo "rdsend <FILE" ;;
         rd_sparse) echo "rdsend zeros FILE" ;;  rd_pipe) echo "rdsend, stdin piped from head" ;;
         rd_streams2) echo "rdsend --streams 2 FILE" ;;  iperf3_p2) echo "iperf3 -P 2" ;;
+        rd_base) echo "rdsend FILE, base build" ;;
         *) echo "$1" ;;
     esac
 }
 source_of() {
     case "$1" in
-        rd_file|rd_streams2|nc|socat|mbuffer) echo "page-cached file" ;;
+        rd_file|rd_base|rd_streams2|nc|socat|mbuffer) echo "page-cached file" ;;
         rd_stdin) echo "same file as stdin" ;;
         rd_sparse) echo "sparse file (zeros, no pipe)" ;;
         rd_pipe) echo "head -c N /dev/zero (pipe)" ;;
@@ -103,6 +109,8 @@ need ip iproute2; need ss iproute2; need timeout coreutils
 have_ip=1; command -v ip >/dev/null && command -v ss >/dev/null || have_ip=0
 for t in $tools; do
     case "$t" in
+        rd_base) if [ -x "$BASE_BIN/rdsend" ] && [ -x "$BASE_BIN/rdrecv" ]; then avail="$avail $t"
+                 else echo "bench.sh: no rdsend/rdrecv in BENCH_BASE_BIN=$BASE_BIN; skipping rd_base" >&2; fi ;;
         rd_*) if [ -x "$RDSEND" ] && [ -x "$RDRECV" ]; then avail="$avail $t"
               else echo "bench.sh: $RDSEND or $RDRECV missing: run make first; skipping $t" >&2; fi ;;
         iperf3|iperf3_p2) need iperf3 iperf3 && avail="$avail $t" ;;
@@ -223,8 +231,10 @@ run_one() {
     local rdopt=(--transport "$TRANSPORT" --no-progress --json)
     # shellcheck disable=SC2206
     local extra=($RDARGS)
+    local rrecv=$RDRECV
+    [ "$t" = rd_base ] && rrecv=$BASE_BIN/rdrecv
     case "$t" in
-        rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$RDRECV" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
+        rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$rrecv" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
         iperf3|iperf3_p2) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
         nc) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" nc -l "$p" > /dev/null 2> "$log.rx" & ;;
         socat) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" socat -b1048576 -u "TCP-LISTEN:$p,reuseaddr" OPEN:/dev/null 2> "$log.rx" & ;;
@@ -239,6 +249,7 @@ run_one() {
     t0=$EPOCHREALTIME
     case "$t" in
         rd_file) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
+        rd_base) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$BASE_BIN/rdsend" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
         rd_stdin) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" < "$file" 2> "$log.tx" ;;
         rd_sparse) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$sparse" 2> "$log.tx" ;;
         rd_pipe) head -c "$BYTES" /dev/zero | "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" 2> "$log.tx" ;;

@@ -1,7 +1,10 @@
 /* rdrecv - receive one authenticated stream and write it to stdout or FILE. */
 #include "run/rd_run.h"
+#include "bench/rdb_tools.h"
 
 int main(int argc, char **argv)
 {
+    if (rdb_is_check_agent(argc, argv))   /* rdrecv --check: the server rdcheck starts (lib/bench) */
+        return rdb_check_agent_main(argc, argv);
     return rd_tool_main(argc, argv, 0);
 }

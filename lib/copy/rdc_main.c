@@ -10,14 +10,15 @@
 
 #include "run/rd_cli.h"
 #include "run/rd_report.h"
-#include "remote/rdp_hop.h"
-#include "remote/rdp_line.h"
-#include "remote/rdp_link.h"
-#include "remote/rdp_opts.h"
-#include "remote/rdp_proc.h"
-#include "remote/rdp_spec.h"
-#include "remote/rdp_warn.h"
-#include "remote/rdp_watch.h"
+#include "remote/rdr_hop.h"
+#include "remote/rdr_line.h"
+#include "remote/rdr_link.h"
+#include "remote/rdr_opts.h"
+#include "remote/rdr_proc.h"
+#include "remote/rdr_role.h"
+#include "remote/rdr_spec.h"
+#include "remote/rdr_warn.h"
+#include "remote/rdr_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,13 +75,13 @@ static const char usage_text[] =
 struct end {
     char *dest;        /* ssh destination, NULL = local */
     char *host;        /* for messages */
-    struct rdp_link l; /* the control link to its agent */
+    struct rdr_link l; /* the control link to its agent */
 };
 
 struct run {
     struct end e[2];   /* 0 = source, 1 = destination */
-    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
-    struct rdp_watch w; /* the links of e[0] and e[1] */
+    struct rdr_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdr_watch w; /* the links of e[0] and e[1] */
     int verbose, progress, json, recursive, preserve, follow, resume, nosync;
     char **srcs;
     int nsrc;
@@ -101,7 +102,7 @@ struct run {
     int drawn;
 };
 
-#define warnx(...) rdp_warnx("rdcp", __VA_ARGS__)
+#define warnx(...) rdr_warnx("rdcp", __VA_ARGS__)
 
 static void clear_progress(struct run *r)
 {
@@ -113,7 +114,7 @@ static void clear_progress(struct run *r)
 
 /* "[user@]host:path" / "[user@][v6]:path" / local. Returns 0 and fills *dest (NULL = local),
  * *host and *path (malloc'd); -1 when malformed, -2 when the host is one ssh must never see
- * (rdp_dest_check; already reported). */
+ * (rdr_dest_check; already reported). */
 static int parse_loc(const char *arg, char **dest, char **host, char **path)
 {
     *dest = *host = *path = NULL;
@@ -163,7 +164,7 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
     snprintf(*dest, len, "%.*s%s%s", (int)ul, arg, at ? "@" : "", h);
     *host = h;
     char why[256];
-    if (rdp_dest_check(*dest, why, sizeof why)) {   /* "-oProxyCommand=...": never to ssh */
+    if (rdr_dest_check(*dest, why, sizeof why)) {   /* "-oProxyCommand=...": never to ssh */
         warnx("%s", why);
         free(*dest);
         free(*host);
@@ -176,8 +177,8 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
 
 static int spawn_end(struct run *r, struct end *x)
 {
-    char *tool = x->dest ? NULL : rdp_sibling_tool("rdpipe");
-    int rc = rdp_link_spawn(&x->l, &r->o.reach, x->dest, tool, -1, -1);
+    char *tool = x->dest ? NULL : rdr_sibling_tool("rdpipe");
+    int rc = rdr_link_spawn(&x->l, &r->o.reach, x->dest, tool, -1, -1);
     free(tool);
     return rc;
 }
@@ -198,8 +199,8 @@ static void say(struct end *x, const char *fmt, ...)
     int fl = fcntl(x->l.wfd, F_GETFL);
     if (x->l.is_sock)
         fcntl(x->l.wfd, F_SETFL, fl & ~O_NONBLOCK);
-    if (rdp_send(x->l.wfd, "%s", buf) < 0)
-        rdp_link_close(&x->l);
+    if (rdr_send(x->l.wfd, "%s", buf) < 0)
+        rdr_link_close(&x->l);
     else if (x->l.is_sock)
         fcntl(x->l.wfd, F_SETFL, fl);
     free(buf);
@@ -255,7 +256,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         }
         r->manifest[r->nman++] = strdup(w[1]);
     } else if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdp_unhex(w[1], NULL);
+        char *t = rdr_unhex(w[1], NULL);
         if (!t)
             return;
         unsigned long long v[6] = { 0 };
@@ -287,7 +288,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
             snprintf(r->transport_used, sizeof r->transport_used, "%s", w[4]);
     } else if (strcmp(w[0], "exit") == 0 && n == 5) {
         int code = atoi(w[2]), killed = atoi(w[3]);
-        char *m = rdp_unhex(w[4], NULL);
+        char *m = rdr_unhex(w[4], NULL);
         if (strcmp(w[1], "send") == 0 || strcmp(w[1], "recv") == 0) {
             r->exit_code[i] = code;
             r->have_exit[i] = 1;
@@ -313,7 +314,7 @@ static void lost(void *ctx, int i)
 {
     struct run *r = ctx;
     struct end *x = &r->e[i];
-    rdp_watch_settle(&r->w, i, 500);
+    rdr_watch_settle(&r->w, i, 500);
     char msg[512];
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
              x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
@@ -322,7 +323,7 @@ static void lost(void *ctx, int i)
 
 static void shut_down(struct run *r)
 {
-    rdp_watch_stop(&r->w, 5, 7);
+    rdr_watch_stop(&r->w, 5, 7);
 }
 
 /* NUL-terminated words, hex-encoded */
@@ -331,18 +332,18 @@ static char *args_hex(char **v, int n)
     struct rdc_buf b = { 0 };
     for (int i = 0; i < n; i++)
         rdc_put(&b, v[i], strlen(v[i]) + 1);
-    char *h = rdp_hex(b.p, b.len);
+    char *h = rdr_hex(b.p, b.len);
     rdc_buf_free(&b);
     return h;
 }
 
 static int run_copy(struct run *r)
 {
-    if (rdp_watch_signals()) {
+    if (rdr_watch_signals()) {
         warnx("cannot set up signal handling: %s", strerror(errno));
         return 5;
     }
-    r->w = (struct rdp_watch){ .l = (struct rdp_link *[]){ &r->e[0].l, &r->e[1].l }, .n = 2,
+    r->w = (struct rdr_watch){ .l = (struct rdr_link *[]){ &r->e[0].l, &r->e[1].l }, .n = 2,
                                .interrupted = &r->interrupted, .ctx = r, .on_line = handle_line,
                                .on_lost = lost };
     for (int i = 0; i < 2; i++) {
@@ -376,9 +377,10 @@ static int run_copy(struct run *r)
         v[n++] = "--";
         v[n++] = r->dst;
         char *h = args_hex(v, n);
-        say(&r->e[1], "%s\nseg trecv recv none %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
+        say(&r->e[1], "%s\nseg %s recv none %s %d %s -", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
+            r->o.transport, r->verbose, h);
         free(h);
-        rdp_hop_key(r->key);
+        rdr_hop_key(r->key);
         say(&r->e[1], "key %s", r->key);
         say(&r->e[1], "setup");
     }
@@ -394,7 +396,8 @@ static int run_copy(struct run *r)
             v[n++] = r->srcs[k];
         char *h = args_hex(v, n);
         free(v);
-        say(&r->e[0], "%s\nseg tsend none send %s %d %s -", RDP_PROTO, r->o.transport, r->verbose, h);
+        say(&r->e[0], "%s\nseg %s none send %s %d %s -", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_SEND].name,
+            r->o.transport, r->verbose, h);
         free(h);
         say(&r->e[0], "setup");
     }
@@ -413,7 +416,7 @@ static int run_copy(struct run *r)
                 say(&r->e[0], "manifest %s", r->manifest[k]);
             char addr[80];
             struct end *to = &r->e[1], *from = &r->e[0];
-            rdp_hop_addr(to->dest, to->host, to->l.srv, from->dest, r->o.hostname, addr, sizeof addr);
+            rdr_hop_addr(to->dest, to->host, to->l.srv, from->dest, r->o.hostname, addr, sizeof addr);
             say(from, "next %s %d %s", addr, to->l.port, r->key);
             if (r->verbose)
                 warnx("%s -> %s at %s port %d", from->host, to->host, addr, to->l.port);
@@ -431,7 +434,7 @@ static int run_copy(struct run *r)
         }
         if (r->e[0].l.eof && r->e[1].l.eof)
             break;
-        rdp_watch_pump(&r->w, 250);
+        rdr_watch_pump(&r->w, 250);
         draw(r, 0);
     }
     int rc = 0;
@@ -443,7 +446,7 @@ static int run_copy(struct run *r)
     /* a partial failure (23) still lets both ends finish; wait for their "done" */
     while (!rc && r->fail_msg && r->fail_rank >= 40 && !(r->e[0].l.done && r->e[1].l.done) &&
            !(r->e[0].l.eof && r->e[1].l.eof))
-        rdp_watch_pump(&r->w, 250);
+        rdr_watch_pump(&r->w, 250);
     if (!rc && r->fail_msg) {
         clear_progress(r);
         if (*r->fail_msg)
@@ -479,13 +482,14 @@ static int run_copy(struct run *r)
     return rc;
 }
 
-enum { OPT_RESUME = RDP_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS, OPT_NO_SYNC };
+enum { OPT_RESUME = RDR_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS, OPT_NO_SYNC };
 
 int rdc_main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "--tree-send") == 0)
+    /* the roles an agent runs us in (the table in remote/rdr_role.c) */
+    if (argc >= 2 && strcmp(argv[1], rdr_roles[RDR_ROLE_TREE_SEND].arg) == 0)
         return rdc_tree_send_main(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "--tree-recv") == 0)
+    if (argc >= 2 && strcmp(argv[1], rdr_roles[RDR_ROLE_TREE_RECV].arg) == 0)
         return rdc_tree_recv_main(argc - 1, argv + 1);
     static const struct option opts[] = {
         { "recursive", no_argument, NULL, 'r' },
@@ -498,11 +502,11 @@ int rdc_main(int argc, char **argv)
         { "json", no_argument, NULL, OPT_JSON },
         { "resume", no_argument, NULL, OPT_RESUME },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
-        RDP_INIT_LONG_OPTS_END,
+        RDR_INIT_LONG_OPTS_END,
     };
     struct run r;
     memset(&r, 0, sizeof r);
-    rdp_init_opts_default(&r.o);
+    rdr_init_opts_default(&r.o);
     for (int i = 0; i < 2; i++)
         r.e[i].l.wfd = r.e[i].l.rfd = -1;
     r.progress = -1;
@@ -520,8 +524,8 @@ int rdc_main(int argc, char **argv)
         case OPT_RESUME: r.resume = 1; break;
         case OPT_NO_SYNC: r.nosync = 1; break;
         default: {
-            int st = rdp_init_opt(&r.o, c, optarg, "rdcp", usage_text);
-            if (st != RDP_OPT_TAKEN)
+            int st = rdr_init_opt(&r.o, c, optarg, "rdcp", usage_text);
+            if (st != RDR_OPT_TAKEN)
                 return st;
         }
         }
@@ -529,7 +533,7 @@ int rdc_main(int argc, char **argv)
     if (r.progress < 0)
         r.progress = isatty(STDERR_FILENO);
     int nargs = argc - optind;
-    if (rdp_init_opts_check(&r.o, "rdcp", nargs, 2, "need at least one source and a destination"))
+    if (rdr_init_opts_check(&r.o, "rdcp", nargs, 2, "need at least one source and a destination"))
         return 1;
     r.nsrc = nargs - 1;
     r.srcs = calloc((size_t)r.nsrc, sizeof *r.srcs);
@@ -573,7 +577,7 @@ int rdc_main(int argc, char **argv)
     fflush(stdout);
     rc = run_copy(&r);
     for (int i = 0; i < 2; i++) {
-        rdp_link_free(&r.e[i].l);
+        rdr_link_free(&r.e[i].l);
         free(r.e[i].dest);
         free(r.e[i].host);
     }

@@ -1,7 +1,7 @@
 /* rdc_tree.c - rdcp's record encoding helpers, path mapping and hashing (no policy). */
 #include "copy/rdc_tree.h"
 
-#include "remote/rdp_line.h"
+#include "remote/rdr_line.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -198,7 +198,7 @@ char *rdc_manifest_line(const struct rdc_manifest_entry *e)
     rdc_put(&b, e->hash, 16);
     rdc_put_str(&b, e->path ? e->path : "", e->path ? strlen(e->path) : 0);
     rdc_put_str(&b, e->tmp ? e->tmp : "", e->tmp ? strlen(e->tmp) : 0);
-    char *h = rdp_hex(b.p, b.len);
+    char *h = rdr_hex(b.p, b.len);
     rdc_buf_free(&b);
     return h;
 }
@@ -206,7 +206,7 @@ char *rdc_manifest_line(const struct rdc_manifest_entry *e)
 int rdc_manifest_parse(const char *hex, struct rdc_manifest_entry *e)
 {
     size_t n;
-    char *raw = rdp_unhex(hex, &n);
+    char *raw = rdr_unhex(hex, &n);
     if (!raw)
         return -1;
     struct rdc_rd r = { (const unsigned char *)raw, n, 0, 0 };

@@ -101,7 +101,8 @@ int rdc_hash_prefix(int fd, uint64_t len, struct XXH3_state_s *st);
 void rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n);
 void rdc_hash_final(struct XXH3_state_s *st, unsigned char out[16]);
 
-/* stderr lines the initiator parses ("@rdcp ..."), everything else is a message */
+/* stderr lines the initiator parses ("@rdcp ..."), everything else is a message; they begin
+ * with RDR_ROLE_REPORT (remote/rdr_role.h), so the agent never takes one for the error */
 #define RDC_TAG "@rdcp "
 
 /* the tree roles, run by the agent as `rdcp --tree-send ...` / `rdcp --tree-recv ...` */

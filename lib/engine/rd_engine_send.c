@@ -1,11 +1,12 @@
 #include "engine/rd_engine.h"
 
+#include "engine/rd_lanes.h"
 #include "util/rd_error.h"
-#include "util/rd_queue.h"
 #include "util/rd_wake.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,8 +15,19 @@ struct send_ctx {
     struct rd_source *src;
     const struct rd_params *p;
     struct rd_counters *cnt;
-    struct rd_queue ready;   /* sealed frames, in stream order, waiting to be posted */
-    struct rd_end end;       /* what END announced (written by the reader before it queues END) */
+    struct rd_lanes *lanes;  /* sealed frames in stream order: tagged there, then posted */
+    struct rd_tagger *tagger[RD_MAX_LANES];   /* one per lane: DATA under the stream key */
+    struct rd_tagger *end_tagger;             /* the network thread's: END */
+    unsigned nlanes;
+    /* what each frame in flight is waiting for; one slot more than the lanes' window, so the
+     * reader never refills a slot the network thread is still reading */
+    struct send_job {
+        struct rd_buf *b;
+        uint64_t read_off;   /* a file chunk the lane reads itself (read_len > 0) */
+        uint32_t read_len;
+    } *jobs;
+    unsigned njobs;
+    struct rd_end end;       /* what END announced (written by the network thread before it posts END) */
     struct rd_end confirm;   /* what CONFIRM said (written by the monitor) */
     int confirmed;
     struct rd_reason peer_reason;   /* the receiver's ABORT/REJECT, if it sent one */
@@ -31,73 +43,104 @@ static ssize_t read_chunk(struct send_ctx *c, struct rd_buf *b)
 }
 
 /* Seal b as the ABORT that tells the receiver why our input failed. */
-static void seal_abort(struct rd_buf *b)
+static void seal_abort(struct send_ctx *c, struct rd_buf *b)
 {
     struct rd_reason r = { .code = RD_ESTREAM };
     snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
     size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
-    b->len = rd_frame_seal(b->data, RD_ABORT, 0, (uint32_t)len, 0);
+    rd_seal_hop(c->tp, b, RD_ABORT, (uint32_t)len);
 }
 
-/* The next chunk, with its checksum: a page-cached file over a transport that can send from
- * a mapping is checksummed in place and never copied by us (b->ref); anything else is read
- * into b. Returns its length, 0 at the end of the input, -1 on error. */
-static ssize_t next_chunk(struct send_ctx *c, struct rd_buf *b, uint64_t *sum)
+/* A lane's work: one DATA frame's bytes when it reads them itself (a chunk of a regular
+ * file, at its own offset), and its tag: the per-byte work of the sender. */
+static int tag_job(void *ctx, unsigned lane, void *arg)
 {
+    struct send_ctx *c = ctx;
+    struct send_job *j = arg;
+    struct rd_buf *b = j->b;
+    if (b->data[5] != RD_DATA)
+        return RD_OK;
+    if (j->read_len) {
+        ssize_t n = rd_source_read_at(c->src, b->data + RD_FRAME_HDR, j->read_len, j->read_off);
+        if (n < 0)
+            return rd_error_or(RD_EIO);
+        if ((size_t)n < j->read_len)
+            return rd_fail(RD_EIO, "%s shrank while it was being sent", c->src->name);
+    }
+    if (b->ref)   /* a mapping: a file that shrinks under it is an error, not a SIGBUS death */
+        return rd_tag_mapped(c->src, c->tagger[lane], RD_TAG_DOWN, b->data, b->ref, b->ref_len) ? RD_EIO : RD_OK;
+    if (rd_frame_tag(c->tagger[lane], RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR))
+        return rd_fail(RD_EIO, "libcrypto cannot compute a frame tag");
+    return RD_OK;
+}
+
+/* A regular file's next chunk within the size it had at open, for a lane to read: the lanes
+ * then read the file in parallel, each chunk at its offset. Beyond that size (a file still
+ * growing) the reader goes on reading in order itself, as from a pipe. */
+static int lane_reads(struct send_ctx *c, struct send_job *j, uint64_t seq)
+{
+    struct rd_source *s = c->src;
+    if (!s->is_regular || s->read_fn || s->offset >= s->size)
+        return 0;
+    uint64_t left = s->size - s->offset;
+    j->read_len = left < c->p->chunk_size ? (uint32_t)left : c->p->chunk_size;
+    j->read_off = s->offset;
+    s->offset += j->read_len;
+    j->b->len = rd_frame_seal(j->b->data, RD_DATA, 0, j->read_len, seq);
+    return 1;
+}
+
+/* The next chunk into job j's frame, sealed; a lane tags it. A page-cached file over a
+ * transport that can send from a mapping is never copied by us (b->ref); other chunks of a
+ * regular file are read by a lane at their offset; anything else is read here into b, in
+ * order. Returns its length, 0 at the end of the input, -1 on error. */
+static ssize_t next_chunk(struct send_ctx *c, struct send_job *j, uint64_t seq)
+{
+    struct rd_buf *b = j->b;
     b->ref = NULL;
     if (c->tp->ops->send_ref &&
         (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len, &b->ref_off))) {
         b->ref_fd = c->src->fd;
-        if (rd_checksum_mapped(c->src, b->ref, b->ref_len, sum) == 0)
-            return (ssize_t)b->ref_len;
-        rd_source_unmap(b->ref, b->ref_len);
-        b->ref = NULL;
-        return -1;
+        b->len = rd_frame_seal(b->data, RD_DATA, 0, (uint32_t)b->ref_len, seq);
+        return (ssize_t)b->ref_len;
     }
+    if (lane_reads(c, j, seq))
+        return j->read_len;
     ssize_t n = read_chunk(c, b);
     if (n > 0)
-        *sum = rd_checksum(b->data + RD_FRAME_HDR, (size_t)n);
+        b->len = rd_frame_seal(b->data, RD_DATA, 0, (uint32_t)n, seq);
     return n;
 }
 
+/* Reader thread: the input in order into sealed frames for the lanes. At the end of the input
+ * an END frame without its payload follows (the network thread fills it in: its hash covers
+ * the tags, which exist only once the lanes are done); after an input error, an ABORT. */
 static void *reader_main(void *arg)
 {
     struct send_ctx *c = arg;
-    struct rd_stream_hash hash;
-    uint64_t seq = 0, total = 0;
+    uint64_t seq = 0;
     rd_wake_unblock();
-    rd_stream_hash_init(&hash);
     for (;;) {
-        struct rd_buf *b;
-        uint64_t sum = 0;
-        if (c->tp->ops->get_send_buf(c->tp, &b))
+        struct send_job *j = &c->jobs[seq % c->njobs];
+        *j = (struct send_job){ 0 };
+        if (c->tp->ops->get_send_buf(c->tp, &j->b))
             break;
-        ssize_t n = next_chunk(c, b, &sum);
-        if (n < 0) {
-            seal_abort(b);
-            rd_queue_push(&c->ready, b);
-            break;
-        }
-        if (n == 0) {
-            c->end = (struct rd_end){ .total_bytes = total, .frames = seq, .stream_hash = hash.state };
-            size_t len = rd_end_encode(&c->end, b->data + RD_FRAME_HDR);
-            b->len = rd_frame_seal(b->data, RD_END, 0, (uint32_t)len, 0);
-            rd_queue_push(&c->ready, b);
-            break;
-        }
-        b->len = rd_frame_seal_sum(b->data, RD_DATA, 0, (uint32_t)n, seq, sum);
-        rd_stream_hash_add(&hash, seq, (uint32_t)n, sum);
-        seq++;
-        total += (uint64_t)n;
-        if (rd_queue_push(&c->ready, b)) {
+        struct rd_buf *b = j->b;
+        ssize_t n = next_chunk(c, j, seq);
+        if (n < 0)
+            seal_abort(c, b);
+        else if (n == 0)
+            b->len = rd_frame_seal(b->data, RD_END, 0, 0, seq);
+        if (rd_lanes_submit(c->lanes, j)) {
             if (b->ref)
                 rd_source_unmap(b->ref, b->ref_len);
             break;
         }
-        atomic_fetch_add(&c->cnt->bytes, (uint64_t)n);
-        atomic_fetch_add(&c->cnt->frames, 1);
+        if (n <= 0)
+            break;
+        seq++;
     }
-    rd_queue_close(&c->ready);
+    rd_lanes_close(c->lanes);
     return NULL;
 }
 
@@ -110,8 +153,16 @@ static void *monitor_main(void *arg)
     struct rd_frame f;
     int rc = rd_recv_ctrl_quiet(c->tp, -1, &b, &f);   /* never answers: the network thread is the one sender */
     if (rc == RD_OK) {
-        if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &c->confirm) == RD_P_OK)
-            c->confirmed = 1;
+        if (f.type == RD_CONFIRM) {
+            /* only the stream's real sink can say it got the stream: the stream key's tag */
+            if (f.seq != 0 || rd_check_tagged(c->tp, b->data, &f, c->p->stream_key, RD_TAG_UP, "receiver"))
+                rd_fail(RD_ESTREAM, "stream unconfirmed: receiver %s sent a CONFIRM that fails its authentication tag",
+                        c->tp->peer);
+            else if (rd_end_decode(f.payload, f.length, &c->confirm) == RD_P_OK)
+                c->confirmed = 1;
+            else
+                rd_fail(RD_ESTREAM, "receiver %s sent a malformed CONFIRM", c->tp->peer);
+        }
         else if (f.type == RD_ABORT || f.type == RD_REJECT) {
             c->peer_said = rd_reason_decode(f.payload, f.length, &c->peer_reason) == RD_P_OK;
             rd_fail_from_reason(&f, "receiver");
@@ -124,9 +175,65 @@ static void *monitor_main(void *arg)
     if (!c->confirmed) {
         /* wake the posting thread and the reader wherever they wait */
         c->tp->ops->shutdown(c->tp);
-        rd_queue_close(&c->ready);
+        rd_lanes_shut(c->lanes);
     }
     return NULL;
+}
+
+static void free_taggers(struct send_ctx *c)
+{
+    for (unsigned i = 0; i < c->nlanes; i++)
+        rd_tagger_free(c->tagger[i]);
+    rd_tagger_free(c->end_tagger);
+}
+
+/* The lanes and their taggers; RD_OK or the error. */
+static int start_lanes(struct send_ctx *c)
+{
+    c->nlanes = c->p->lanes ? c->p->lanes : 1;
+    if (c->nlanes > RD_MAX_LANES)
+        c->nlanes = RD_MAX_LANES;
+    int ok = (c->end_tagger = rd_tagger_new(c->p->stream_key)) != NULL;
+    for (unsigned i = 0; ok && i < c->nlanes; i++)
+        ok = (c->tagger[i] = rd_tagger_new(c->p->stream_key)) != NULL;
+    if (!ok) {
+        free_taggers(c);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    /* in flight between the reader and the wire: the ring, and one frame on each side */
+    c->njobs = c->p->depth + 3;
+    c->jobs = calloc(c->njobs, sizeof *c->jobs);
+    c->lanes = c->jobs ? rd_lanes_new(c->nlanes, c->p->depth + 2, tag_job, c) : NULL;
+    if (!c->lanes) {
+        free(c->jobs);
+        free_taggers(c);
+        return c->jobs ? rd_error_or(RD_EIO) : rd_fail(RD_EIO, "out of memory");
+    }
+    return RD_OK;
+}
+
+/* END, now that every DATA frame's tag is known: totals, the hash chained over the tags. */
+static int seal_end(struct send_ctx *c, struct rd_buf *b, uint64_t frames, uint64_t total, uint64_t hash)
+{
+    c->end = (struct rd_end){ .total_bytes = total, .frames = frames, .stream_hash = hash };
+    size_t len = rd_end_encode(&c->end, b->data + RD_FRAME_HDR);
+    b->len = rd_frame_seal(b->data, RD_END, 0, (uint32_t)len, frames);
+    if (rd_frame_tag(c->end_tagger, RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR))
+        return rd_fail(RD_EIO, "libcrypto cannot compute a frame tag");
+    return RD_OK;
+}
+
+/* Give back what the lanes still hold after a failure: the mappings of unsent chunks. */
+static void drop_unsent(struct send_ctx *c)
+{
+    struct send_job *j;
+    while ((j = rd_lanes_drop(c->lanes))) {
+        struct rd_buf *b = j->b;
+        if (b->ref) {
+            rd_source_unmap(b->ref, b->ref_len);
+            b->ref = NULL;
+        }
+    }
 }
 
 int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct rd_params *p,
@@ -134,11 +241,13 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
 {
     struct send_ctx c = { .tp = tp, .src = src, .p = p, .cnt = cnt };
     pthread_t reader, monitor;
-    int rc = RD_OK, sent_end = 0, own_abort = 0;
-    if (rd_queue_init(&c.ready, p->depth + 2))
-        return rd_fail(RD_EIO, "out of memory");
+    int rc = start_lanes(&c), sent_end = 0, own_abort = 0;
+    if (rc)
+        return rc;
     if (pthread_create(&monitor, NULL, monitor_main, &c)) {
-        rd_queue_destroy(&c.ready);
+        rd_lanes_free(c.lanes);
+        free(c.jobs);
+        free_taggers(&c);
         return rd_fail(RD_EIO, "cannot start the monitor thread");
     }
     rd_wake_install();
@@ -147,11 +256,18 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         src->stop = NULL;
         tp->ops->shutdown(tp);
         pthread_join(monitor, NULL);
-        rd_queue_destroy(&c.ready);
+        rd_lanes_free(c.lanes);
+        free(c.jobs);
+        free_taggers(&c);
         return rd_fail(RD_EIO, "cannot start the reader thread");
     }
+    struct rd_stream_hash hash;
+    uint64_t frames = 0, total = 0;
+    rd_stream_hash_init(&hash);
     for (;;) {
-        struct rd_buf *b = rd_queue_pop(&c.ready);
+        int job_rc = RD_OK;
+        struct send_job *j = rd_lanes_take(c.lanes, &job_rc);
+        struct rd_buf *b = j ? j->b : NULL;
         if (!b) {
             rc = rd_error_code();
             if (!rc)
@@ -159,6 +275,21 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
             break;
         }
         uint8_t type = b->data[5];
+        if (job_rc) {   /* the lane could not tag it (the file shrank): tell the receiver why */
+            if (b->ref)
+                rd_source_unmap(b->ref, b->ref_len);
+            b->ref = NULL;
+            seal_abort(&c, b);
+            type = RD_ABORT;
+        } else if (type == RD_DATA) {
+            rd_stream_hash_add(&hash, b->data + RD_HDR_TAG);
+            frames++;
+            total += b->len - RD_FRAME_HDR;
+        } else if (type == RD_END && (rc = seal_end(&c, b, frames, total, hash.state))) {
+            seal_abort(&c, b);
+            type = RD_ABORT;
+        }
+        size_t payload = b->len - RD_FRAME_HDR;   /* b is the transport's once it is sent */
         if (b->ref) {
             const uint8_t *ref = b->ref;
             size_t ref_len = b->ref_len;
@@ -169,6 +300,10 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         }
         if (rc)
             break;
+        if (type == RD_DATA) {
+            atomic_fetch_add(&c.cnt->bytes, (uint64_t)payload);
+            atomic_fetch_add(&c.cnt->frames, 1);
+        }
         if (type == RD_ABORT) {
             rc = rd_error_or(RD_EIO);
             own_abort = 1;
@@ -201,15 +336,18 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
     }
     if (rc) {
         tp->ops->shutdown(tp);
-        rd_queue_close(&c.ready);
+        rd_lanes_shut(c.lanes);
         rd_wake_join(reader, &c.stop);
+        drop_unsent(&c);
     } else {
         pthread_join(reader, NULL);
     }
     src->stop = NULL;
     if (!monitor_joined)
         pthread_join(monitor, NULL);   /* after END it returns with the receiver's answer */
-    rd_queue_destroy(&c.ready);
+    rd_lanes_free(c.lanes);
+    free(c.jobs);
+    free_taggers(&c);
     if (rc)
         return rd_error_or(rc);
     if (!sent_end || !c.confirmed) {

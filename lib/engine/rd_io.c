@@ -82,31 +82,51 @@ static int range_cached(int fd, uint64_t off, size_t len)
     return cached;
 }
 
-/* One read of a regular file at s->offset into buf. */
-static ssize_t read_regular(struct rd_source *s, char *buf, size_t want)
+static int stopped(atomic_int *stop);
+
+/* One read of a regular file at off into buf. */
+static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_t off)
 {
-    int aligned = s->fd_direct >= 0 && ((uintptr_t)buf % 4096) == 0 && s->offset % 4096 == 0 &&
-                  want >= 4096 && s->offset + 4096 <= s->size;
-    if (!aligned || (!s->is_direct && range_cached(s->fd, s->offset, want))) {
-        ssize_t n = pread(s->fd, buf, want, (off_t)s->offset);
+    int aligned = s->fd_direct >= 0 && !atomic_load(&s->direct_refused) && ((uintptr_t)buf % 4096) == 0 &&
+                  off % 4096 == 0 && want >= 4096 && off + 4096 <= s->size;
+    if (!aligned || (!s->is_direct && range_cached(s->fd, off, want))) {
+        ssize_t n = pread(s->fd, buf, want, (off_t)off);
         if (n > 0)
-            s->cached_bytes += (uint64_t)n;
+            atomic_fetch_add(&s->cached_bytes, (uint64_t)n);
         return n;
     }
     /* not in the page cache (or --direct): straight from the device */
-    ssize_t n = pread(s->fd_direct, buf, want & ~(size_t)4095, (off_t)s->offset);
+    ssize_t n = pread(s->fd_direct, buf, want & ~(size_t)4095, (off_t)off);
     if (n < 0 && errno == EINVAL) {   /* this file refuses O_DIRECT after all */
-        close(s->fd_direct);
-        s->fd_direct = -1;
-        s->is_direct = 0;
-        n = pread(s->fd, buf, want, (off_t)s->offset);
+        atomic_store(&s->direct_refused, 1);
+        n = pread(s->fd, buf, want, (off_t)off);
         if (n > 0)
-            s->cached_bytes += (uint64_t)n;
+            atomic_fetch_add(&s->cached_bytes, (uint64_t)n);
         return n;
     }
     if (n > 0)
-        s->direct_bytes += (uint64_t)n;
+        atomic_fetch_add(&s->direct_bytes, (uint64_t)n);
     return n;
+}
+
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset)
+{
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got);
+        if (n < 0 && errno == EINTR && stopped(s->stop))
+            return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rd_fail(RD_EIO, "cannot read %s: %s", s->name, strerror(errno));
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
 }
 
 void rd_source_custom(struct rd_source *s, const char *name,
@@ -181,7 +201,8 @@ static void install_sigbus(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
-int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, uint64_t *sum)
+int rd_tag_mapped(const struct rd_source *s, struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *hdr,
+                  const uint8_t *p, size_t n)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install_sigbus);
@@ -192,9 +213,11 @@ int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, ui
         return -1;
     }
     bus_jump = &env;
-    *sum = rd_checksum(p, n);
+    int rc = rd_tag_compute(t, dir, hdr, p, n, hdr + RD_HDR_TAG);
     bus_jump = NULL;
-    return 0;
+    if (rc)
+        rd_fail(RD_EIO, "libcrypto cannot compute a frame tag");
+    return rc ? -1 : 0;
 }
 
 static int stopped(atomic_int *stop)
@@ -210,7 +233,7 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
     while (got < cap) {
         ssize_t n;
         if (s->is_regular)
-            n = read_regular(s, (char *)buf + got, cap - got);
+            n = read_regular(s, (char *)buf + got, cap - got, s->offset);
         else
             n = read(s->fd, (char *)buf + got, cap - got);
         if (n < 0 && errno == EINTR && stopped(s->stop))

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "wire/rd_tag.h"
+
 /* A source or sink may also be a producer/consumer in the same process (rdcp's tree
  * stream): set the *_fn hooks with rd_source_custom / rd_sink_custom. */
 struct rd_source {
@@ -19,7 +21,8 @@ struct rd_source {
     int is_direct;       /* --direct: every aligned read bypasses the page cache */
     uint64_t size;       /* regular files: size at open; else 0 */
     uint64_t offset;     /* regular files: next read position */
-    uint64_t direct_bytes, cached_bytes;   /* how the bytes were read (for -v) */
+    _Atomic uint64_t direct_bytes, cached_bytes;   /* how the bytes were read (for -v) */
+    atomic_int direct_refused;   /* the file refused O_DIRECT once: buffered from then on */
     atomic_int *stop;    /* set by the engine: a read that rd_wake interrupts gives up (or NULL) */
     char name[256];      /* "stdin" or the path, for messages */
 };
@@ -52,14 +55,21 @@ int rd_source_open(struct rd_source *s, const char *path, int direct);
  * flow promptly. Returns bytes read (0 = end of input) or -1 with rd_fail() recorded. */
 ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap);
 void rd_source_close(struct rd_source *s);
+/* Regular files only: up to `want` bytes at `offset`, as rd_source_read reads them (cached
+ * pages copied, others read with O_DIRECT), without touching s->offset: so lanes can read
+ * the chunks of one file in parallel, each at its own offset. Returns bytes read (short only
+ * at the end of the file) or -1 with rd_fail() recorded. Thread-safe. */
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset);
 /* Zero-copy read for transports with send_ref: map the next chunk of a regular file when
  * it is entirely in the page cache; NULL means "use rd_source_read instead". The mapping
  * lives until rd_source_unmap. */
 const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset);
 void rd_source_unmap(const uint8_t *p, size_t len);
-/* XXH3 of mapped file pages; -1 (rd_fail recorded) if the file shrank under the mapping
- * (SIGBUS), instead of dying of it. */
-int rd_checksum_mapped(const struct rd_source *s, const uint8_t *p, size_t n, uint64_t *sum);
+/* The tag of the sealed frame header hdr whose payload is mapped file pages p[0..n), into
+ * the header; -1 (rd_fail recorded) if the file shrank under the mapping (SIGBUS), instead of
+ * dying of it, or libcrypto failed. */
+int rd_tag_mapped(const struct rd_source *s, struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *hdr,
+                  const uint8_t *p, size_t n);
 void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 

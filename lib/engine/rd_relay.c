@@ -1,8 +1,9 @@
 /* rd_relay.c - what a `cat` segment of rdpipe runs (rdpipe h1:'<f' h2:cat h3:'>f' on h2).
  *
- * Frames go downstream byte for byte, so the origin's checksums and whole-stream hash travel
- * end to end and the last receiver verifies them; the relay checks headers, order and the
- * END totals, not payloads. Between two TCP connections a payload is spliced from socket to
+ * Frames go downstream byte for byte, so the origin's tags and whole-stream hash travel end to
+ * end and the last receiver verifies them; the relay checks headers, order and the END
+ * totals, not payloads, and holds no key that could forge them. The sink's CONFIRM comes
+ * back the same way, tag and all. Each hop's own frames (ABORT) carry that hop's tag. Between two TCP connections a payload is spliced from socket to
  * socket and never enters user space; otherwise it leaves from the buffer it landed in (TCP)
  * or is copied once into a registered send buffer (RDMA). Upstream gets CONFIRM only after
  * the downstream receiver confirmed, so the origin's exit 0 still means "written at the end
@@ -30,9 +31,11 @@ struct relay {
     int answered;               /* the downstream monitor is done */
     int confirmed;
     struct rd_end confirm;
+    uint8_t confirm_frame[RD_FRAME_HDR + RD_END_LEN];   /* passed upstream as it came */
     int down_said;              /* downstream sent ABORT/REJECT with this reason */
     struct rd_reason down_reason;
     struct rd_frame cur;        /* forwarded frames: the header being passed on */
+    const uint8_t *head;        /* the control frame take_ctrl judges: its header bytes */
 };
 
 /* Downstream's answer: CONFIRM, or an ABORT with a reason, or its death. Anything but
@@ -45,6 +48,7 @@ static void *monitor_main(void *arg)
     int ok = 0;
     if (rd_recv_ctrl_quiet(r->down, -1, &b, &f) == RD_OK) {   /* the main thread sends on down */
         if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &r->confirm) == RD_P_OK) {
+            memcpy(r->confirm_frame, b->data, sizeof r->confirm_frame);
             ok = 1;
         } else if (f.type == RD_ABORT || f.type == RD_REJECT) {
             r->down_said = rd_reason_decode(f.payload, f.length, &r->down_reason) == RD_P_OK;
@@ -103,7 +107,7 @@ static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, st
         pe = RD_P_TYPE;
     if (pe == RD_P_OK && f->type != RD_DATA && f->length > RD_CTRL_FRAME - RD_FRAME_HDR)
         pe = RD_P_LENGTH;
-    if (pe == RD_P_OK && f->type == RD_DATA && f->seq != r->seq)
+    if (pe == RD_P_OK && (f->type == RD_DATA || f->type == RD_END) && f->seq != r->seq)
         pe = RD_P_SEQUENCE;
     if (pe != RD_P_OK)
         return rd_fail(RD_ESTREAM, "protocol error from sender %s: %s", r->up->peer, rd_proto_strerror(pe));
@@ -114,10 +118,17 @@ static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, st
  * Returns RD_OK for END (forwarded: now wait for downstream), or the ABORT's error. */
 static int take_ctrl(struct relay *r, struct rd_frame *f)
 {
-    if (rd_frame_verify(f) != RD_P_OK)
-        return rd_fail(RD_ESTREAM, "stream corrupt: damaged %s frame", rd_frame_type_name(f->type));
-    if (f->type == RD_ABORT)
+    if (f->type == RD_ABORT) {
+        /* the upstream hop's own frame: its tag under that hop's key. Not passed on: the
+         * relay's own ABORT, tagged for the next hop, carries the reason down */
+        struct rd_tagger *t = rd_tagger_new(r->up->hop_key);
+        int pe = t && r->up->hop_dir ? rd_frame_check(t, RD_TAG_HOP_DOWN, r->head, f) : RD_P_TAG;
+        rd_tagger_free(t);
+        if (pe != RD_P_OK)
+            return rd_fail(RD_ESTREAM, "stream corrupt: sender %s sent an ABORT that fails its authentication tag",
+                           r->up->peer);
         return rd_fail_from_reason(f, "sender");
+    }
     if (rd_end_decode(f->payload, f->length, &r->end) != RD_P_OK)
         return rd_fail(RD_ESTREAM, "malformed END from sender %s", r->up->peer);
     if (r->end.total_bytes != r->total || r->end.frames != r->seq)
@@ -153,6 +164,7 @@ static int fw_ctrl(void *ctx, const uint8_t *frame, size_t frame_len)
 {
     struct relay *r = ctx;
     r->cur.payload = frame + RD_FRAME_HDR;
+    r->head = frame;
     return take_ctrl(r, &r->cur);
 }
 
@@ -182,6 +194,15 @@ static int relay_buffers(struct relay *r, enum side *side)
             return rc;
         }
         f.payload = b->data + RD_FRAME_HDR;
+        if (f.type != RD_DATA) {
+            /* judged before it goes on: an ABORT does not */
+            r->head = b->data;
+            rc = take_ctrl(r, &f);
+            if (rc) {
+                up->ops->release(up, b);
+                return rc;
+            }
+        }
         *side = SIDE_DOWN;
         rc = down->ops->get_send_buf(down, &o);
         if (!rc && down->ops->send_ref) {
@@ -194,10 +215,6 @@ static int relay_buffers(struct relay *r, enum side *side)
             memcpy(o->data, b->data, b->len);
             o->len = b->len;
             rc = down->ops->send(down, o);
-        }
-        if (!rc && f.type != RD_DATA) {
-            *side = SIDE_UP;
-            rc = take_ctrl(r, &f);
         }
         up->ops->release(up, b);
         if (rc || f.type != RD_DATA)
@@ -236,8 +253,7 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
                  r.confirm.stream_hash != r.end.stream_hash)
             rc = rd_fail(RD_ESTREAM, "downstream %s confirmed another stream than the one relayed", down->peer);
         if (!rc) {
-            uint8_t out[RD_END_LEN];
-            rc = rd_send_ctrl(up, RD_CONFIRM, out, (uint32_t)rd_end_encode(&r.confirm, out));
+            rc = rd_send_raw(up, r.confirm_frame, sizeof r.confirm_frame);
             if (!rc)
                 rc = up->ops->drain(up);
         }

@@ -13,9 +13,10 @@
  */
 #include "pipe/rdp_agent.h"
 
-#include "remote/rdp_line.h"
-#include "remote/rdp_proc.h"
-#include "remote/rdp_spec.h"
+#include "remote/rdr_line.h"
+#include "remote/rdr_proc.h"
+#include "remote/rdr_role.h"
+#include "remote/rdr_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,7 @@ struct child {
     pid_t pid;           /* 0 = not started */
     int exited, code, reported, killed;
     int cap;             /* read end of its stderr (rdsend/rdrecv), -1 if none */
-    struct rdp_chan capch;
+    struct rdr_chan capch;
     int have_stat;
     unsigned long long bytes;
     double seconds;
@@ -49,16 +50,17 @@ struct agent {
     int cin, cout;
     pid_t wpid;          /* the watchdog = process group of the children */
     int death_w;         /* the watchdog's lifeline */
-    enum rdp_kind kind;
-    enum rdp_in in;
-    enum rdp_out out;
+    enum rdr_kind kind;
+    const struct rdr_role *role;   /* kind RDR_ROLE: the row of the role table */
+    enum rdr_in in;
+    enum rdr_out out;
     char transport[16];
     int verbose;
     char *cmd, *path;
     size_t cmd_len;
-    int manifest_fd;     /* tsend: the resume manifest received so far (memfd), -1 if none */
-    char *in_key;
-    char *next_host, *next_port, *out_key;
+    int manifest_fd;     /* a sending role: the manifest lines received so far (memfd), -1 if none */
+    char *in_key, *in_stream;   /* hop key in; the stream's end-to-end key when we are its sink */
+    char *next_host, *next_port, *out_key, *out_stream;
     int file_fd;         /* read / write / append */
     int recv_out;        /* read end of rdrecv's stdout pipe, -1 if it writes elsewhere */
     int relay_w;         /* relay: where rdrecv --relay-fd learns the next hop at start, or -1 */
@@ -69,13 +71,13 @@ struct agent {
 
 static void say(struct agent *a, const char *fmt, const char *arg)
 {
-    if (rdp_send(a->cout, fmt, arg) < 0)
+    if (rdr_send(a->cout, fmt, arg) < 0)
         a->cout = -1;
 }
 
 static void send_line(struct agent *a, const char *line)
 {
-    if (a->cout >= 0 && rdp_send(a->cout, "%s", line) < 0)
+    if (a->cout >= 0 && rdr_send(a->cout, "%s", line) < 0)
         a->cout = -1;
 }
 
@@ -246,16 +248,17 @@ static void read_capture(struct agent *a, struct child *c)
     if (c->cap < 0)
         return;
     for (;;) {
-        ssize_t n = rdp_chan_fill(&c->capch);
+        ssize_t n = rdr_chan_fill(&c->capch);
         char *line;
-        while (rdp_chan_line(&c->capch, &line)) {
+        while (rdr_chan_line(&c->capch, &line)) {
             if (line[0] == '{') {
                 take_json(c, line);
             } else if (line[0]) {
-                char *h = rdp_hex_str(line);
+                char *h = rdr_hex_str(line);
                 say(a, "log %s", h);
                 free(h);
-                if (!c->error && strncmp(line, "@rdcp ", 6) != 0) {   /* "rdrecv: message": keep the first one as the reason */
+                /* "rdrecv: message": keep the first one as the reason; a role's reports are none */
+                if (!c->error && line[0] != RDR_ROLE_REPORT) {
                     const char *m = strstr(line, ": ");
                     c->error = strdup(m ? m + 2 : line);
                 }
@@ -268,7 +271,7 @@ static void read_capture(struct agent *a, struct child *c)
     if (c->capch.eof) {
         close(c->cap);
         c->cap = -1;
-        rdp_chan_free(&c->capch);
+        rdr_chan_free(&c->capch);
     }
 }
 
@@ -285,10 +288,10 @@ static void report(struct agent *a)
                      c->transport[0] ? c->transport : "-");
             send_line(a, line);
         }
-        char *h = rdp_hex_str(c->code ? c->error : NULL);
-        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDP_PASS &&
-                 a->out == RDP_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
-        if (a->cout >= 0 && rdp_send(a->cout, "%s%s", line, h) < 0)
+        char *h = rdr_hex_str(c->code ? c->error : NULL);
+        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDR_PASS &&
+                 a->out == RDR_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
+        if (a->cout >= 0 && rdr_send(a->cout, "%s%s", line, h) < 0)
             a->cout = -1;
         free(h);
         if (c->code && !c->killed && !a->killing) {
@@ -308,7 +311,7 @@ static void reap(struct agent *a)
             struct child *c = &a->ch[i];
             if (c->pid == p && !c->exited) {
                 c->exited = 1;
-                c->code = rdp_status_code(st);
+                c->code = rdr_status_code(st);
                 c->killed = a->killing && c->code != 0;
                 if (c->cap >= 0)
                     read_capture(a, c);
@@ -335,27 +338,29 @@ static int start_tool(struct agent *a, int idx, char **argv, const char *key, in
     int cap[2];
     if (pipe2(cap, O_CLOEXEC))
         return -1;
-    char **env = rdp_env_with_key(key);
-    pid_t pid = rdp_spawn(argv, env, in, out, cap[1], fd3, a->wpid);
-    rdp_env_free(env);
+    /* the stream key goes to the stream's two ends only, never to a relay */
+    const char *stream = idx == C_RECV ? a->in_stream : idx == C_SEND ? a->out_stream : NULL;
+    char **env = rdr_env_with_keys(key, stream);
+    pid_t pid = rdr_spawn(argv, env, in, out, cap[1], fd3, a->wpid);
+    rdr_env_free(env);
     close(cap[1]);
     if (pid < 0) {
         close(cap[0]);
         return -1;
     }
-    rdp_set_nonblock(cap[0]);
+    rdr_set_nonblock(cap[0]);
     a->ch[idx].pid = pid;
     a->ch[idx].cap = cap[0];
-    rdp_chan_init(&a->ch[idx].capch, cap[0], -1);
+    rdr_chan_init(&a->ch[idx].capch, cap[0], -1);
     a->no_children = 0;
     return 0;
 }
 
 static pid_t start_plain(struct agent *a, int idx, char **argv, int in, int out)
 {
-    char **env = rdp_env_with_key(NULL);
-    pid_t pid = rdp_spawn(argv, env, in, out, STDERR_FILENO, -1, a->wpid);
-    rdp_env_free(env);
+    char **env = rdr_env_with_keys(NULL, NULL);
+    pid_t pid = rdr_spawn(argv, env, in, out, STDERR_FILENO, -1, a->wpid);
+    rdr_env_free(env);
     if (pid > 0) {
         a->ch[idx].pid = pid;
         a->ch[idx].cap = -1;
@@ -366,8 +371,8 @@ static pid_t start_plain(struct agent *a, int idx, char **argv, int in, int out)
 
 static void fail_local(struct agent *a, const char *role, int code, const char *msg)
 {
-    char *h = rdp_hex_str(msg);
-    if (a->cout >= 0 && rdp_send(a->cout, "exit %s %d 0 %s", role, code, h) < 0)
+    char *h = rdr_hex_str(msg);
+    if (a->cout >= 0 && rdr_send(a->cout, "exit %s %d 0 %s", role, code, h) < 0)
         a->cout = -1;
     free(h);
     a->file_failed = 1;
@@ -375,11 +380,11 @@ static void fail_local(struct agent *a, const char *role, int code, const char *
 
 static void open_file(struct agent *a)
 {
-    if (a->kind != RDP_READ && a->kind != RDP_WRITE && a->kind != RDP_APPEND)
+    if (a->kind != RDR_READ && a->kind != RDR_WRITE && a->kind != RDR_APPEND)
         return;
     char *p = expand_path(a->path);
-    int flags = a->kind == RDP_READ ? O_RDONLY
-              : O_WRONLY | O_CREAT | (a->kind == RDP_APPEND ? O_APPEND : O_TRUNC);
+    int flags = a->kind == RDR_READ ? O_RDONLY
+              : O_WRONLY | O_CREAT | (a->kind == RDR_APPEND ? O_APPEND : O_TRUNC);
     a->file_fd = p ? open(p, flags | O_CLOEXEC, 0666) : -1;
     if (a->file_fd < 0) {
         char msg[512];
@@ -399,28 +404,7 @@ static void common_args(struct agent *a, char **v, int *n)
     v[(*n)++] = a->transport;
 }
 
-/* rdcp: argv = tool ROLE --transport T [extra...] then the NUL-terminated words of cmd. */
-static char **tree_argv(struct agent *a, const char *role, char **extra, int nextra)
-{
-    int words = 0;
-    for (size_t i = 0; i < a->cmd_len; i++)
-        if (a->cmd[i] == '\0')
-            words++;
-    char **v = calloc((size_t)(words + nextra + 8), sizeof *v);
-    int n = 0;
-    v[n++] = rdp_sibling_tool("rdcp");
-    v[n++] = (char *)role;
-    v[n++] = "--transport";
-    v[n++] = a->transport;
-    for (int i = 0; i < nextra; i++)
-        v[n++] = extra[i];
-    for (size_t i = 0; i < a->cmd_len; i += strlen(a->cmd + i) + 1)
-        v[n++] = a->cmd + i;
-    v[n] = NULL;
-    return v;
-}
-
-/* The receiving tool (rdrecv or rdcp --tree-recv) said its port: tell the initiator we are
+/* The receiving tool (rdrecv or a receiving role) said its port: tell the initiator we are
  * ready. No port: it died or hangs; stop it, its exit is reported by the main loop. */
 static void report_port(struct agent *a, int port)
 {
@@ -436,29 +420,35 @@ static void report_port(struct agent *a, int port)
     send_line(a, "ready");
 }
 
-/* rdcp's receiving end: `rdcp --tree-recv` reports manifest lines (with --resume), then its
- * port, on fd 3; it may walk and hash a big destination first, so there is no short timeout,
- * and its stderr is drained meanwhile. */
-static void setup_tree_recv(struct agent *a)
+/* "cannot start TOOL ARG" for a role that did not start */
+static void fail_role(struct agent *a, const char *role)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "cannot start %s %s", a->role->tool, a->role->arg);
+    fail_local(a, role, 5, msg);
+}
+
+/* A receiving role reports manifest lines, then its port, on fd 3 (rdr_role.h); it may walk
+ * and hash a big destination first, so there is no short timeout, and its stderr is drained
+ * meanwhile. */
+static void setup_role_recv(struct agent *a)
 {
     int rdy[2];
     if (pipe2(rdy, O_CLOEXEC)) {
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    char *extra[] = { "--ready-fd", "3" };
-    char **v = tree_argv(a, "--tree-recv", extra, 2);
-    int rc = start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]);
-    free(v[0]);
-    free(v);
+    char **v = rdr_role_argv(a->role, a->transport, NULL, NULL, a->cmd, a->cmd_len);
+    int rc = v ? start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
+    rdr_role_argv_free(v);
     close(rdy[1]);
     if (rc) {
         close(rdy[0]);
-        fail_local(a, "recv", 5, "cannot start rdcp --tree-recv");
+        fail_role(a, "recv");
         return;
     }
-    struct rdp_chan ch;
-    rdp_chan_init(&ch, rdy[0], -1);
+    struct rdr_chan ch;
+    rdr_chan_init(&ch, rdy[0], -1);
     int port = 0;
     while (!port && !ch.eof) {
         struct pollfd pfd[2] = { { .fd = rdy[0], .events = POLLIN }, { .fd = a->ch[C_RECV].cap, .events = POLLIN } };
@@ -471,9 +461,9 @@ static void setup_tree_recv(struct agent *a)
             read_capture(a, &a->ch[C_RECV]);
         if (!pfd[0].revents)
             continue;
-        rdp_chan_fill(&ch);
+        rdr_chan_fill(&ch);
         char *line;
-        while (rdp_chan_line(&ch, &line)) {
+        while (rdr_chan_line(&ch, &line)) {
             if (strncmp(line, "m ", 2) == 0)
                 say(a, "manifest %s", line + 2);
             else
@@ -481,24 +471,23 @@ static void setup_tree_recv(struct agent *a)
             free(line);
         }
     }
-    rdp_chan_free(&ch);
+    rdr_chan_free(&ch);
     close(rdy[0]);
     report_port(a, port);
 }
 
-static void start_tree_send(struct agent *a)
+/* A sending role, once the next hop is known: the manifest lines on its stdin. */
+static void start_role_send(struct agent *a)
 {
-    char *extra[] = { "--host", a->next_host, "--port", a->next_port };
-    char **v = tree_argv(a, "--tree-send", extra, 4);
+    char **v = rdr_role_argv(a->role, a->transport, a->next_host, a->next_port, a->cmd, a->cmd_len);
     int in = -1;
     if (a->manifest_fd >= 0) {
         lseek(a->manifest_fd, 0, SEEK_SET);
         in = a->manifest_fd;
     }
-    if (start_tool(a, C_SEND, v, a->out_key, in, -1, -1))
-        fail_local(a, "send", 5, "cannot start rdcp --tree-send");
-    free(v[0]);
-    free(v);
+    if (!v || start_tool(a, C_SEND, v, a->out_key, in, -1, -1))
+        fail_role(a, "send");
+    rdr_role_argv_free(v);
 }
 
 /* rdrecv listening on a port of the kernel's choice, said on fd 3; a relay learns its next
@@ -506,7 +495,7 @@ static void start_tree_send(struct agent *a)
 static void rdrecv_argv(struct agent *a, char **v, int relay)
 {
     int n = 0;
-    v[n++] = rdp_sibling_tool("rdrecv");
+    v[n++] = rdr_sibling_tool("rdrecv");
     common_args(a, v, &n);
     v[n++] = "--ready-fd";
     v[n++] = "3";
@@ -575,25 +564,25 @@ static void setup_relay(struct agent *a)
 /* "setup": the file, and rdrecv listening on an ephemeral port. */
 static void do_setup(struct agent *a)
 {
-    if (a->kind == RDP_TRECV) {
-        setup_tree_recv(a);
+    if (a->kind == RDR_ROLE && a->role->end == RDR_ROLE_RECEIVES) {
+        setup_role_recv(a);
         return;
     }
     open_file(a);
     if (a->file_failed)
         return;
-    if (a->in != RDP_IN_RECV) {
+    if (a->in != RDR_IN_RECV) {
         send_line(a, "ready");
         return;
     }
-    if (a->kind == RDP_PASS && a->out == RDP_OUT_SEND) {
+    if (a->kind == RDR_PASS && a->out == RDR_OUT_SEND) {
         setup_relay(a);
         return;
     }
     int target = -1;
-    if (a->kind == RDP_WRITE || a->kind == RDP_APPEND)
+    if (a->kind == RDR_WRITE || a->kind == RDR_APPEND)
         target = a->file_fd;
-    else if (a->kind == RDP_PASS && a->out == RDP_OUT_STDOUT)
+    else if (a->kind == RDR_PASS && a->out == RDR_OUT_STDOUT)
         target = STDOUT_FILENO;
     int pp[2] = { -1, -1 };
     if (target < 0) {
@@ -632,13 +621,11 @@ static void do_start(struct agent *a)
         return;
     int cur = -1;   /* the stream flowing into the next stage (ours to close) */
     int cur_own = 0;
-    if (a->kind == RDP_TSEND) {
-        if (a->next_host)
-            start_tree_send(a);
+    if (a->kind == RDR_ROLE) {
+        if (a->role->end == RDR_ROLE_SENDS && a->next_host)
+            start_role_send(a);
         return;
     }
-    if (a->kind == RDP_TRECV)
-        return;
     if (a->relay_w >= 0) {
         /* the key travels in this pipe, never in an argv */
         if (dprintf(a->relay_w, "%s %s %s\n", a->next_host, a->next_port, a->out_key) < 0)
@@ -647,28 +634,28 @@ static void do_start(struct agent *a)
         a->relay_w = -1;
         return;
     }
-    if (a->in == RDP_IN_RECV && a->recv_out >= 0) {
+    if (a->in == RDR_IN_RECV && a->recv_out >= 0) {
         cur = a->recv_out;
         cur_own = 1;
         a->recv_out = -1;
-    } else if (a->in == RDP_IN_STDIN) {
+    } else if (a->in == RDR_IN_STDIN) {
         cur = STDIN_FILENO;
     }
-    if (a->kind == RDP_READ) {
+    if (a->kind == RDR_READ) {
         cur = a->file_fd;
         cur_own = 1;
         a->file_fd = -1;
     }
-    if (a->kind == RDP_CMD) {
+    if (a->kind == RDR_CMD) {
         int pp[2] = { -1, -1 };
         int out = -1;
-        if (a->out == RDP_OUT_SEND) {
+        if (a->out == RDR_OUT_SEND) {
             if (big_pipe(pp)) {
                 fail_local(a, "cmd", 5, "pipe failed");
                 return;
             }
             out = pp[1];
-        } else if (a->out == RDP_OUT_STDOUT) {
+        } else if (a->out == RDR_OUT_STDOUT) {
             out = STDOUT_FILENO;
         }
         char *v[] = { "bash", "-c", a->cmd, NULL };
@@ -684,17 +671,17 @@ static void do_start(struct agent *a)
             return;
         }
     }
-    if ((a->kind == RDP_WRITE || a->kind == RDP_APPEND) && a->in == RDP_IN_STDIN) {
+    if ((a->kind == RDR_WRITE || a->kind == RDR_APPEND) && a->in == RDR_IN_STDIN) {
         char *v[] = { "cat", NULL };
         start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd);
     }
-    if ((a->kind == RDP_READ && a->out == RDP_OUT_STDOUT) ||
-        (a->kind == RDP_PASS && a->in == RDP_IN_STDIN && a->out == RDP_OUT_STDOUT)) {
+    if ((a->kind == RDR_READ && a->out == RDR_OUT_STDOUT) ||
+        (a->kind == RDR_PASS && a->in == RDR_IN_STDIN && a->out == RDR_OUT_STDOUT)) {
         char *v[] = { "cat", NULL };
         start_plain(a, C_COPY, v, cur, STDOUT_FILENO);
     }
-    if (a->out == RDP_OUT_SEND && a->next_host) {
-        char *tool = rdp_sibling_tool("rdsend");
+    if (a->out == RDR_OUT_SEND && a->next_host) {
+        char *tool = rdr_sibling_tool("rdsend");
         char *v[16];
         int n = 0;
         v[n++] = tool;
@@ -725,40 +712,55 @@ static int parse_enum(const char *s, const char *const *names, int n)
 enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m)
 {
     char *w[10];
-    int n = rdp_split(line, w, 10);
+    int n = rdr_split(line, w, 10);
     memset(m, 0, sizeof *m);
-    if (n == 0 || strcmp(w[0], RDP_PROTO) == 0)
+    if (n == 0 || strcmp(w[0], RDR_PROTO) == 0)
         return m->op = RDP_OP_IGNORE;
     if (strcmp(w[0], "seg") == 0 && n == 8) {
-        static const char *const kinds[] = { "cmd", "read", "write", "append", "pass", "tsend", "trecv" };
+        static const char *const kinds[] = { "cmd", "read", "write", "append", "pass" };
         static const char *const ins[] = { "none", "stdin", "recv" };
         static const char *const outs[] = { "none", "stdout", "send" };
-        int k = parse_enum(w[1], kinds, 7), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
-        if (k < 0 || i < 0 || o < 0)
+        int k = parse_enum(w[1], kinds, 5), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
+        const struct rdr_role *role = k < 0 ? rdr_role_find(w[1]) : NULL;   /* not ours: a role? */
+        if ((k < 0 && !role) || i < 0 || o < 0)
             return m->op = RDP_OP_BAD;
-        m->kind = (enum rdp_kind)k;
-        m->in = (enum rdp_in)i;
-        m->out = (enum rdp_out)o;
+        if (role) {
+            /* a role's in and out are those of its end */
+            int recv = role->end == RDR_ROLE_RECEIVES;
+            if (i != (recv ? RDR_IN_RECV : RDR_IN_NONE) || o != (recv ? RDR_OUT_NONE : RDR_OUT_SEND))
+                return m->op = RDP_OP_BAD;
+            k = RDR_ROLE;
+        }
+        m->kind = (enum rdr_kind)k;
+        m->in = (enum rdr_in)i;
+        m->out = (enum rdr_out)o;
         m->transport = w[4];
         m->verbose = atoi(w[5]);
-        m->cmd = rdp_unhex(w[6], &m->cmd_len);
-        m->path = rdp_unhex(w[7], NULL);
+        m->cmd = rdr_unhex(w[6], &m->cmd_len);
+        m->path = rdr_unhex(w[7], NULL);
         if (!m->cmd || !m->path) {
             free(m->cmd);
             free(m->path);
             m->cmd = m->path = NULL;
             return m->op = RDP_OP_BAD;
         }
+        m->role = role;   /* only with a seg that is kept (a refused one holds nothing) */
         return m->op = RDP_OP_SEG;
     }
-    if ((strcmp(w[0], "key") == 0 || strcmp(w[0], "manifest") == 0) && n == 2) {
+    if (strcmp(w[0], "key") == 0 && (n == 2 || n == 3)) {
+        m->arg[0] = w[1];
+        m->arg[1] = n == 3 ? w[2] : NULL;   /* the stream key, when this end is the sink */
+        return m->op = RDP_OP_KEY;
+    }
+    if (strcmp(w[0], "manifest") == 0 && n == 2) {
         m->arg[0] = w[1];
         return m->op = w[0][0] == 'k' ? RDP_OP_KEY : RDP_OP_MANIFEST;
     }
-    if (strcmp(w[0], "next") == 0 && n == 4) {
+    if (strcmp(w[0], "next") == 0 && (n == 4 || n == 5)) {
         m->arg[0] = w[1];
         m->arg[1] = w[2];
         m->arg[2] = w[3];
+        m->arg[3] = n == 5 ? w[4] : NULL;   /* the stream key, when this end is the origin */
         return m->op = RDP_OP_NEXT;
     }
     if (strcmp(w[0], "setup") == 0)
@@ -779,6 +781,7 @@ static int handle(struct agent *a, char *line)
         return 0;
     case RDP_OP_SEG:
         a->kind = m.kind;
+        a->role = m.role;
         a->in = m.in;
         a->out = m.out;
         snprintf(a->transport, sizeof a->transport, "%s", m.transport);
@@ -791,11 +794,13 @@ static int handle(struct agent *a, char *line)
         return 0;
     case RDP_OP_KEY:
         free(a->in_key);
+        free(a->in_stream);
         a->in_key = strdup(m.arg[0]);   /* the key is this text (random hex), used as is */
-        return a->in_key ? 0 : -1;
+        a->in_stream = m.arg[1] ? strdup(m.arg[1]) : NULL;
+        return a->in_key && (a->in_stream || !m.arg[1]) ? 0 : -1;
     case RDP_OP_MANIFEST:
         if (a->manifest_fd < 0)
-            a->manifest_fd = memfd_create("rdcp-manifest", MFD_CLOEXEC);
+            a->manifest_fd = memfd_create("agent-manifest", MFD_CLOEXEC);
         if (a->manifest_fd < 0 || dprintf(a->manifest_fd, "%s\n", m.arg[0]) < 0)
             return -1;
         return 0;
@@ -816,8 +821,10 @@ static int handle(struct agent *a, char *line)
         free(a->out_key);
         a->next_host = strdup(host);
         a->next_port = strdup(m.arg[1]);
+        free(a->out_stream);
         a->out_key = strdup(m.arg[2]);
-        return a->next_host && a->next_port && a->out_key ? 0 : -1;
+        a->out_stream = m.arg[3] ? strdup(m.arg[3]) : NULL;
+        return a->next_host && a->next_port && a->out_key && (a->out_stream || !m.arg[3]) ? 0 : -1;
     }
     case RDP_OP_START:
         do_start(a);
@@ -842,9 +849,9 @@ int rdp_agent_main(int cin, int cout)
     snprintf(a.transport, sizeof a.transport, "auto");
     signal(SIGPIPE, SIG_IGN);
     if (cin > STDERR_FILENO)
-        rdp_set_cloexec(cin);
+        rdr_set_cloexec(cin);
     if (cout > STDERR_FILENO)
-        rdp_set_cloexec(cout);
+        rdr_set_cloexec(cout);
     if (getpgrp() != getpid())
         setsid();   /* away from any terminal's job control; sshd already did this */
     a.wpid = start_watchdog(&a.death_w);
@@ -854,7 +861,7 @@ int rdp_agent_main(int cin, int cout)
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
-    rdp_sig_setup(sigs, 4);
+    rdr_sig_setup(sigs, 4);
 
     const char *sc = getenv("SSH_CONNECTION");
     snprintf(a.ssh_client, sizeof a.ssh_client, "-");
@@ -870,20 +877,20 @@ int rdp_agent_main(int cin, int cout)
     snprintf(hello, sizeof hello, "hello %s %s %d", a.ssh_server, a.ssh_client, (int)getpid());
     send_line(&a, hello);
 
-    struct rdp_chan ctl;
-    rdp_chan_init(&ctl, cin, cout);
+    struct rdr_chan ctl;
+    rdr_chan_init(&ctl, cin, cout);
     for (;;) {
         struct pollfd pfd[2 + NCHILD];
         int np = 0;
         pfd[np++] = (struct pollfd){ .fd = cin, .events = POLLIN };
-        pfd[np++] = (struct pollfd){ .fd = rdp_sig_fd(), .events = POLLIN };
+        pfd[np++] = (struct pollfd){ .fd = rdr_sig_fd(), .events = POLLIN };
         for (int i = 0; i < NCHILD; i++)
             if (a.ch[i].cap >= 0)
                 pfd[np++] = (struct pollfd){ .fd = a.ch[i].cap, .events = POLLIN };
         int pr = poll(pfd, (nfds_t)np, 1000);
         if (pr < 0 && errno != EINTR)
             teardown(&a, 5);
-        unsigned sig = rdp_sig_drain();
+        unsigned sig = rdr_sig_drain();
         if (sig & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
             teardown(&a, 128 + SIGTERM);
         reap(&a);
@@ -892,9 +899,9 @@ int rdp_agent_main(int cin, int cout)
                 read_capture(&a, &a.ch[i]);
         report(&a);
         if (pfd[0].revents) {
-            rdp_chan_fill(&ctl);
+            rdr_chan_fill(&ctl);
             char *line;
-            while (rdp_chan_line(&ctl, &line)) {
+            while (rdr_chan_line(&ctl, &line)) {
                 int rc = handle(&a, line);
                 free(line);
                 if (rc)
@@ -918,13 +925,15 @@ int rdp_agent_main(int cin, int cout)
                 if (write(a.death_w, "q", 1) != 1) {
                     /* the watchdog is gone; nothing left to sweep */
                 }
-                rdp_chan_free(&ctl);
+                rdr_chan_free(&ctl);
                 free(a.cmd);
                 free(a.path);
                 free(a.in_key);
+                free(a.in_stream);
                 free(a.next_host);
                 free(a.next_port);
                 free(a.out_key);
+                free(a.out_stream);
                 for (int i = 0; i < NCHILD; i++)
                     free(a.ch[i].error);
                 if (a.manifest_fd >= 0)

@@ -1,22 +1,35 @@
 /* rdp_agent.h - `rdpipe --agent`: runs one segment of a pipeline on its host.
  *
- * Control protocol (one line per message, see rdp_line.h; hex = hex-encoded bytes, "-" = empty):
+ * The agent runs rdsend, rdrecv, bash and cat, and no other tool by name: a segment whose
+ * KIND is a role (remote/rdr_role.h, e.g. rdcp's tree sender and receiver) runs the sibling
+ * tool of that role's row in the table, in the calling convention described there, as the
+ * segment's receiving or sending end. The line only picks a row; a KIND that is neither one
+ * of the agent's own nor a role's name, or in/out words other than the role's end, is a
+ * malformed seg line.
+ *
+ * Control protocol (one line per message, see rdr_line.h; hex = hex-encoded bytes, "-" = empty):
  *   initiator -> agent
  *     rdpipe-agent-1
  *     seg KIND IN OUT TRANSPORT VERBOSE CMDHEX PATHHEX   kind cmd|read|write|append|pass,
  *                                                       in none|stdin|recv, out none|stdout|send
- *     key HEX          the key of the incoming hop (in = recv)
- *     setup            -> the agent starts rdrecv on an ephemeral port
- *     next HOST PORT KEYHEX    where to send (out = send); HOST "@initiator" = the address
- *                              the agent's SSH connection came from
- *     start            -> the agent starts the command and rdsend
+ *                      or kind = a role's name, in/out "recv none" (a receiving role) or
+ *                      "none send" (a sending one), CMDHEX its NUL-terminated arguments
+ *     key HEX [STREAM]  the key of the incoming hop (in = recv); STREAM: the stream's
+ *                      end-to-end key when this segment is its sink (RDPIPE_STREAM_KEY)
+ *     manifest LINE    a sending role: one line for its stdin (what the receiving end reported)
+ *     setup            -> the agent starts rdrecv (or the receiving role) on an ephemeral port
+ *     next HOST PORT KEYHEX [STREAM]   where to send (out = send); HOST "@initiator" = the
+ *                      address the agent's SSH connection came from; STREAM as for key, when
+ *                      this segment is the stream's origin
+ *     start            -> the agent starts the command and rdsend (or the sending role)
  *   agent -> initiator
  *     hello SERVERIP CLIENTIP PID   from SSH_CONNECTION ("-" when unknown)
- *     port N           the listening port of rdrecv
+ *     manifest LINE    a receiving role reported LINE before its port
+ *     port N           the listening port of rdrecv (or the receiving role)
  *     ready
  *     log HEX          a line rdsend/rdrecv printed
  *     stat ROLE BYTES SECONDS TRANSPORT     a finished transfer (ROLE recv|send)
- *     exit ROLE CODE KILLED HEX   a finished process (ROLE recv|cmd|send|copy|file), KILLED 1
+ *     exit ROLE CODE KILLED HEX   a finished process (ROLE recv|relay|cmd|send|copy|file), KILLED 1
  *                                 when the agent stopped it because something else failed
  *     done             every process of the segment has exited
  * End of the channel (EOF) in either direction before "done" tears the segment down: the agent
@@ -27,7 +40,8 @@
 
 #include <stddef.h>
 
-#include "remote/rdp_spec.h"
+#include "remote/rdr_role.h"
+#include "remote/rdr_spec.h"
 
 int rdp_agent_main(int ctl_in, int ctl_out);
 
@@ -40,14 +54,16 @@ enum rdp_agent_op {
 };
 struct rdp_agent_msg {
     enum rdp_agent_op op;
-    enum rdp_kind kind;          /* seg */
-    enum rdp_in in;
-    enum rdp_out out;
+    enum rdr_kind kind;          /* seg */
+    const struct rdr_role *role; /* seg of kind RDR_ROLE: its row of the table, else NULL */
+    enum rdr_in in;
+    enum rdr_out out;
     const char *transport;       /* seg; points into the line */
     int verbose;
     char *cmd, *path;            /* seg: decoded, malloc'd, the caller frees them */
     size_t cmd_len;
-    const char *arg[3];          /* key, manifest: arg[0]; next: host, port, key (into the line) */
+    const char *arg[4];          /* key: key [stream key]; manifest: arg[0]; next: host, port, key
+                                  * [stream key] (into the line; NULL when absent) */
 };
 /* Splits line in place; returns m->op. */
 enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m);

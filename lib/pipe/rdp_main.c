@@ -6,15 +6,15 @@
 #include "run/rd_cli.h"
 #include "run/rd_report.h"
 #include "pipe/rdp_agent.h"
-#include "remote/rdp_hop.h"
-#include "remote/rdp_line.h"
-#include "remote/rdp_link.h"
-#include "remote/rdp_opts.h"
-#include "remote/rdp_proc.h"
-#include "remote/rdp_shell.h"
-#include "remote/rdp_spec.h"
-#include "remote/rdp_warn.h"
-#include "remote/rdp_watch.h"
+#include "remote/rdr_hop.h"
+#include "remote/rdr_line.h"
+#include "remote/rdr_link.h"
+#include "remote/rdr_opts.h"
+#include "remote/rdr_proc.h"
+#include "remote/rdr_shell.h"
+#include "remote/rdr_spec.h"
+#include "remote/rdr_warn.h"
+#include "remote/rdr_watch.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -68,9 +68,12 @@ static const char usage_text[] =
     "RDMA device), 255 when the connection to a host was lost, 128+N on signal N, 1 usage.\n";
 
 struct node {
-    struct rdp_seg s;
-    struct rdp_link l;         /* the control link to this node's agent */
+    struct rdr_seg s;
+    struct rdr_link l;         /* the control link to this node's agent */
     char key[65];              /* hex key of the hop into this node */
+    char in_stream[65];        /* the stream into this node, when it is that stream's sink: its
+                                * end-to-end key, which relays in between never see */
+    char out_stream[65];       /* the same key on the stream's origin */
     int has_recv_stat;
     unsigned long long recv_bytes;
     double recv_seconds;
@@ -88,15 +91,15 @@ struct run {
     struct node *n;
     int count;
     int verbose, dry_run;
-    struct rdp_init_opts o;    /* --ssh, --transport, --remote-path, -H */
-    struct rdp_watch w;        /* the links of n[0..count-1] while the pipeline runs */
+    struct rdr_init_opts o;    /* --ssh, --transport, --remote-path, -H */
+    struct rdr_watch w;        /* the links of n[0..count-1] while the pipeline runs */
     struct failure best;
     int have_failure, seq;
     double settle_at;
     int interrupted;
 };
 
-#define warnx(...) rdp_warnx("rdpipe", __VA_ARGS__)
+#define warnx(...) rdr_warnx("rdpipe", __VA_ARGS__)
 
 static const char *label(const struct node *x, char *buf, size_t len)
 {
@@ -110,22 +113,43 @@ static const char *label(const struct node *x, char *buf, size_t len)
 }
 
 /* What one segment does with the stream, for -n. */
+static int is_relay(const struct node *x)
+{
+    return x->s.kind == RDR_PASS && x->s.in == RDR_IN_RECV && x->s.out == RDR_OUT_SEND;
+}
+
+/* Each stream between two ends that are not relays gets a key of its own, known to those
+ * two ends only: the frames' tags then hold end to end, through any number of relays. */
+static void give_stream_keys(struct run *r)
+{
+    for (int i = 1; i < r->count; i++) {
+        struct node *sink = &r->n[i];
+        if (sink->s.in != RDR_IN_RECV || is_relay(sink))
+            continue;
+        int o = i - 1;
+        while (o > 0 && is_relay(&r->n[o]))
+            o--;
+        rdr_hop_key(sink->in_stream);
+        memcpy(r->n[o].out_stream, sink->in_stream, sizeof sink->in_stream);
+    }
+}
+
 static void print_role(const struct node *x)
 {
-    if (x->s.kind == RDP_PASS && x->s.in == RDP_IN_RECV && x->s.out == RDP_OUT_SEND) {
+    if (is_relay(x)) {
         printf("     relay: rdrecv --relay-fd (ephemeral port) forwards the frames unchanged\n");
         return;
     }
-    const char *in = x->s.in == RDP_IN_RECV ? "rdrecv (ephemeral port)" : x->s.in == RDP_IN_STDIN ? "stdin" : "nothing";
-    const char *out = x->s.out == RDP_OUT_SEND ? "rdsend" : x->s.out == RDP_OUT_STDOUT ? "stdout" : "nothing";
+    const char *in = x->s.in == RDR_IN_RECV ? "rdrecv (ephemeral port)" : x->s.in == RDR_IN_STDIN ? "stdin" : "nothing";
+    const char *out = x->s.out == RDR_OUT_SEND ? "rdsend" : x->s.out == RDR_OUT_STDOUT ? "stdout" : "nothing";
     printf("     input: %s; ", in);
     switch (x->s.kind) {
-    case RDP_CMD: printf("runs: bash -c '%s'", x->s.cmd); break;
-    case RDP_READ: printf("reads file %s", x->s.path); break;
-    case RDP_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
-    case RDP_APPEND: printf("appends to file %s", x->s.path); break;
-    case RDP_PASS: printf("passes the stream"); break;
-    case RDP_TSEND: case RDP_TRECV: printf("rdcp tree"); break;
+    case RDR_CMD: printf("runs: bash -c '%s'", x->s.cmd); break;
+    case RDR_READ: printf("reads file %s", x->s.path); break;
+    case RDR_WRITE: printf("writes file %s (created or truncated)", x->s.path); break;
+    case RDR_APPEND: printf("appends to file %s", x->s.path); break;
+    case RDR_PASS: printf("passes the stream"); break;
+    case RDR_ROLE: printf("runs a role"); break;   /* agents only: never in a plan */
     }
     printf("; output: %s\n", out);
 }
@@ -139,11 +163,11 @@ static void print_plan(const struct run *r)
         printf("  %d. %s\n", i + 1, label(x, lb, sizeof lb));
         print_role(x);
         if (x->s.dest) {
-            char **v = rdp_link_ssh_argv(&r->o.reach, x->s.dest);
+            char **v = rdr_link_ssh_argv(&r->o.reach, x->s.dest);
             printf("     agent via:");
             for (char **p = v; *p; p++) {
                 if (strpbrk(*p, " \t'\"$")) {
-                    char *q = rdp_shell_quote(*p);
+                    char *q = rdr_shell_quote(*p);
                     printf(" %s", q);
                     free(q);
                 } else {
@@ -151,11 +175,11 @@ static void print_plan(const struct run *r)
                 }
             }
             printf("\n");
-            rdp_link_argv_free(v);
+            rdr_link_argv_free(v);
         } else {
             printf("     agent: local\n");
         }
-        if (x->s.out == RDP_OUT_SEND && i + 1 < r->count)
+        if (x->s.out == RDR_OUT_SEND && i + 1 < r->count)
             printf("     hop %d: %s -> %s (transport %s)\n", i + 1, x->s.host,
                    label(&r->n[i + 1], lb2, sizeof lb2), r->o.transport);
     }
@@ -170,13 +194,13 @@ static int spawn_node(struct run *r, struct node *x)
             return -1;
         self[n] = '\0';
     }
-    return rdp_link_spawn(&x->l, &r->o.reach, x->s.dest, self, STDIN_FILENO, STDOUT_FILENO);
+    return rdr_link_spawn(&x->l, &r->o.reach, x->s.dest, self, STDIN_FILENO, STDOUT_FILENO);
 }
 
 static void send_to(struct node *x, const char *fmt, const char *a, const char *b, const char *c)
 {
-    if (x->l.wfd >= 0 && rdp_send(x->l.wfd, fmt, a, b, c) < 0)
-        rdp_link_close(&x->l);
+    if (x->l.wfd >= 0 && rdr_send(x->l.wfd, fmt, a, b, c) < 0)
+        rdr_link_close(&x->l);
 }
 
 static void add_failure(struct run *r, int node, const char *role, int rank, int code, const char *msg)
@@ -200,7 +224,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
     struct node *x = &r->n[i];
     char lb[512];
     if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdp_unhex(w[1], NULL);
+        char *t = rdr_unhex(w[1], NULL);
         if (t && r->verbose)
             fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
         free(t);
@@ -215,7 +239,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         int code = atoi(w[2]), killed = atoi(w[3]);
         if (code == 0 || killed || r->interrupted)
             return;
-        char *m = rdp_unhex(w[4], NULL);
+        char *m = rdr_unhex(w[4], NULL);
         char msg[2048];
         const char *role = w[1];
         int rank;
@@ -260,7 +284,7 @@ static void lost(void *ctx, int i)
     if (r->interrupted)
         return;
     /* give ssh a moment to exit so that its status can be named */
-    rdp_watch_settle(&r->w, i, 200);
+    rdr_watch_settle(&r->w, i, 200);
     char how[64] = "";
     if (x->l.reaped && x->l.signal)
         snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
@@ -272,14 +296,14 @@ static void lost(void *ctx, int i)
     add_failure(r, i, "lost", 10, LOST_CODE, msg);
 }
 
-static const char *in_name(enum rdp_in i)
+static const char *in_name(enum rdr_in i)
 {
-    return i == RDP_IN_RECV ? "recv" : i == RDP_IN_STDIN ? "stdin" : "none";
+    return i == RDR_IN_RECV ? "recv" : i == RDR_IN_STDIN ? "stdin" : "none";
 }
 
-static const char *out_name(enum rdp_out o)
+static const char *out_name(enum rdr_out o)
 {
-    return o == RDP_OUT_SEND ? "send" : o == RDP_OUT_STDOUT ? "stdout" : "none";
+    return o == RDR_OUT_SEND ? "send" : o == RDR_OUT_STDOUT ? "stdout" : "none";
 }
 
 static void print_hops(struct run *r)
@@ -288,7 +312,7 @@ static void print_hops(struct run *r)
     int hop = 0;
     for (int i = 1; i < r->count; i++) {
         struct node *x = &r->n[i];
-        if (x->s.in != RDP_IN_RECV)
+        if (x->s.in != RDR_IN_RECV)
             continue;
         hop++;
         if (!x->has_recv_stat) {
@@ -308,20 +332,20 @@ static void print_hops(struct run *r)
 static void shut_down(struct run *r, int forced)
 {
     double limit = forced ? EXIT_GRACE_S : 2 * EXIT_GRACE_S;
-    rdp_watch_stop(&r->w, limit, limit + 2);
+    rdr_watch_stop(&r->w, limit, limit + 2);
 }
 
 static int run_pipeline(struct run *r)
 {
-    if (rdp_watch_signals()) {
+    if (rdr_watch_signals()) {
         warnx("cannot set up signal handling: %s", strerror(errno));
         return 5;
     }
     char lb[512];
-    struct rdp_link **links = calloc((size_t)r->count, sizeof *links);
+    struct rdr_link **links = calloc((size_t)r->count, sizeof *links);
     for (int i = 0; i < r->count; i++)
         links[i] = &r->n[i].l;
-    r->w = (struct rdp_watch){ .l = links, .n = r->count, .interrupted = &r->interrupted, .ctx = r,
+    r->w = (struct rdr_watch){ .l = links, .n = r->count, .interrupted = &r->interrupted, .ctx = r,
                                .on_line = handle_line, .on_lost = lost };
     for (int i = 0; i < r->count; i++) {
         struct node *x = &r->n[i];
@@ -333,18 +357,19 @@ static int run_pipeline(struct run *r)
             return 5;
         }
     }
+    give_stream_keys(r);
     for (int i = 0; i < r->count; i++) {
         struct node *x = &r->n[i];
-        char *cmd = rdp_hex_str(x->s.cmd), *path = rdp_hex_str(x->s.path);
+        char *cmd = rdr_hex_str(x->s.cmd), *path = rdr_hex_str(x->s.path);
         char head[200];
-        snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDP_PROTO, rdp_kind_name(x->s.kind),
+        snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDR_PROTO, rdr_kind_name(x->s.kind),
                  in_name(x->s.in), out_name(x->s.out), r->o.transport, r->verbose);
         send_to(x, "%s %s %s", head, cmd, path);
         free(cmd);
         free(path);
-        if (x->s.in == RDP_IN_RECV) {
-            rdp_hop_key(x->key);
-            send_to(x, "key %s%s%s", x->key, "", "");
+        if (x->s.in == RDR_IN_RECV) {
+            rdr_hop_key(x->key);
+            send_to(x, "key %s%s%s", x->key, x->in_stream[0] ? " " : "", x->in_stream);
         }
         send_to(x, "setup%s%s%s", "", "", "");
     }
@@ -367,14 +392,17 @@ static int run_pipeline(struct run *r)
         if (!started && all_ready && !r->have_failure) {
             for (int i = 0; i + 1 < r->count; i++) {
                 struct node *x = &r->n[i];
-                if (x->s.out != RDP_OUT_SEND)
+                if (x->s.out != RDR_OUT_SEND)
                     continue;
                 struct node *to = &r->n[i + 1];
-                rdp_hop_addr(to->s.dest, to->s.host, to->l.srv, x->s.dest, r->o.hostname, to->addr,
+                rdr_hop_addr(to->s.dest, to->s.host, to->l.srv, x->s.dest, r->o.hostname, to->addr,
                              sizeof to->addr);
                 char port[16];
                 snprintf(port, sizeof port, "%d", to->l.port);
-                send_to(x, "next %s %s %s", r->n[i + 1].addr, port, r->n[i + 1].key);
+                char keys[140];
+                snprintf(keys, sizeof keys, "%s%s%s", r->n[i + 1].key, x->out_stream[0] ? " " : "",
+                         x->out_stream);
+                send_to(x, "next %s %s %s", r->n[i + 1].addr, port, keys);
                 if (r->verbose)
                     fprintf(stderr, "rdpipe: hop %s -> %s at %s port %s\n", x->s.host,
                             label(&r->n[i + 1], lb, sizeof lb), r->n[i + 1].addr, port);
@@ -395,7 +423,7 @@ static int run_pipeline(struct run *r)
             break;
         }
         double wait = r->have_failure ? r->settle_at - rd_now() : started ? 1.0 : deadline - rd_now();
-        rdp_watch_pump(&r->w, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+        rdr_watch_pump(&r->w, wait > 0 ? (int)(wait * 1000) + 1 : 0);
     }
     int rc = 0;
     if (r->interrupted > 0) {
@@ -423,37 +451,37 @@ int rdp_main(int argc, char **argv)
     static const struct option opts[] = {
         { "dry-run", no_argument, NULL, 'n' },
         { "verbose", no_argument, NULL, 'v' },
-        RDP_INIT_LONG_OPTS_END,
+        RDR_INIT_LONG_OPTS_END,
     };
     struct run r;
     memset(&r, 0, sizeof r);
-    rdp_init_opts_default(&r.o);
+    rdr_init_opts_default(&r.o);
     int c;
     while ((c = getopt_long(argc, argv, "+nvH:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'n': r.dry_run = 1; break;
         case 'v': r.verbose++; break;
         default: {
-            int st = rdp_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
-            if (st != RDP_OPT_TAKEN)
+            int st = rdr_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
+            if (st != RDR_OPT_TAKEN)
                 return st;
         }
         }
     }
     int nseg = argc - optind;
-    if (rdp_init_opts_check(&r.o, "rdpipe", nseg, 1, "no segments"))
+    if (rdr_init_opts_check(&r.o, "rdpipe", nseg, 1, "no segments"))
         return 1;
-    struct rdp_seg *segs = calloc((size_t)nseg, sizeof *segs);
+    struct rdr_seg *segs = calloc((size_t)nseg, sizeof *segs);
     char err[1024];
     int rc = 1;
     for (int i = 0; i < nseg; i++)
-        if (rdp_parse_segment(argv[optind + i], &segs[i], err, sizeof err)) {
+        if (rdr_parse_segment(argv[optind + i], &segs[i], err, sizeof err)) {
             warnx("%s", err);
             goto out;
         }
-    struct rdp_seg *plan;
+    struct rdr_seg *plan;
     int nplan;
-    if (rdp_plan(segs, nseg, !isatty(STDIN_FILENO), &plan, &nplan, err, sizeof err)) {
+    if (rdr_plan(segs, nseg, !isatty(STDIN_FILENO), &plan, &nplan, err, sizeof err)) {
         warnx("%s", err);
         goto out;
     }
@@ -472,12 +500,12 @@ int rdp_main(int argc, char **argv)
         rc = run_pipeline(&r);
     }
     for (int i = 0; i < r.count; i++)
-        rdp_link_free(&r.n[i].l);
+        rdr_link_free(&r.n[i].l);
     free(r.n);
     free(r.best.msg);
 out:
     for (int i = 0; i < nseg; i++)
-        rdp_seg_free(&segs[i]);
+        rdr_seg_free(&segs[i]);
     free(segs);
     return rc;
 }

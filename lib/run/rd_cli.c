@@ -7,6 +7,7 @@
 #include "run/rd_version.h"
 #include "transport/rd_session.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ static const char send_usage[] =
 static const char recv_usage[] =
     "usage: rdrecv [options] PORT KEY [FILE]\n"
     "       rdrecv [options] --key-file F PORT [FILE]          (or RDPIPE_KEY=... in the environment)\n"
+    "       rdrecv --check [--key-stdin] [options] PORT [KEY]  serve one rdcheck run (rdcheck starts it over ssh)\n"
     "Wait for one authenticated rdsend on PORT and write its stream to FILE (default: stdout).\n"
     "Senders with a wrong key are turned away and rdrecv keeps waiting.\n";
 static const char common_help[] =
@@ -34,11 +36,14 @@ static const char common_help[] =
     "      --bind ADDR        local address to bind (source address for rdsend)\n"
     "  -d, --device DEV       RDMA device to use\n"
     "      --key-file FILE    read the key from FILE (first line) instead of the command line\n"
+    "      --gen-key          print a fresh random key (256 bits, hex) and exit\n"
     "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
     "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
     "      --depth N          frames in flight (default 8)\n"
     "      --streams N        TCP: stripe the stream over N connections, each copied by its own\n"
     "                         thread (rdsend asks, default 1; rdrecv grants up to N, default 16)\n"
+    "      --lanes N          threads for the per-chunk work (frame tags), 1-64 (default: half\n"
+    "                         the cores, at most 8)\n"
     "      --direct           O_DIRECT on FILE (bypass the page cache)\n"
     "      --sync             rdrecv: make FILE durable (fdatasync; fsync a new file's directory)\n"
     "                         before confirming; the default when the output is a regular file\n"
@@ -53,11 +58,14 @@ static const char common_help[] =
     "            4 stream incomplete or corrupt, 5 local input/output error, 101 no RDMA device\n";
 
 enum { OPT_NO_PROGRESS = 256, OPT_JSON, OPT_TRANSPORT, OPT_BIND, OPT_KEY_FILE, OPT_TIMEOUT,
-       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_NO_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS };
+       OPT_CHUNK, OPT_DEPTH, OPT_DIRECT, OPT_SYNC, OPT_NO_SYNC, OPT_READY_FD, OPT_RELAY_FD, OPT_STREAMS,
+       OPT_GEN_KEY, OPT_LANES };
 
 static const struct option long_opts[] = {
     { "verbose", no_argument, NULL, 'v' },
     { "progress", no_argument, NULL, 'p' },
+    { "gen-key", no_argument, NULL, OPT_GEN_KEY },
+    { "lanes", required_argument, NULL, OPT_LANES },
     { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
     { "json", no_argument, NULL, OPT_JSON },
     { "transport", required_argument, NULL, OPT_TRANSPORT },
@@ -139,6 +147,40 @@ static int valid_port(const char *p)
     return *p && !*end && v >= 0 && v <= 65535;
 }
 
+/* A key worth its name: 32 random bytes in hex, so it survives shells and key files. */
+static int gen_key(void)
+{
+    uint8_t k[32];
+    if (rd_random(k, sizeof k))
+        return rd_fail(RD_EIO, "no randomness available");
+    for (size_t i = 0; i < sizeof k; i++)
+        printf("%02x", k[i]);
+    printf("\n");
+    memset(k, 0, sizeof k);
+    return fflush(stdout) ? rd_fail(RD_EIO, "cannot write the key: %s", strerror(errno)) : RD_CLI_EXIT_OK;
+}
+
+/* RDPIPE_STREAM_KEY, 64 hex digits: rdpipe gives both ends of a relayed stream the key that
+ * tags it, which the relays in between never see. Removed from the environment once read. */
+static int stream_key_from_env(struct rd_opts *o)
+{
+    const char *h = getenv("RDPIPE_STREAM_KEY");
+    if (!h)
+        return RD_OK;
+    int ok = strlen(h) == 2 * sizeof o->stream_key;
+    for (size_t i = 0; ok && i < sizeof o->stream_key; i++) {
+        unsigned v = 0;
+        ok = isxdigit((unsigned char)h[2 * i]) && isxdigit((unsigned char)h[2 * i + 1]) &&
+             sscanf(h + 2 * i, "%2x", &v) == 1;
+        o->stream_key[i] = (uint8_t)v;
+    }
+    unsetenv("RDPIPE_STREAM_KEY");
+    if (!ok)
+        return rd_fail(RD_EUSAGE, "RDPIPE_STREAM_KEY must be 64 hex digits");
+    o->has_stream_key = 1;
+    return RD_OK;
+}
+
 int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -197,6 +239,11 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             o->streams = (uint32_t)v;
             o->streams_set = 1;
             break;
+        case OPT_LANES:
+            if (rd_parse_size(optarg, &v) || v < 1 || v > 64)
+                return rd_fail(RD_EUSAGE, "--lanes must be from 1 to 64, not '%s'", optarg);
+            o->lanes = (uint32_t)v;
+            break;
         case OPT_DIRECT: o->direct = 1; break;
         case OPT_SYNC: o->sync = 1; break;
         case OPT_NO_SYNC: o->sync = 0; break;
@@ -210,6 +257,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             *(c == OPT_READY_FD ? &o->ready_fd : &o->relay_fd) = (int)fd;
             break;
         }
+        case OPT_GEN_KEY:
+            return gen_key();
         case 'h':
             fputs(is_sender ? send_usage : recv_usage, stdout);
             fputs(common_help, stdout);
@@ -259,6 +308,12 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         return rc;
     if (o->key_len == 0)
         return rd_fail(RD_EUSAGE, "the key is empty");
+    if (o->key_len < RD_KEY_WARN_LEN && !getenv("RDPIPE_WEAK_KEY_OK"))
+        rd_warn("warning: the key has %zu characters; a key shorter than %d is easy to guess, one connection a guess (--gen-key makes a strong one)",
+                o->key_len, RD_KEY_WARN_LEN);
+    rc = stream_key_from_env(o);
+    if (rc)
+        return rc;
     if (i < npos)
         o->file = pos[i];
     if (o->progress < 0)
@@ -273,6 +328,15 @@ void rd_cli_free(struct rd_opts *o)
         free(o->key);
         o->key = NULL;
     }
+}
+
+uint32_t rd_lanes_default(const struct rd_opts *o)
+{
+    if (o->lanes)
+        return o->lanes;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = cores / 2;
+    return (uint32_t)(n < 1 ? 1 : n > 8 ? 8 : n);
 }
 
 struct rd_reach rd_reach_of(const struct rd_opts *o)

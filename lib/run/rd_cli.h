@@ -37,9 +37,18 @@ struct rd_opts {
     int sync;               /* rdrecv: make a regular-file output durable before confirming (default 1; --no-sync 0) */
     int ready_fd;           /* rdrecv --ready-fd N: write the listening port to fd N, close it */
     int relay_fd;           /* rdrecv --relay-fd N: forward the stream to "HOST PORT KEY" read from fd N */
+    uint32_t lanes;         /* --lanes: threads for the per-chunk work (tags); 0 = by the cores */
+    uint8_t stream_key[32]; /* RDPIPE_STREAM_KEY: rdpipe's end-to-end key of a relayed stream */
+    int has_stream_key;
 };
 
+#define RD_KEY_WARN_LEN 16   /* a shorter key gets a warning: it is a guess away from an attacker */
+
 #define RD_CLI_EXIT_OK (-1)   /* --help or --version was printed: exit 0 */
+
+/* --lanes when given, else enough for a fast link and no more than half the cores (the other
+ * half reads and writes): 1 on a 2-core machine, 8 from 16 cores. */
+uint32_t rd_lanes_default(const struct rd_opts *o);
 
 /* Parse argv. Returns RD_OK, RD_CLI_EXIT_OK, or RD_EUSAGE / RD_EIO (message recorded). */
 int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o);

@@ -12,6 +12,7 @@
 #include "transport/rd_waiting.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,16 @@ static void summarize(const struct rd_opts *o, const char *tool, const struct rd
 static int derive(const struct rd_opts *o, struct rd_key *k)
 {
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
+}
+
+/* What this end decides alone: through relays the frames are tagged with rdpipe's
+ * end-to-end key (not the key of the hop it shares with a relay), and how many lanes do the
+ * per-chunk work. */
+static void set_local_params(const struct rd_opts *o, struct rd_params *agreed)
+{
+    if (o->has_stream_key)
+        memcpy(agreed->stream_key, o->stream_key, sizeof agreed->stream_key);
+    agreed->lanes = rd_lanes_default(o);   /* local, like the key: here, after the handshake */
 }
 
 int rd_send_source(const struct rd_opts *o, struct rd_source *src)
@@ -60,6 +71,7 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         rc = rd_stripe_join(&reach, &tp, &agreed);
     if (rc)
         goto close_transport;
+    set_local_params(o, &agreed);
     if (o->verbose)
         rd_warn("sending %s to %s over %s (chunk %u, depth %u)", src->name, tp->peer, tp->desc,
                 agreed.chunk_size, agreed.depth);
@@ -103,37 +115,37 @@ int rd_run_send(const struct rd_opts *o)
     return rc;
 }
 
-/* What a receiver does with one connection: handshake, then the stream. Returns RD_OK, an
- * error of this peer that leaves the receiver listening (*retry = 1), or a final error. */
+/* What a receiver does with the connection whose handshake completed first (won: what it
+ * agreed): the stream. Every error is final. */
 typedef int (*serve_fn)(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
-                        const struct rd_key *key, void *ctx, int *retry);
+                        const struct rd_params *won, void *ctx);
 
-static int handshake(const struct rd_opts *o, struct rd_transport *tp, const struct rd_key *key,
-                     struct rd_params *agreed, int *retry)
+/* The receiver's side of the handshake, which rd_waiting runs on every accepted connection at
+ * once, each in a thread of its own (a stalled peer costs the others nothing). */
+struct handshake_arg {
+    const struct rd_key *key;
+    struct rd_params limits;
+};
+
+static int handshake(struct rd_transport *tp, void *arg, void *agreed)
 {
-    struct rd_params limits = {
-        .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
-        .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
-        .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
-    };
-    int rc = rd_session_receiver(tp, key, &limits, agreed);
-    /* nothing of a peer that failed here was written: keep listening for the right sender */
-    *retry = rc != RD_OK;
-    return rc;
+    const struct handshake_arg *a = arg;
+    return rd_session_receiver(tp, a->key, &a->limits, agreed);
 }
 
 static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
-                      const struct rd_key *key, void *ctx, int *retry)
+                      const struct rd_params *won, void *ctx)
 {
     struct rd_sink *dst = ctx;
-    struct rd_params agreed = { 0 };
+    struct rd_params agreed = *won;
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
-    int rc = handshake(o, *tpp, key, &agreed, retry);
-    if (!rc && agreed.streams > 1)
+    int rc = RD_OK;
+    if (agreed.streams > 1)
         rc = rd_stripe_accept(lis, tpp, &agreed);
     if (rc)
         return rc;
+    set_local_params(o, &agreed);
     struct rd_transport *tp = *tpp;
     if (o->verbose)
         rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s", tp->peer, tp->desc,
@@ -153,12 +165,15 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     return rc;
 }
 
-/* Listen, then hand connections to serve until one is served (or the timeout passes). */
+/* Listen, run the handshake of every connection at once (rd_waiting), and serve the first
+ * that completes (or give up when the timeout passes). */
 static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
 {
     struct rd_key key;
     struct rd_listener lis;
-    struct rd_waiting waiting = { .n = 0 };
+    struct rd_throttle throttle;   /* rdrecv slows down addresses that keep failing */
+    struct rd_params agreed = { 0 };
+    struct rd_transport *tp = NULL;
     int served = 0;
     int rc = derive(o, &key);
     if (rc)
@@ -174,35 +189,34 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         dprintf(o->ready_fd, "%u\n", lis.lis[0]->local_port);
         close(o->ready_fd);
     }
-    double deadline = o->timeout_s >= 0 ? rd_now() + o->timeout_s : -1;
-    for (;;) {
-        int left_ms = -1;
-        if (deadline >= 0) {
-            double left = deadline - rd_now();
-            left_ms = left > 0 ? (int)(left * 1000) + 1 : 0;   /* round up: poll truncates */
-        }
-        struct rd_transport *tp;
-        rc = rd_waiting_next(&waiting, &lis, -1, left_ms, &tp);
-        if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline - 0.002)
-            break;   /* timed out waiting for a sender */
-        if (rc) {
-            rd_report();   /* one line, and keep listening */
-            rd_error_clear();
-            continue;
-        }
-        int retry;
-        rc = serve(o, &lis, &tp, &key, ctx, &retry);
-        served = !retry;
+    struct handshake_arg ha = {
+        .key = &key,
+        .limits = {
+            .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
+            .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
+            .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
+        },
+    };
+    rd_throttle_init(&throttle);
+    struct rd_waiting_cfg cfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
+                                  .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
+                                  .throttle = &throttle, .stripes_later = 1 };
+    struct rd_waiting *waiting = rd_waiting_new(&cfg);
+    int timeout_ms = o->timeout_s < 0 ? -1 : o->timeout_s > INT_MAX / 1000 ? INT_MAX : o->timeout_s * 1000;
+    rc = waiting ? rd_waiting_next(waiting, &lis, -1, timeout_ms, &tp, &agreed) : rd_error_or(RD_EIO);
+    /* one sender is served: the other handshakes end here, before its stream starts; what
+     * had not been read yet waits for its stripes' set, if it has stripes */
+    rd_waiting_free(waiting);
+    if (rc || agreed.streams <= 1)
+        rd_waiting_drop_early(&lis);
+    if (!rc) {
+        served = 1;
+        rc = serve(o, &lis, &tp, &agreed, ctx);
         if (tp)
             tp->ops->close(tp);
-        if (rc && retry) {
-            rd_report();
-            rd_error_clear();
-            continue;
-        }
-        break;
     }
-    rd_waiting_close(&waiting);
+    explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
+    rd_waiting_drop_early(&lis);   /* stripes that came early and were not taken */
     rd_listener_close(&lis);
 wipe_key:
     rd_key_wipe(&key);
@@ -245,22 +259,19 @@ static int read_next_hop(int fd, char *host, char *port, char *key, size_t keyca
 }
 
 static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
-                       const struct rd_key *key, void *ctx, int *retry)
+                       const struct rd_params *won, void *ctx)
 {
     (void)ctx;
     (void)lis;
     struct rd_transport *up = *tpp;
-    struct rd_params agreed = { 0 }, down_agreed = { 0 };
+    struct rd_params agreed = *won, down_agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
     struct rd_transport *down = NULL;
     struct rd_key down_key;
     char host[256], port[32], keytext[512];
     double t0 = 0, t1 = 0;
-    int rc = handshake(o, up, key, &agreed, retry);
-    if (rc)
-        return rc;
-    rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
+    int rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
     if (rc)
         goto tell_upstream;
     struct rd_opts d = *o;

@@ -5,7 +5,17 @@
 #include <stdio.h>
 #include <string.h>
 
-int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len)
+/* Tag b's sealed frame (payload in place) under key. */
+static int tag_frame(struct rd_transport *tp, struct rd_buf *b, const uint8_t key[RD_KEY_LEN], int dir)
+{
+    struct rd_tagger *t = rd_tagger_new(key);
+    int rc = !t || rd_frame_tag(t, (enum rd_tag_dir)dir, b->data, b->data + RD_FRAME_HDR);
+    rd_tagger_free(t);
+    return rc ? rd_fail(RD_EIO, "libcrypto cannot compute a frame tag") : RD_OK;
+}
+
+static int send_frame(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len,
+                      const uint8_t *key, int dir, uint64_t seq)
 {
     struct rd_buf *b;
     int rc = tp->ops->get_send_buf(tp, &b);
@@ -13,8 +23,77 @@ int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uin
         return rc;
     if (len)
         memcpy(b->data + RD_FRAME_HDR, payload, len);
-    b->len = rd_frame_seal(b->data, type, 0, len, 0);
+    b->len = rd_frame_seal(b->data, type, 0, len, seq);
+    if (key && (rc = tag_frame(tp, b, key, dir))) {
+        /* the buffer goes back empty: a zero-length frame nobody will trust */
+        b->len = rd_frame_seal(b->data, RD_ABORT, 0, 0, 0);
+    }
+    int src = tp->ops->send(tp, b);
+    return rc ? rc : src;
+}
+
+/* The nonce of a hop-keyed frame: random, as the hop key tags a handful of frames from
+ * several threads, and their nonces must differ. 0 on success. */
+static int hop_seq(uint64_t *seq)
+{
+    return rd_random(seq, sizeof *seq) ? rd_fail(RD_EIO, "no randomness available") : RD_OK;
+}
+
+int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len)
+{
+    if (tp->hop_dir && (type == RD_ABORT || type == RD_REJECT)) {
+        uint64_t seq;
+        int rc = hop_seq(&seq);
+        return rc ? rc : send_frame(tp, type, payload, len, tp->hop_key, tp->hop_dir, seq);
+    }
+    return send_frame(tp, type, payload, len, NULL, 0, 0);
+}
+
+void rd_seal_hop(struct rd_transport *tp, struct rd_buf *b, uint8_t type, uint32_t len)
+{
+    uint64_t seq = 0;
+    if (tp->hop_dir && hop_seq(&seq) == RD_OK) {
+        b->len = rd_frame_seal(b->data, type, 0, len, seq);
+        tag_frame(tp, b, tp->hop_key, tp->hop_dir);
+    } else {
+        b->len = rd_frame_seal(b->data, type, 0, len, 0);
+    }
+}
+
+int rd_send_raw(struct rd_transport *tp, const uint8_t *frame, size_t len)
+{
+    struct rd_buf *b;
+    int rc = tp->ops->get_send_buf(tp, &b);
+    if (rc)
+        return rc;
+    if (len > b->cap) {
+        b->len = rd_frame_seal(b->data, RD_ABORT, 0, 0, 0);
+        tp->ops->send(tp, b);
+        return rd_fail(RD_ESTREAM, "a %zu-byte frame does not fit a control frame", len);
+    }
+    memcpy(b->data, frame, len);
+    b->len = len;
     return tp->ops->send(tp, b);
+}
+
+int rd_send_tagged(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len,
+                   const uint8_t key[RD_KEY_LEN], enum rd_tag_dir dir, uint64_t seq)
+{
+    return send_frame(tp, type, payload, len, key, dir, seq);
+}
+
+int rd_check_tagged(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f,
+                    const uint8_t key[RD_KEY_LEN], enum rd_tag_dir dir, const char *who)
+{
+    struct rd_tagger *t = rd_tagger_new(key);
+    if (!t)
+        return rd_fail(RD_EIO, "out of memory");
+    int pe = rd_frame_check(t, dir, hdr, f);
+    rd_tagger_free(t);
+    if (pe != RD_P_OK)
+        return rd_fail(RD_ESTREAM, "stream corrupt: %s %s sent a %s that fails its authentication tag",
+                       who, tp->peer, rd_frame_type_name(f->type));
+    return RD_OK;
 }
 
 void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char *text)
@@ -37,8 +116,13 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
     if (rc)
         return rc;
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
-    if (pe == RD_P_OK)
-        pe = rd_frame_verify(f);
+    if (pe == RD_P_OK && tp->hop_dir && (f->type == RD_ABORT || f->type == RD_REJECT)) {
+        /* an authenticated peer's goodbye must be its own: the tag its hop key gives */
+        struct rd_tagger *t = rd_tagger_new(tp->hop_key);
+        int peer_dir = tp->hop_dir == RD_TAG_HOP_DOWN ? RD_TAG_HOP_UP : RD_TAG_HOP_DOWN;
+        pe = t ? rd_frame_check(t, (enum rd_tag_dir)peer_dir, b->data, f) : RD_P_TAG;
+        rd_tagger_free(t);
+    }
     if (pe != RD_P_OK) {
         unsigned version = b->len > 4 ? b->data[4] : 0;
         tp->ops->release(tp, b);
@@ -97,6 +181,20 @@ static int expect(struct rd_transport *tp, struct rd_buf **b, struct rd_frame *f
     return rc;
 }
 
+/* What the handshake leaves behind on both ends. */
+static void keep_keys(struct rd_transport *tp, const struct rd_session_keys *keys, int we_send,
+                      const struct rd_challenge *c, struct rd_params *agreed)
+{
+    memcpy(tp->hop_key, keys->hop, sizeof tp->hop_key);
+    tp->hop_dir = we_send ? RD_TAG_HOP_DOWN : RD_TAG_HOP_UP;
+    agreed->chunk_size = c->chunk_size;
+    agreed->depth = c->depth;
+    agreed->caps = c->caps;
+    agreed->streams = c->streams;
+    memcpy(agreed->join_key, keys->join, sizeof agreed->join_key);
+    memcpy(agreed->stream_key, keys->stream, sizeof agreed->stream_key);
+}
+
 int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *want,
                       struct rd_params *agreed)
 {
@@ -105,6 +203,8 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
                           .caps = want->caps, .chunk_size = want->chunk_size, .depth = want->depth,
                           .streams = streams };
     struct rd_challenge c;
+    struct rd_proof proof;
+    struct rd_session_keys keys;
     struct rd_buf *b;
     struct rd_frame f;
     uint8_t out[RD_CHALLENGE_LEN];
@@ -120,30 +220,35 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     tp->ops->release(tp, b);
     if (pe)
         return rd_fail(RD_ESTREAM, "malformed CHALLENGE from %s", tp->peer);
-    if (!rd_auth_check(k, RD_ROLE_RECEIVER, &h, &c, c.mac)) {
-        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
-        return rd_fail(RD_EAUTH, "authentication failed: receiver %s has another key", tp->peer);
-    }
     if (c.chunk_size < RD_MIN_CHUNK || c.chunk_size > want->chunk_size || c.depth == 0 ||
-        c.depth > want->depth || (c.caps & ~want->caps) || c.streams == 0 || c.streams > streams)
+        c.depth > want->depth || (c.caps & ~want->caps) || c.streams == 0 || c.streams > streams) {
+        rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "granted parameters the sender did not ask for");
         return rd_fail(RD_ESTREAM, "receiver %s granted parameters we did not ask for", tp->peer);
-    uint8_t mac[RD_MAC_LEN];
-    rd_auth_mac(k, RD_ROLE_SENDER, &h, &c, mac);
-    rc = rd_send_ctrl(tp, RD_AUTH, mac, sizeof mac);
+    }
+    if (rd_auth_sender_prove(k, &h, &c, &proof, &keys)) {
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "invalid key share");
+        return rd_fail(RD_EAUTH, "authentication failed: receiver %s sent an invalid key share", tp->peer);
+    }
+    uint8_t auth[RD_AUTH_LEN];
+    rc = rd_send_ctrl(tp, RD_AUTH, auth, (uint32_t)rd_proof_encode(&proof, auth));
+    if (!rc)
+        rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
     if (rc)
-        return rc;
-    rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
-    if (rc)
-        return rc;
+        goto wipe;
+    int ok = f.length == RD_ACCEPT_LEN && rd_auth_sender_check(&keys, &h, &c, &proof, f.payload);
     tp->ops->release(tp, b);
-    agreed->chunk_size = c.chunk_size;
-    agreed->depth = c.depth;
-    agreed->caps = c.caps;
-    agreed->streams = c.streams;
-    rd_auth_join_key(k, &h, &c, agreed->join_key);
-    if (c.streams > 1)
-        return RD_OK;
-    return tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
+    if (!ok) {
+        /* only a receiver that knows the key gets this far with a right proof: a wrong one
+         * is an impostor or a peer in the middle */
+        rc = rd_fail(RD_EAUTH, "authentication failed: receiver %s did not prove the key", tp->peer);
+        goto wipe;
+    }
+    keep_keys(tp, &keys, 1, &c, agreed);
+    if (c.streams == 1)
+        rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
+wipe:
+    rd_session_keys_wipe(&keys);
+    return rc;
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
@@ -183,33 +288,38 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         .depth = min_u32(h.depth, limits->depth),
         .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
+    struct rd_pake st;
+    struct rd_proof proof;
+    struct rd_session_keys keys;
+    uint8_t mac[RD_MAC_LEN];
     if (rd_random(c.nonce, sizeof c.nonce))
         return rd_fail(RD_EIO, "no randomness available");
-    rd_auth_mac(k, RD_ROLE_RECEIVER, &h, &c, c.mac);
+    if (rd_auth_receiver_start(&st, k, &h, &c))
+        return rd_fail(RD_EIO, "libsodium cannot start the key exchange");
     uint8_t out[RD_CHALLENGE_LEN];
     rc = rd_send_ctrl(tp, RD_CHALLENGE, out, (uint32_t)rd_challenge_encode(&c, out));
-    if (rc)
+    if (!rc)
+        rc = expect(tp, &b, &f, RD_AUTH, RD_HANDSHAKE_MS, "sender");
+    if (rc) {
+        rd_pake_wipe(&st);
         return rc;
-    rc = expect(tp, &b, &f, RD_AUTH, RD_HANDSHAKE_MS, "sender");
-    if (rc)
-        return rc;
-    int ok = f.length == RD_AUTH_LEN && rd_auth_check(k, RD_ROLE_SENDER, &h, &c, f.payload);
+    }
+    int ok = rd_proof_decode(f.payload, f.length, &proof) == RD_P_OK &&
+             rd_auth_receiver_check(&st, &h, &c, &proof, &keys, mac);
+    rd_pake_wipe(&st);
     tp->ops->release(tp, b);
     if (!ok) {
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
     }
-    if (c.streams == 1) {
+    if (c.streams == 1)
         rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
-        if (rc)
-            return rc;
+    if (!rc) {
+        keep_keys(tp, &keys, 0, &c, agreed);
+        rc = rd_send_ctrl(tp, RD_ACCEPT, mac, sizeof mac);
     }
-    agreed->chunk_size = c.chunk_size;
-    agreed->depth = c.depth;
-    agreed->caps = c.caps;
-    agreed->streams = c.streams;
-    rd_auth_join_key(k, &h, &c, agreed->join_key);
-    return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
+    rd_session_keys_wipe(&keys);
+    return rc;
 }
 
 int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t index)

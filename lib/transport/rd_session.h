@@ -1,4 +1,4 @@
-/* rd_session.h - the protocol v1 handshake on a connected transport, and the small
+/* rd_session.h - the protocol v2 handshake on a connected transport, and the small
  * control-frame helpers the engine shares with it. */
 #ifndef RD_SESSION_H
 #define RD_SESSION_H
@@ -21,7 +21,9 @@ struct rd_params {
     uint32_t depth;        /* frames in flight */
     uint32_t caps;         /* RD_FLAG_* in use */
     uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
-    uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_key) */
+    uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_mac) */
+    uint8_t stream_key[RD_KEY_LEN];   /* agreed only: tags DATA, END and CONFIRM (rd_tag.h) */
+    uint32_t lanes;        /* local, never negotiated: threads for the per-chunk work (0 = 1) */
 };
 
 /* Sender: HELLO, check CHALLENGE, AUTH, wait for ACCEPT, set up the send ring.
@@ -46,12 +48,27 @@ int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uin
 int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,
                            const unsigned char *taken, uint32_t *index);
 
-/* Send one control frame with the given payload (fits in a control frame). */
+/* Send one control frame with the given payload (fits in a control frame). On an
+ * authenticated connection ABORT and REJECT are tagged under its hop key; the handshake's
+ * frames carry no tag (their MACs cover them). */
 int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len);
+/* The same for a frame of the stream (CONFIRM): tagged under key, direction dir, seq. */
+int rd_send_tagged(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len,
+                   const uint8_t key[RD_KEY_LEN], enum rd_tag_dir dir, uint64_t seq);
+/* Seal the frame of `len` payload bytes already in b as `type`, tagged under the hop key when
+ * the connection is authenticated (as rd_send_ctrl does), for the caller to send. */
+void rd_seal_hop(struct rd_transport *tp, struct rd_buf *b, uint8_t type, uint32_t len);
+/* Send a whole frame as it came from elsewhere (a relay passing CONFIRM on, tag and all). */
+int rd_send_raw(struct rd_transport *tp, const uint8_t *frame, size_t len);
 /* Send REJECT or ABORT with a reason; best effort, errors ignored. */
 void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char *text);
-/* Receive one frame and parse its header (checksum verified too: control frames are small).
- * The caller releases *b. */
+/* Check the tag of a frame of the stream (END, CONFIRM) that rd_recv_ctrl returned: RD_OK,
+ * or RD_ESTREAM recorded with who in the message. */
+int rd_check_tagged(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f,
+                    const uint8_t key[RD_KEY_LEN], enum rd_tag_dir dir, const char *who);
+/* Receive one frame and parse its header. On an authenticated connection an ABORT or REJECT
+ * must carry the hop key's tag, or it is a forgery (RD_ESTREAM). Tags of the stream's frames
+ * are the caller's to check (rd_check_tagged). The caller releases *b. */
 int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **b, struct rd_frame *f);
 /* The same, but it never answers (rd_recv_ctrl REJECTs a frame of another protocol version):
  * for a monitor thread during the stream, while another thread sends on tp, because a

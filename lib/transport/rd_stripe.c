@@ -342,6 +342,8 @@ struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n)
     pthread_cond_init(&s->idle, NULL);
     tp->priv = s;
     snprintf(tp->peer, sizeof tp->peer, "%s", conns[0]->peer);
+    memcpy(tp->hop_key, conns[0]->hop_key, sizeof tp->hop_key);   /* the session's, from stripe 0 */
+    tp->hop_dir = conns[0]->hop_dir;
     snprintf(tp->desc, sizeof tp->desc, "tcp, %u streams", n);
     return tp;
 }

@@ -1,8 +1,8 @@
 /* rd_stripe_join.c - gathering the connections of --streams, after the handshake on the first.
  *
  * The sender opens the other connections and starts each with JOIN (its stripe number and a
- * MAC under the session's join key); the receiver takes them from its listener, whichever
- * speaks first, turning away what is not a stripe of this session. */
+ * MAC under the session's join key); the receiver takes them from its listener and runs
+ * their JOINs at once (rd_waiting), turning away what is not a stripe of this session. */
 #include "transport/rd_stripe.h"
 #include "util/rd_clock.h"
 
@@ -10,6 +10,20 @@
 #include "transport/rd_session.h"
 #include "transport/rd_tcp.h"
 #include "transport/rd_waiting.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* A receiver runs the handshakes of all its connections at once, and one of our stripes can
+ * reach its listener in the instant between the ACCEPT it sent us and its noticing that this
+ * session won. It keeps such a stripe for its stripes' set (rd_waiting: stripes_later), but
+ * one whose JOIN came in two pieces goes to a handshake, which fails it unanswered. So a
+ * stripe whose JOIN meets a closed connection (not a REJECT for its MAC) is opened again
+ * after a short pause, doubling, for a second at most in all. */
+#define JOIN_RETRY_FIRST_S 0.005
+#define JOIN_RETRY_FOR_S 1.0
 
 /* --streams, sender: open the other connections, JOIN each, and replace *tp (connection 0)
  * by the striped transport over all of them. On failure *tp is still connection 0. */
@@ -20,11 +34,21 @@ int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const str
     d.transport = RD_T_TCP;
     unsigned n = 1;
     int rc = RD_OK;
+    double t0 = rd_now(), pause = JOIN_RETRY_FIRST_S;
     while (!rc && n < agreed->streams) {
         rc = rd_connect_any(&d, &conns[n]);
         if (rc)
             break;
         rc = rd_session_join(conns[n], agreed, n);
+        if (rc == RD_ESTREAM && rd_now() + pause < t0 + JOIN_RETRY_FOR_S) {
+            conns[n]->ops->close(conns[n]);
+            rd_error_clear();
+            rc = RD_OK;
+            struct timespec ts = { 0, (long)(pause * 1e9) };
+            nanosleep(&ts, NULL);
+            pause *= 2;
+            continue;
+        }
         n++;
     }
     if (rc) {
@@ -41,22 +65,46 @@ int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const str
 }
 
 /* --streams, receiver: the sender's other connections JOIN through our listener; then *tpp
- * (connection 0) becomes the striped transport over all of them. Connections that are not
- * stripes of this session are turned away with one line each, silent ones cannot keep the
- * stripes out (rd_waiting), and connection 0 is watched meanwhile: a sender that gives up
- * or dies ends the wait at once. */
-struct joining {
-    struct rd_transport *conns[RD_MAX_STREAMS];
-    unsigned char taken[RD_MAX_STREAMS];
-    unsigned got;
-    struct rd_waiting waiting;
+ * (connection 0) becomes the striped transport over all of them. Every connection that
+ * arrives meanwhile runs its JOIN at the same time as the others (rd_waiting), so one that
+ * stalls, silent or in the middle of a frame, cannot keep the stripes out; those that are not
+ * stripes of this session are turned away with one line each. Connection 0 is watched
+ * meanwhile: a sender that gives up or dies ends the wait at once. */
+struct join_arg {
+    struct rd_params agreed;
+    unsigned char taken[RD_MAX_STREAMS];   /* each JOIN gets a copy as it was when it arrived */
 };
 
-static void turn_away(struct rd_transport *c)
+struct joining {
+    struct rd_transport *conns[RD_MAX_STREAMS];
+    struct join_arg arg;                   /* arg.taken: the stripes we have */
+    unsigned got;
+    struct rd_waiting *waiting;
+};
+
+static int join(struct rd_transport *c, void *arg, void *index)
 {
-    rd_report();
-    rd_error_clear();
-    c->ops->close(c);
+    const struct join_arg *a = arg;
+    if (!rd_tcp_is(c))
+        return rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
+    return rd_session_accept_join(c, &a->agreed, a->taken, index);
+}
+
+/* Connection 0 spoke while stripes were due. An ABORT, or nothing but a hang-up, means the
+ * sender gave up or went away. Anything else means it has its stripes' ACCEPTs already, sent
+ * by JOIN threads an instant before this loop saw them finish (rd_waiting): 0, keep
+ * gathering. Peeked, so the frame stays for sender_gone or the stream. TCP frames start with
+ * a 4-byte length, then the header: magic at 0, type at 5 (rd_proto.h). */
+static int sender_gave_up(struct rd_transport *tp)
+{
+    uint8_t head[4 + 6];
+    ssize_t got;
+    do
+        got = recv(rd_tcp_fd(tp), head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got == 0 || (got < 0 && errno != EAGAIN))
+        return 1;
+    return got == (ssize_t)sizeof head && !memcmp(head + 4, RD_MAGIC, 4) && head[4 + 5] == RD_ABORT;
 }
 
 /* Connection 0 spoke while stripes were due: the sender gave up (ABORT) or went away. */
@@ -75,39 +123,52 @@ static int sender_gone(struct rd_transport *tp)
     return rc;
 }
 
+/* The JOINs still running stop before an error is recorded: their threads must not race it. */
 static int gather_stripes(struct rd_listener *lis, struct joining *j, const struct rd_params *agreed)
 {
     double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
+    int watch = rd_tcp_fd(j->conns[0]);
     while (j->got < agreed->streams) {
         double left = deadline - rd_now();
         struct rd_transport *c;
         uint32_t idx;
-        if (left <= 0 || rd_waiting_next(&j->waiting, lis, rd_tcp_fd(j->conns[0]), (int)(left * 1000) + 1, &c)) {
+        if (left <= 0 || rd_waiting_next(j->waiting, lis, watch, (int)(left * 1000) + 1, &c, &idx)) {
+            rd_waiting_free(j->waiting);
+            j->waiting = NULL;
             rd_error_clear();
             return rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
                            agreed->streams);
         }
-        if (!c)
-            return sender_gone(j->conns[0]);
-        if (!rd_tcp_is(c)) {
-            rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
-            turn_away(c);
-        } else if (rd_session_accept_join(c, agreed, j->taken, &idx) == RD_OK) {
-            j->conns[idx] = c;
-            j->taken[idx] = 1;
-            j->got++;
-        } else {
-            turn_away(c);
+        if (!c && !sender_gave_up(j->conns[0])) {
+            watch = -1;   /* the stripes it has are finishing here: the deadline still holds */
+            continue;
         }
+        if (!c) {
+            rd_waiting_free(j->waiting);
+            j->waiting = NULL;
+            return sender_gone(j->conns[0]);
+        }
+        if (j->arg.taken[idx]) {   /* two JOINs for one stripe ran at once: the first stays */
+            rd_warn("connection from %s: stripe %u of this session joined already: dropped", c->peer, idx);
+            c->ops->close(c);
+            continue;
+        }
+        j->conns[idx] = c;
+        j->arg.taken[idx] = 1;
+        j->got++;
     }
     return RD_OK;
 }
 
 int rd_stripe_accept(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
 {
-    struct joining j = { .conns = { *tpp }, .taken = { 1 }, .got = 1 };
-    int rc = gather_stripes(lis, &j, agreed);
-    rd_waiting_close(&j.waiting);
+    struct joining j = { .conns = { *tpp }, .arg = { .agreed = *agreed, .taken = { 1 } }, .got = 1 };
+    struct rd_waiting_cfg cfg = { .handshake = join, .arg = &j.arg, .arg_size = sizeof j.arg,
+                                  .result_size = sizeof(uint32_t), .deadline_ms = RD_HANDSHAKE_MS };
+    j.waiting = rd_waiting_new(&cfg);
+    int rc = j.waiting ? gather_stripes(lis, &j, agreed) : rd_error_or(RD_EIO);
+    rd_waiting_free(j.waiting);
+    explicit_bzero(&j.arg, sizeof j.arg);   /* the join key */
     if (rc) {
         rd_send_reason(*tpp, RD_ABORT, rc, rd_error_msg());
         for (unsigned i = 1; i < agreed->streams; i++)

@@ -35,7 +35,6 @@
 
 struct tcp_conn {
     int fd;
-    struct rd_sum *sum;   /* recv: payload checksum, updated read by read */
     struct rd_pool send_pool, recv_pool;
     int have_send_pool, have_recv_pool;
     atomic_int down;   /* shutdown() was called */
@@ -87,10 +86,8 @@ static int conn_init(struct rd_transport *tp, int fd)
     if (!c)
         return rd_fail(RD_EIO, "out of memory");
     c->fd = fd;
-    c->sum = rd_sum_new();
-    if (!c->sum || rd_pool_init(&c->send_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp) ||
+    if (rd_pool_init(&c->send_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp) ||
         rd_pool_init(&c->recv_pool, TCP_CTRL_FRAMES, RD_CTRL_FRAME, tp)) {
-        rd_sum_free(c->sum);
         free(c);
         return rd_fail(RD_EIO, "out of memory");
     }
@@ -134,7 +131,7 @@ static int tcp_listen(struct rd_transport *lis, const struct rd_addr *a)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (ai->ai_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 16)) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
             err = errno;
             close(fd);
             fd = -1;
@@ -393,10 +390,8 @@ static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
     return rc;
 }
 
-/* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. With sum,
- * each read is hashed at once, while it is still in this core's cache. */
-static int read_summed(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline,
-                       const char *what, struct rd_sum *sum)
+/* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. */
+static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what)
 {
     struct tcp_conn *c = tp->priv;
     while (n) {
@@ -416,36 +411,22 @@ static int read_summed(struct rd_transport *tp, uint8_t *p, size_t n, long long 
             continue;
         if (r <= 0)
             return io_error(tp, r == 0 ? 0 : errno, what);
-        if (sum)
-            rd_sum_update(sum, p, (size_t)r);
         p += r;
         n -= (size_t)r;
     }
     return RD_OK;
 }
 
-static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what)
-{
-    return read_summed(tp, p, n, deadline, what, NULL);
-}
-
-/* The len bytes of a frame whose length prefix was read, into b, checksummed on the way. */
+/* The len bytes of a frame whose length prefix was read, into b. */
 static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, long long deadline)
 {
-    struct tcp_conn *c = tp->priv;
     if (len > b->cap)
         return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
                        tp->peer, len, b->cap);
-    size_t head = len < RD_FRAME_HDR ? len : RD_FRAME_HDR;
-    rd_sum_reset(c->sum);
-    int rc = read_full(tp, b->data, head, deadline, "in the middle of a frame");
-    if (!rc)
-        rc = read_summed(tp, b->data + head, len - head, deadline, "in the middle of a frame", c->sum);
+    int rc = read_full(tp, b->data, len, deadline, "in the middle of a frame");
     if (rc)
         return rc;
     b->len = len;
-    b->has_sum = head == RD_FRAME_HDR;
-    b->sum = rd_sum_digest(c->sum);
     return RD_OK;
 }
 
@@ -521,7 +502,6 @@ static void tcp_close(struct rd_transport *tp)
             rd_pool_destroy(&c->send_pool);
         if (c->have_recv_pool)
             rd_pool_destroy(&c->recv_pool);
-        rd_sum_free(c->sum);
         free(c);
     }
     free(tp);

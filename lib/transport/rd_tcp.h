@@ -18,7 +18,7 @@ int rd_tcp_fd(const struct rd_transport *tp);
  * payload stays in the socket for rd_tcp_recv_payload or rd_tcp_splice_frame. */
 int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t *frame_len);
 int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n);
-/* The next whole frame into b (b->cap bytes at most), with has_sum/sum set as recv does;
+/* The next whole frame into b (b->cap bytes at most), as recv gives it;
  * b stays the caller's (no pool involved). */
 int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b);
 /* A frame whose payload is len bytes of file fd at offset, sent with sendfile. */

@@ -43,12 +43,9 @@ int rd_tcp_forward(struct rd_transport *tp, struct rd_transport *to, struct rd_f
         rc = rd_tcp_recv_payload(tp, frame + RD_FRAME_HDR, len - RD_FRAME_HDR);
         if (rc)
             break;
-        rc = rd_tcp_send_frame(to, frame, len);
-        if (rc) {
+        rc = fw->ctrl(fw->ctx, frame, len);   /* judged before it goes on: an ABORT does not */
+        if (!rc && (rc = rd_tcp_send_frame(to, frame, len)))
             fw->down_failed = 1;
-            break;
-        }
-        rc = fw->ctrl(fw->ctx, frame, len);
         break;
     }
     close(pfd[0]);

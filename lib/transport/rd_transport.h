@@ -48,10 +48,6 @@ struct rd_buf {
     size_t ref_len;
     int ref_fd;          /* the file ref maps, and where: TCP hands these pages to the kernel */
     uint64_t ref_off;    /* with sendfile, so not even the socket copies them */
-    /* recv only: has_sum = 1 when the transport computed the payload's checksum (rd_sum of
-     * the bytes after the header) while they arrived, so nobody reads them back for it */
-    int has_sum;
-    uint64_t sum;
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -76,7 +72,8 @@ struct rd_forward {
      * the relay's error. *is_data: its payload may go straight through without being read. */
     int (*check)(void *ctx, const uint8_t *head, size_t frame_len, int *is_data);
     void (*passed)(void *ctx, size_t frame_len);   /* a DATA frame went on */
-    /* A control frame, whole in memory, went on: the last frame; the relay's verdict on it. */
+    /* A control frame, whole in memory: the last frame. The relay's verdict on it; RD_OK
+     * passes it on (END), an error keeps it back (an ABORT: the relay says its own). */
     int (*ctrl)(void *ctx, const uint8_t *frame, size_t frame_len);
     int down_failed;   /* set by forward: the error came from the downstream connection */
 };
@@ -119,6 +116,11 @@ struct rd_transport {
     char desc[128];      /* what -v prints, e.g. "tcp" or "rdma rxe_a port 1" */
     unsigned local_port; /* listeners: the port actually bound (port "0" picks one) */
     void *priv;
+    /* Set by the handshake (rd_session.c): the key that tags this connection's own frames
+     * (ABORT), and which way we send on it (RD_TAG_HOP_DOWN: we are the sending end). 0
+     * until the peer proved the key: until then nothing it says is trusted. */
+    uint8_t hop_key[32];
+    int hop_dir;
 };
 
 extern const struct rd_transport_ops rd_tcp_ops;

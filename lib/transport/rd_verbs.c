@@ -1,6 +1,7 @@
 /* rd_verbs.c - RDMA transport: connection management with librdmacm on an event channel
  * (asynchronous, so listening, accepting and the transfer itself can all poll its fd).
- * The data path is in rd_verbs_flow.c, the verbs resources in rd_verbs_res.c. */
+ * The data path is in rd_verbs_flow.c, the verbs resources in rd_verbs_res.c, the answering
+ * of connection requests in rd_verbs_accept.c. */
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
 
@@ -28,7 +29,7 @@ int rd_verbs_available(void)
     return n > 0;
 }
 
-static long long now_ms(void)
+long long rd_v_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -40,7 +41,7 @@ void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n)
     rd_sockaddr_str(rdma_get_peer_addr(id), out, n);
 }
 
-static struct rd_v_conn *conn_new(const struct rd_addr *a)
+struct rd_v_conn *rd_v_conn_new(const struct rd_addr *a)
 {
     struct rd_v_conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -58,7 +59,7 @@ static struct rd_v_conn *conn_new(const struct rd_addr *a)
     return c;
 }
 
-static struct rdma_event_channel *channel_new(void)
+struct rdma_event_channel *rd_v_channel_new(void)
 {
     struct rdma_event_channel *ch = rdma_create_event_channel();
     if (ch) {
@@ -71,14 +72,14 @@ static struct rdma_event_channel *channel_new(void)
 /* Next CM event within timeout_ms; NULL on timeout. */
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeout_ms)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = rd_v_now_ms() + timeout_ms;
     for (;;) {
         struct rdma_cm_event *ev;
         if (rdma_get_cm_event(ch, &ev) == 0)
             return ev;
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return NULL;
-        long long left = deadline - now_ms();
+        long long left = deadline - rd_v_now_ms();
         if (left <= 0)
             return NULL;
         struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
@@ -86,7 +87,7 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeo
     }
 }
 
-static int device_is(struct rdma_cm_id *id, const char *want)
+int rd_v_device_is(struct rdma_cm_id *id, const char *want)
 {
     return !want[0] || !id->verbs || !strcmp(ibv_get_device_name(id->verbs->device), want);
 }
@@ -102,7 +103,7 @@ static int device_exists(const char *name)
     return found;
 }
 
-static void describe(struct rd_transport *tp, struct rd_v_conn *c)
+void rd_v_describe(struct rd_transport *tp, struct rd_v_conn *c)
 {
     snprintf(tp->desc, sizeof tp->desc, "rdma %s port %u",
              ibv_get_device_name(c->id->verbs->device), (unsigned)c->id->port_num);
@@ -118,7 +119,7 @@ static void hello_make(struct rd_v_hello *h)
 }
 
 /* The peer's hello from CM private data; 0 when it is not ours. */
-static unsigned hello_parse(const void *pd, size_t len)
+unsigned rd_v_hello_parse(const void *pd, size_t len)
 {
     struct rd_v_hello h;
     if (!pd || len < sizeof h)
@@ -138,9 +139,24 @@ static struct rdma_conn_param conn_param(struct rd_v_hello *h)
         .responder_resources = 0,       /* SEND/RECV only: no RDMA READ either way */
         .initiator_depth = 0,
         .retry_count = RD_V_RETRY,
-        .rnr_retry_count = 7,           /* 7 = retry forever on RNR: a late repost is no error */
+        .rnr_retry_count = RD_V_RNR_RETRY,
     };
     return p;
+}
+
+/* Each side sets its own QP's ack timeout (else the CM derives one from the path). */
+void rd_v_set_ack_timeout(struct rdma_cm_id *id)
+{
+    uint8_t t = RD_V_ACK_TIMEOUT;
+    (void)rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t);
+}
+
+int rd_v_cm_accept(struct rdma_cm_id *id)
+{
+    struct rd_v_hello h;
+    hello_make(&h);
+    struct rdma_conn_param p = conn_param(&h);
+    return rdma_accept(id, &p);
 }
 
 /* ---- active side ---- */
@@ -169,14 +185,12 @@ static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *d
         return ATTEMPT_FATAL;
     }
     rdma_ack_cm_event(ev);
-    if (!device_is(c->id, c->device)) {
+    if (!rd_v_device_is(c->id, c->device)) {
         *rc = rd_fail(RD_ECONNECT, "%s is reached through RDMA device %s, not %s (-d)", c->peer,
                       ibv_get_device_name(c->id->verbs->device), c->device);
         return ATTEMPT_FATAL;
     }
-    uint8_t ack_timeout = RD_V_ACK_TIMEOUT;
-    rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
-                    sizeof ack_timeout);
+    rd_v_set_ack_timeout(c->id);
     if (rdma_resolve_route(c->id, RD_V_RESOLVE_MS)) {
         *rc = rd_fail(RD_ECONNECT, "no RDMA route to %s: %s", c->peer, strerror(errno));
         return ATTEMPT_FATAL;
@@ -198,7 +212,7 @@ static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *d
         *rc = rd_fail(RD_ECONNECT, "cannot connect to %s over RDMA: %s", c->peer, strerror(errno));
         return ATTEMPT_FATAL;
     }
-    long long left = deadline - now_ms();
+    long long left = deadline - rd_v_now_ms();
     ev = next_event(c->ch, (int)(left > 500 ? left : 500));
     if (!ev) {
         *rc = rd_fail(RD_ECONNECT, "timed out connecting to %s over RDMA", c->peer);
@@ -206,7 +220,8 @@ static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *d
     }
     enum rdma_cm_event_type t = ev->event;
     int status = ev->status;
-    unsigned peer_small = hello_parse(ev->param.conn.private_data, ev->param.conn.private_data_len);
+    unsigned peer_small = rd_v_hello_parse(ev->param.conn.private_data,
+                                           ev->param.conn.private_data_len);
     char reason[200] = "";
     if (t == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data &&
         ev->param.conn.private_data_len > 4 &&
@@ -252,7 +267,7 @@ static int conn_start(struct rd_transport *tp, const struct rd_addr *a, struct r
         return rd_fail(RD_ENODEV, "no RDMA device");
     if (a->device && a->device[0] && !device_exists(a->device))
         return rd_fail(RD_ENODEV, "no RDMA device named %s", a->device);
-    struct rd_v_conn *c = conn_new(a);
+    struct rd_v_conn *c = rd_v_conn_new(a);
     if (!c)
         return rd_fail(RD_EIO, "out of memory");
     tp->priv = c;
@@ -281,23 +296,23 @@ static int v_connect(struct rd_transport *tp, const struct rd_addr *a)
         }
     }
     rd_sockaddr_str(dst->ai_dst_addr, c->peer, sizeof c->peer);
-    c->ch = channel_new();
+    c->ch = rd_v_channel_new();
     if (!c->ch) {
         rc = rd_fail(RD_ECONNECT, "cannot open the RDMA CM event channel: %s", strerror(errno));
         goto out;
     }
-    long long deadline = now_ms() + (a->timeout_ms < 0 ? RD_V_CONNECT_MS : a->timeout_ms);
+    long long deadline = rd_v_now_ms() + (a->timeout_ms < 0 ? RD_V_CONNECT_MS : a->timeout_ms);
     for (;;) {
         rd_error_clear();
         int how = attempt(c, src ? src->ai_src_addr : NULL, dst->ai_dst_addr, deadline, &rc);
         if (how == ATTEMPT_OK)
             break;
         attempt_undo(c);
-        if (how == ATTEMPT_FATAL || now_ms() + 200 >= deadline)
+        if (how == ATTEMPT_FATAL || rd_v_now_ms() + 200 >= deadline)
             goto out;
         usleep(200 * 1000);   /* nobody listening yet: the receiver may still be starting */
     }
-    describe(tp, c);
+    rd_v_describe(tp, c);
 out:
     if (src)
         rdma_freeaddrinfo(src);
@@ -330,7 +345,7 @@ static int v_listen(struct rd_transport *lis, const struct rd_addr *a)
         }
         sa = ai->ai_src_addr;
     }
-    if (!(c->lch = channel_new()) || rdma_create_id(c->lch, &c->lid, c, RDMA_PS_TCP)) {
+    if (!(c->lch = rd_v_channel_new()) || rdma_create_id(c->lch, &c->lid, c, RDMA_PS_TCP)) {
         rc = rd_fail(RD_ECONNECT, "cannot create an RDMA CM listener: %s", strerror(errno));
         goto out;
     }
@@ -350,7 +365,7 @@ static int v_listen(struct rd_transport *lis, const struct rd_addr *a)
                                                            : strerror(e));
         goto out;
     }
-    if (!device_is(c->lid, c->device)) {
+    if (!rd_v_device_is(c->lid, c->device)) {
         rc = rd_fail(RD_ECONNECT, "%s is on RDMA device %s, not %s (-d)", where,
                      ibv_get_device_name(c->lid->verbs->device), c->device);
         goto out;
@@ -362,6 +377,7 @@ static int v_listen(struct rd_transport *lis, const struct rd_addr *a)
     lis->local_port = ntohs(rdma_get_src_port(c->lid));
     if (c->lid->verbs)
         snprintf(lis->desc, sizeof lis->desc, "rdma %s", ibv_get_device_name(c->lid->verbs->device));
+    rc = rd_v_acceptor_start(c);
 out:
     if (ai)
         rdma_freeaddrinfo(ai);
@@ -370,10 +386,10 @@ out:
 
 static int v_listen_fd(struct rd_transport *lis)
 {
-    return ((struct rd_v_conn *)lis->priv)->lch->fd;
+    return rd_v_acceptor_fd(lis->priv);
 }
 
-static void reject(struct rdma_cm_id *id, const char *why)
+void rd_v_reject(struct rdma_cm_id *id, const char *why)
 {
     char pd[56];
     memcpy(pd, REJECT_MAGIC, 4);
@@ -384,100 +400,22 @@ static void reject(struct rdma_cm_id *id, const char *why)
     rdma_reject(id, pd, (uint8_t)(4 + n));
 }
 
-/* Set up one incoming connection; NULL (and the request rejected) when it is not usable. */
-static struct rd_v_conn *take_request(struct rd_v_conn *l, struct rdma_cm_id *id,
-                                      unsigned peer_small)
-{
-    struct rd_v_conn *c = conn_new(NULL);
-    if (!c) {
-        rdma_reject(id, NULL, 0);
-        rd_v_destroy_id(id);
-        return NULL;
-    }
-    c->verbose = l->verbose;
-    rd_v_peer_name(id, c->peer, sizeof c->peer);
-    if (!(c->ch = channel_new()) || rdma_migrate_id(id, c->ch)) {
-        rdma_reject(id, NULL, 0);
-        rd_v_destroy_id(id);
-        rd_v_conn_free(c);
-        return NULL;
-    }
-    c->id = id;   /* from here rd_v_conn_free destroys it */
-    if (rd_v_res_create(c) || rd_v_flow_init(c, peer_small)) {
-        reject(id, "receiver out of RDMA resources");
-        goto drop;
-    }
-    struct rd_v_hello h;
-    hello_make(&h);
-    struct rdma_conn_param p = conn_param(&h);
-    if (rdma_accept(id, &p))
-        goto drop;
-    struct rdma_cm_event *ev = next_event(c->ch, 5000);
-    if (!ev)
-        goto drop;
-    enum rdma_cm_event_type t = ev->event;
-    rdma_ack_cm_event(ev);
-    if (t != RDMA_CM_EVENT_ESTABLISHED)
-        goto drop;
-    c->established = 1;
-    return c;
-drop:
-    rd_error_clear();   /* a failed stranger is no error of ours */
-    rd_v_conn_free(c);
-    return NULL;
-}
-
 static int v_accept(struct rd_transport *lis, struct rd_transport **out, int timeout_ms)
 {
-    struct rd_v_conn *l = lis->priv;
-    long long deadline = timeout_ms < 0 ? 0 : now_ms() + timeout_ms;
-    for (;;) {
-        long long left = deadline ? deadline - now_ms() : 3600 * 1000;
-        if (left < 0)
-            left = 0;
-        struct rdma_cm_event *ev = next_event(l->lch, (int)left);
-        if (!ev) {
-            if (deadline && now_ms() >= deadline)
-                return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
-            continue;
-        }
-        if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-            enum rdma_cm_event_type t = ev->event;
-            rdma_ack_cm_event(ev);
-            if (t == RDMA_CM_EVENT_DEVICE_REMOVAL)
-                return rd_fail(RD_ECONNECT, "RDMA device removed while listening");
-            continue;
-        }
-        struct rdma_cm_id *id = ev->id;
-        unsigned peer_small = hello_parse(ev->param.conn.private_data,
-                                          ev->param.conn.private_data_len);
-        rdma_ack_cm_event(ev);
-        char who[128];
-        rd_v_peer_name(id, who, sizeof who);
-        if (!peer_small || !device_is(id, l->device)) {
-            if (l->verbose)
-                rd_warn("rdma: refused a connection from %s (%s)", who,
-                        peer_small ? "other RDMA device" : "not an rdpipe peer");
-            reject(id, peer_small ? "wrong RDMA device" : "not an rdpipe peer");
-            rd_v_destroy_id(id);
-            continue;
-        }
-        struct rd_v_conn *c = take_request(l, id, peer_small);
-        if (!c) {
-            if (l->verbose)
-                rd_warn("rdma: connection from %s failed during setup", who);
-            continue;
-        }
-        struct rd_transport *tp = rd_transport_new(&rd_verbs_ops);
-        if (!tp) {
-            rd_v_conn_free(c);
-            return rd_fail(RD_EIO, "out of memory");
-        }
-        tp->priv = c;
-        describe(tp, c);
-        *out = tp;
-        return RD_OK;
+    struct rd_v_conn *c;
+    int rc = rd_v_acceptor_take(lis->priv, &c, timeout_ms);
+    if (rc)
+        return rc;
+    struct rd_transport *tp = rd_transport_new(&rd_verbs_ops);
+    if (!tp) {
+        (void)rdma_disconnect(c->id);
+        rd_v_conn_free(c);
+        return rd_fail(RD_EIO, "out of memory");
     }
+    tp->priv = c;
+    rd_v_describe(tp, c);
+    *out = tp;
+    return RD_OK;
 }
 
 static void v_close(struct rd_transport *tp)
@@ -487,6 +425,8 @@ static void v_close(struct rd_transport *tp)
      * already, which releases nothing and loses nothing: not reported */
     if (c && c->id && c->established)
         (void)rdma_disconnect(c->id);
+    if (c && c->acc)
+        rd_v_acceptor_stop(c);   /* before the listener's id and channel go */
     rd_v_conn_free(c);
     free(tp);
 }

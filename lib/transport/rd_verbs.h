@@ -27,8 +27,35 @@
 #define RD_V_SQ_EXTRA 32u          /* send queue room for credit-only / filler messages */
 #define RD_V_RESOLVE_MS 2000
 #define RD_V_CONNECT_MS 5000       /* default connect timeout (rd_addr.timeout_ms = -1) */
-#define RD_V_ACK_TIMEOUT 16        /* 4.096us << 16 = 268 ms per try, x retry_count 6 */
-#define RD_V_RETRY 6               /* 7 means retry forever on rxe */
+/* Liveness. A peer host that dies or drops off the network says nothing: only our own QP can
+ * notice, when something it sent is not acknowledged. So whenever nothing is in flight, each
+ * side posts a heartbeat every RD_V_HEARTBEAT_MS: a zero-length RDMA WRITE, which the peer's
+ * QP acknowledges without consuming a receive, a credit or any of the peer's CPU time (it
+ * keeps flowing while the peer's queue is full or its process is busy flushing to disk). A
+ * silent peer then fails that write after RD_V_RETRY + 1 tries of RD_V_ACK_TIMEOUT each:
+ * 7 x 268 ms = 1.9 s here (an HCA may stretch each timeout up to 4x: 7.5 s at worst), so
+ * both sides end within 10 s of the peer going quiet. */
+#ifndef RD_V_HEARTBEAT_MS         /* -DRD_V_HEARTBEAT_MS=0: none (to see the tests catch it) */
+#define RD_V_HEARTBEAT_MS 250
+#endif
+/* Backstop: a provider must fail a send within 7 tries x 4 x 268 ms = 7.5 s (the most the
+ * spec lets an HCA stretch a timeout). Soft-RoCE whose own netdev went down was seen to report
+ * nothing at all; sends in flight this long without one completing count as a lost link. */
+#define RD_V_STUCK_MS 8000
+#define RD_V_ACK_TIMEOUT 16        /* 4.096 us << 16 = 268 ms per try */
+#define RD_V_RETRY 6               /* 6 retries after the first try (7 is the 3-bit maximum) */
+/* Credits guarantee a posted receive for every message, so "receiver not ready" is a bug,
+ * not back-pressure: finite (7 would retry forever), so such a bug fails instead of
+ * hanging. The responder's RNR timer is the CM's 0 = 655 ms: 7 x 655 ms = 4.6 s. */
+#define RD_V_RNR_RETRY 6
+/* The accept side: connection requests are answered by a thread of the listener and wait
+ * for the peer's RTU concurrently, so one that stalls costs the others nothing. A request
+ * still unanswered after RD_V_ACCEPT_MS is dropped; at most RD_V_PENDING_MAX wait (the
+ * oldest goes first when more come), and at most RD_V_READY_MAX established connections
+ * wait to be taken by accept. */
+#define RD_V_ACCEPT_MS 5000
+#define RD_V_PENDING_MAX 16u
+#define RD_V_READY_MAX 8u
 /* Spin this long before sleeping on the completion channel (RDPIPE_BUSY_POLL_US overrides).
  * On rxe (TCG VM, 256 MiB, 1M chunks) 0/20/100 us measured 13-17/17/16 MB/s: within noise,
  * since the "NIC" is kernel code on the same CPUs; on a real HCA a short spin saves the
@@ -48,7 +75,9 @@ struct rd_v_hello {
     uint16_t small_credits;        /* little endian */
 };
 
-enum rd_v_kind { K_CTRL_SEND = 1, K_RING_SEND, K_CTRL_RECV, K_RING_RECV, K_INTERNAL };
+enum rd_v_kind { K_CTRL_SEND = 1, K_RING_SEND, K_CTRL_RECV, K_RING_RECV, K_INTERNAL, K_HEARTBEAT };
+
+struct rd_v_acceptor;   /* rd_verbs_accept.c */
 
 /* A set of equal frames inside one registration. */
 struct rd_v_pool {
@@ -72,6 +101,7 @@ struct rd_v_conn {
     /* listener only */
     struct rdma_event_channel *lch;
     struct rdma_cm_id *lid;
+    struct rd_v_acceptor *acc;     /* the thread that answers connection requests */
     char device[64];               /* -d pin, "" = any */
     char peer[128];                /* printable peer address for messages */
     int verbose;
@@ -100,9 +130,12 @@ struct rd_v_conn {
     struct rd_v_ready *ready;      /* received frames in arrival order */
     unsigned rd_head, rd_count, rd_cap;
     int dead, shut, established;
-    char why[160];
+    char why[200];
     int busy_us;                   /* busy-poll before sleeping */
-    unsigned long long stat_sleeps, stat_internal;
+    long long last_post_us;        /* when we last posted anything (heartbeats fill the gaps) */
+    long long last_heard_us;       /* when the peer last acknowledged or sent something */
+    long long sq_moved_us;         /* when a send last completed, or was posted to an idle SQ */
+    unsigned long long stat_sleeps, stat_internal, stat_heartbeats;
 };
 
 /* rd_verbs_res.c */
@@ -132,7 +165,22 @@ void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
 void rd_v_shutdown(struct rd_transport *tp);
 
-/* rd_verbs.c */
+/* rd_verbs.c: connection management shared by both sides */
 void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n);
+long long rd_v_now_ms(void);
+struct rd_v_conn *rd_v_conn_new(const struct rd_addr *a);
+struct rdma_event_channel *rd_v_channel_new(void);   /* non-blocking */
+int rd_v_device_is(struct rdma_cm_id *id, const char *want);
+void rd_v_describe(struct rd_transport *tp, struct rd_v_conn *c);
+unsigned rd_v_hello_parse(const void *pd, size_t len);   /* peer's small credits, 0 = not ours */
+void rd_v_set_ack_timeout(struct rdma_cm_id *id);   /* RD_V_ACK_TIMEOUT, before the QP is up */
+int rd_v_cm_accept(struct rdma_cm_id *id);           /* our hello and the retry counts above */
+void rd_v_reject(struct rdma_cm_id *id, const char *why);   /* why goes to the peer */
+
+/* rd_verbs_accept.c: the listener's thread */
+int rd_v_acceptor_start(struct rd_v_conn *l);
+int rd_v_acceptor_fd(struct rd_v_conn *l);             /* readable: a connection is ready */
+int rd_v_acceptor_take(struct rd_v_conn *l, struct rd_v_conn **out, int timeout_ms);
+void rd_v_acceptor_stop(struct rd_v_conn *l);           /* join; drops whatever still waits */
 
 #endif

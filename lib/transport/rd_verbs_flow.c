@@ -7,6 +7,13 @@
  * broadcasts after each round (leader/follower), so no completion event is ever consumed by
  * a thread that then leaves the others asleep. The CQ is always re-armed before it is
  * drained: Soft-RoCE does not signal completions that were queued before the arm.
+ *
+ * Liveness (see RD_V_HEARTBEAT_MS): every call that makes progress also posts a heartbeat
+ * when nothing is in flight and nothing was posted for RD_V_HEARTBEAT_MS, or gives up when
+ * sends have been in flight for RD_V_STUCK_MS without one completing; the poller wakes up
+ * for both. The engine always has a thread in here while the peer matters (a receiver
+ * waiting for data, a sender's monitor waiting for CONFIRM while its input is quiet, a
+ * sender waiting for credits), so a silent peer is noticed in every one of those states.
  */
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
@@ -52,6 +59,7 @@ static int fail_dead(struct rd_v_conn *c)
 int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small)
 {
     c->peer_small = peer_small;
+    c->last_post_us = c->last_heard_us = c->sq_moved_us = now_us();
     c->est = RD_V_CTRL_RECV;
     c->batch = RD_V_CTRL_RECV / 4;
     c->rd_cap = c->rq_cap;
@@ -97,6 +105,9 @@ static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t 
         return RD_ESTREAM;
     }
     consume_credit(c);
+    c->last_post_us = now_us();
+    if (!c->sq_used)
+        c->sq_moved_us = c->last_post_us;
     c->owe_big = c->owe_small = 0;
     c->est += big + small;
     c->sq_used++;
@@ -105,6 +116,37 @@ static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t 
     else
         c->payload_out++;
     return RD_OK;
+}
+
+/* A zero-length RDMA WRITE: the peer's QP acknowledges it and nothing else happens there, so
+ * it needs no credit and no receive. Only while nothing is in flight (anything in flight is
+ * retried and fails the same way) and nothing was posted for a while. Also the backstop for
+ * a provider that never completes what is in flight (RD_V_STUCK_MS). */
+static void liveness(struct rd_v_conn *c)
+{
+    if (!c->established || c->dead || c->shut)
+        return;
+    long long now = now_us();
+    if (c->sq_used && now - c->sq_moved_us >= RD_V_STUCK_MS * 1000LL) {
+        mark_dead(c, "connection to %s lost: nothing sent to it completed for %.1f s (RDMA "
+                  "link or device down?)", c->peer, (double)(now - c->sq_moved_us) / 1e6);
+        return;
+    }
+    if (!RD_V_HEARTBEAT_MS || c->sq_used || now - c->last_post_us < RD_V_HEARTBEAT_MS * 1000LL)
+        return;
+    struct ibv_send_wr wr = { 0 }, *bad;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr_id = (uint64_t)K_HEARTBEAT << 32;
+    int e = ibv_post_send(c->id->qp, &wr, &bad);
+    if (e) {
+        mark_dead(c, "connection to %s lost (cannot post RDMA heartbeat: %s)", c->peer,
+                  strerror(e));
+        return;
+    }
+    c->sq_used++;
+    c->last_post_us = c->sq_moved_us = now;
+    c->stat_heartbeats++;
 }
 
 /* Return owed credits in a credit-only message once a batch is owed, or at once when the
@@ -158,7 +200,15 @@ static void wc_error(struct rd_v_conn *c, const struct ibv_wc *wc)
 {
     if (wc->status == IBV_WC_WR_FLUSH_ERR && (c->dead || c->shut))
         return;   /* the consequence of a failure already recorded */
-    mark_dead(c, "connection to %s lost (RDMA %s)", c->peer, ibv_wc_status_str(wc->status));
+    double quiet = (double)(now_us() - c->last_heard_us) / 1e6;
+    if (wc->status == IBV_WC_RETRY_EXC_ERR)
+        mark_dead(c, "connection to %s lost: the peer went silent (nothing acknowledged for "
+                  "%.1f s: host down or network cut)", c->peer, quiet);
+    else if (wc->status == IBV_WC_RNR_RETRY_EXC_ERR)
+        mark_dead(c, "connection to %s lost: the peer had no receive buffer for %.1f s (RDMA "
+                  "%s)", c->peer, quiet, ibv_wc_status_str(wc->status));
+    else
+        mark_dead(c, "connection to %s lost (RDMA %s)", c->peer, ibv_wc_status_str(wc->status));
 }
 
 static void on_recv(struct rd_v_conn *c, const struct ibv_wc *wc)
@@ -170,6 +220,7 @@ static void on_recv(struct rd_v_conn *c, const struct ibv_wc *wc)
         return;
     }
     int internal = 0;
+    c->last_heard_us = now_us();
     c->est--;
     if (wc->wc_flags & IBV_WC_WITH_IMM) {
         uint32_t imm = ntohl(wc->imm_data);
@@ -192,7 +243,12 @@ static void on_send(struct rd_v_conn *c, const struct ibv_wc *wc)
 {
     struct rd_v_pool *p = pool_of(c, wc->wr_id);
     c->sq_used--;
-    if (p) {
+    c->sq_moved_us = now_us();
+    if (wc->status == IBV_WC_SUCCESS)
+        c->last_heard_us = c->sq_moved_us;   /* the peer acknowledged it */
+    if ((enum rd_v_kind)(wc->wr_id >> 32) == K_HEARTBEAT) {
+        /* counted in sq_used only */
+    } else if (p) {
         c->payload_out--;
         p->free[p->nfree++] = (uint32_t)wc->wr_id;
         if (wc->status != IBV_WC_SUCCESS)
@@ -238,6 +294,7 @@ static int progress(struct rd_v_conn *c)
 {
     int n = drain_cq(c, c->scq, 0) + drain_cq(c, c->rcq, 1);
     flush_credits(c);
+    liveness(c);
     return n;
 }
 
@@ -303,9 +360,16 @@ static int wait_round(struct rd_v_conn *c, long long deadline)
         { .fd = c->scc->fd, .events = POLLIN }, { .fd = c->rcc->fd, .events = POLLIN },
         { .fd = c->ch->fd, .events = POLLIN }, { .fd = c->wake_fd, .events = POLLIN },
     };
+    long long wake = deadline, live = 0;   /* the next heartbeat, or the stuck check */
+    if (c->established && c->sq_used)
+        live = c->sq_moved_us + RD_V_STUCK_MS * 1000LL;
+    else if (c->established && RD_V_HEARTBEAT_MS > 0)
+        live = c->last_post_us + RD_V_HEARTBEAT_MS * 1000LL;
+    if (live && (!wake || live < wake))
+        wake = live;
     int ms = -1;
-    if (deadline)
-        ms = (int)((deadline - now + 999) / 1000);
+    if (wake)
+        ms = wake > now ? (int)((wake - now + 999) / 1000) : 0;
     c->stat_sleeps++;
     pthread_mutex_unlock(&c->mu);
     poll(pf, 4, ms);
@@ -481,8 +545,8 @@ int rd_v_drain(struct rd_transport *tp)
     if (c->payload_out || c->send_err)
         rc = fail_dead(c);
     if (c->verbose > 1)
-        fprintf(stderr, "%s: rdma: %llu sleeps, %llu credit messages\n", rd_progname(),
-                c->stat_sleeps, c->stat_internal);
+        fprintf(stderr, "%s: rdma: %llu sleeps, %llu credit messages, %llu heartbeats\n",
+                rd_progname(), c->stat_sleeps, c->stat_internal, c->stat_heartbeats);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }

@@ -1,8 +1,18 @@
-/* rd_auth.h - mutual HMAC-SHA256 challenge-response over the handshake transcript.
+/* rd_auth.h - the handshake's cryptography: CPace (rd_cpace.h) and key confirmation.
  *
- * The shared key never crosses the wire. Both MACs cover both nonces and every negotiated
- * parameter, and each direction has its own label, so a MAC can be neither replayed into
- * another session (fresh nonces) nor reflected back at its author (labels differ).
+ *   sender                                       receiver
+ *   HELLO     versions, wanted parameters, Ns  ->
+ *                                              <-  CHALLENGE  agreed parameters, Nr, Yr
+ *   AUTH      Ys, MACs                         ->
+ *                                              <-  ACCEPT     MACr
+ *
+ * The CPace generator binds the key (as PRS), the channel identifier (both HELLO and the
+ * agreed parameters: versions, chunk, depth, streams, capabilities) and the session id
+ * (Ns || Nr). The receiver's share Yr proves nothing and says nothing about the key; the
+ * sender proves the key first (MACs), and the receiver answers with its own proof (MACr)
+ * only to a sender that did. So a peer that does not know the key, on either side, can test
+ * one guess per connection and no more: nothing it sees lets it check a guess offline.
+ * The resulting keys are independent per session (fresh nonces and scalars on both sides).
  */
 #ifndef RD_AUTH_H
 #define RD_AUTH_H
@@ -10,31 +20,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire/rd_cpace.h"
 #include "wire/rd_proto.h"
 
 struct rd_key {
-    uint8_t mac_key[32];   /* HKDF-SHA256(shared secret) for the handshake MACs */
+    uint8_t prs[32];   /* CPace's password-related string: HKDF-SHA256 of the user's secret */
 };
 
-/* Derive the handshake key from the user's secret. Returns 0, or -1 if libcrypto fails. */
+/* Derive the PRS from the user's secret. Returns 0, or -1 if libcrypto fails. */
 int rd_key_derive(struct rd_key *k, const void *secret, size_t len);
 void rd_key_wipe(struct rd_key *k);
 
 int rd_random(void *out, size_t n);   /* 0 on success */
 
-enum rd_auth_role { RD_ROLE_RECEIVER = 1, RD_ROLE_SENDER = 2 };
+/* What a finished handshake gives both ends. */
+struct rd_session_keys {
+    uint8_t hop[RD_KEY_LEN];      /* tags of this connection's own frames (ABORT) */
+    uint8_t stream[RD_KEY_LEN];   /* tags of DATA, END and CONFIRM (through relays, rdpipe
+                                   * gives both ends of the stream a key of its own instead) */
+    uint8_t join[32];             /* admits the extra connections of --streams */
+    uint8_t confirm_s[32], confirm_r[32];
+};
+void rd_session_keys_wipe(struct rd_session_keys *k);
 
-/* MAC of the transcript (hello, challenge parameters and nonce; c->mac is not included). */
-void rd_auth_mac(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,
-                 const struct rd_challenge *c, uint8_t out[RD_MAC_LEN]);
-/* Constant-time check of a MAC the peer sent. Returns 1 if it is right. */
-int rd_auth_check(const struct rd_key *k, enum rd_auth_role who, const struct rd_hello *h,
-                  const struct rd_challenge *c, const uint8_t mac[RD_MAC_LEN]);
+/* The receiver's half-done exchange, between CHALLENGE and AUTH. */
+struct rd_pake {
+    struct rd_cpace cpace;
+};
 
-/* The key that admits extra connections (--streams) into the session this transcript
- * authenticated: both ends derive it, nobody else can. */
-void rd_auth_join_key(const struct rd_key *k, const struct rd_hello *h, const struct rd_challenge *c,
-                      uint8_t out[32]);
+/* Receiver, once c holds the agreed parameters and its nonce: its share into c->share. */
+int rd_auth_receiver_start(struct rd_pake *st, const struct rd_key *k, const struct rd_hello *h,
+                           struct rd_challenge *c);
+/* Sender, on CHALLENGE: its share and MAC into *proof, the session's keys into *out.
+ * -1: the receiver's share is not a valid element (or libsodium failed). */
+int rd_auth_sender_prove(const struct rd_key *k, const struct rd_hello *h, const struct rd_challenge *c,
+                         struct rd_proof *proof, struct rd_session_keys *out);
+/* Receiver, on AUTH: 1 if the sender proved the key; then *out holds the keys and mac the
+ * receiver's own proof for ACCEPT. 0: wrong key or an invalid share (nothing is output). */
+int rd_auth_receiver_check(struct rd_pake *st, const struct rd_hello *h, const struct rd_challenge *c,
+                           const struct rd_proof *proof, struct rd_session_keys *out,
+                           uint8_t mac[RD_MAC_LEN]);
+/* Sender, on ACCEPT: 1 if the receiver proved the key too. */
+int rd_auth_sender_check(const struct rd_session_keys *keys, const struct rd_hello *h,
+                         const struct rd_challenge *c, const struct rd_proof *proof,
+                         const uint8_t mac[RD_MAC_LEN]);
+void rd_pake_wipe(struct rd_pake *st);
+
 /* MAC of a JOIN for stripe `index`, and its constant-time check (1 = right). */
 void rd_auth_join_mac(const uint8_t join_key[32], uint32_t index, uint8_t out[RD_MAC_LEN]);
 int rd_auth_join_check(const uint8_t join_key[32], uint32_t index, const uint8_t mac[RD_MAC_LEN]);

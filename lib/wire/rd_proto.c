@@ -2,16 +2,6 @@
 
 #include <string.h>
 #include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xxh_x86dispatch.h>
-/* libxxhash's plain entry points are built for baseline x86-64 (about 3 GB/s here); the
- * dispatching ones pick AVX2/AVX-512 at run time (6-10 GB/s). */
-#define rd_xxh3 XXH3_64bits_dispatch
-#define rd_xxh3_update XXH3_64bits_update_dispatch
-#else
-#define rd_xxh3 XXH3_64bits
-#define rd_xxh3_update XXH3_64bits_update
-#endif
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
@@ -40,7 +30,7 @@ const char *rd_proto_strerror(int e)
     case RD_P_TYPE: return "unknown frame type";
     case RD_P_FLAGS: return "frame uses flags this version does not support";
     case RD_P_LENGTH: return "frame length out of range";
-    case RD_P_CHECKSUM: return "checksum mismatch";
+    case RD_P_TAG: return "authentication tag mismatch";
     case RD_P_SEQUENCE: return "frame out of order";
     default: return "protocol error";
     }
@@ -54,38 +44,7 @@ const char *rd_frame_type_name(int type)
     return type > 0 && type <= RD_JOIN ? names[type] : "?";
 }
 
-struct rd_sum *rd_sum_new(void)
-{
-    return (struct rd_sum *)XXH3_createState();
-}
-
-void rd_sum_free(struct rd_sum *s)
-{
-    XXH3_freeState((XXH3_state_t *)s);
-}
-
-void rd_sum_reset(struct rd_sum *s)
-{
-    XXH3_64bits_reset((XXH3_state_t *)s);
-}
-
-void rd_sum_update(struct rd_sum *s, const void *p, size_t n)
-{
-    rd_xxh3_update((XXH3_state_t *)s, p, n);
-}
-
-uint64_t rd_sum_digest(const struct rd_sum *s)
-{
-    return XXH3_64bits_digest((const XXH3_state_t *)s);
-}
-
-uint64_t rd_checksum(const void *p, size_t n)
-{
-    return rd_xxh3(p, n);
-}
-
-size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length,
-                         uint64_t seq, uint64_t checksum)
+size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length, uint64_t seq)
 {
     memcpy(buf, RD_MAGIC, 4);
     buf[4] = RD_PROTO_VERSION;
@@ -93,44 +52,68 @@ size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t le
     put16(buf + 6, flags);
     put32(buf + 8, length);
     put32(buf + 12, 0);
-    put64(buf + 16, seq);
-    put64(buf + 24, checksum);
+    put64(buf + RD_HDR_SEQ, seq);
+    memset(buf + RD_HDR_TAG, 0, RD_FRAME_HDR - RD_HDR_TAG);
     return RD_FRAME_HDR + (size_t)length;
 }
 
-size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length, uint64_t seq)
+int rd_frame_tag(struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *buf, const uint8_t *p)
 {
-    return rd_frame_seal_sum(buf, type, flags, length, seq, rd_checksum(buf + RD_FRAME_HDR, length));
+    return rd_tag_compute(t, dir, buf, p, get32(buf + 8), buf + RD_HDR_TAG);
 }
 
-int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame *f)
+int rd_frame_check(struct rd_tagger *t, enum rd_tag_dir dir, const uint8_t *hdr, const struct rd_frame *f)
 {
+    uint8_t want[RD_TAG_LEN];
+    if (rd_tag_compute(t, dir, hdr, f->payload, f->length, want))
+        return RD_P_TAG;
+    return rd_tag_equal(want, f->tag) ? RD_P_OK : RD_P_TAG;
+}
+
+/* magic and version, the part of the header every version shares */
+static int check_version(const uint8_t *buf, size_t len)
+{
+    if (len < 5)
+        return RD_P_SHORT;
     if (memcmp(buf, RD_MAGIC, 4) != 0)
         return RD_P_MAGIC;
     if (buf[4] != RD_PROTO_VERSION)
         return RD_P_VERSION;
+    return RD_P_OK;
+}
+
+int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame *f)
+{
+    int rc = check_version(buf, RD_FRAME_HDR);
+    if (rc != RD_P_OK)
+        return rc;
     if (buf[5] < RD_HELLO || buf[5] > RD_JOIN)
         return RD_P_TYPE;
     f->type = buf[5];
     f->flags = get16(buf + 6);
     if (f->flags & ~RD_FLAGS_KNOWN)
         return RD_P_FLAGS;
-    if (get32(buf + 12) != 0)
+    if (get32(buf + 12) != 0 || get64(buf + RD_HDR_TAG + RD_TAG_LEN) != 0)
         return RD_P_FLAGS;   /* reserved bytes: a later version's, not ours */
     f->length = get32(buf + 8);
     if (f->length > max_payload)
         return RD_P_LENGTH;
-    f->seq = get64(buf + 16);
-    f->checksum = get64(buf + 24);
+    f->seq = get64(buf + RD_HDR_SEQ);
+    memcpy(f->tag, buf + RD_HDR_TAG, RD_TAG_LEN);
     f->payload = NULL;
     return RD_P_OK;
 }
 
 int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f)
 {
+    /* version first: a version 1 frame is shorter than our header, and its peer deserves
+     * "another version", not "truncated" */
+    int rc = check_version(buf, len);
+    if (rc != RD_P_OK)
+        return rc;
     if (len < RD_FRAME_HDR)
         return RD_P_SHORT;
-    int rc = rd_frame_parse_head(buf, max_payload, f);
+    rc = rd_frame_parse_head(buf, max_payload, f);
     if (rc != RD_P_OK)
         return rc;
     if (len < RD_FRAME_HDR + (size_t)f->length)
@@ -139,11 +122,6 @@ int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd
         return RD_P_LENGTH;
     f->payload = buf + RD_FRAME_HDR;
     return RD_P_OK;
-}
-
-int rd_frame_verify(const struct rd_frame *f)
-{
-    return rd_checksum(f->payload, f->length) == f->checksum ? RD_P_OK : RD_P_CHECKSUM;
 }
 
 size_t rd_hello_encode(const struct rd_hello *h, uint8_t *out)
@@ -179,7 +157,7 @@ size_t rd_challenge_encode(const struct rd_challenge *c, uint8_t *out)
     put32(out + 8, c->depth);
     put32(out + 12, c->streams);
     memcpy(out + 16, c->nonce, RD_NONCE_LEN);
-    memcpy(out + 16 + RD_NONCE_LEN, c->mac, RD_MAC_LEN);
+    memcpy(out + 16 + RD_NONCE_LEN, c->share, RD_SHARE_LEN);
     return RD_CHALLENGE_LEN;
 }
 
@@ -192,7 +170,23 @@ int rd_challenge_decode(const uint8_t *p, size_t n, struct rd_challenge *c)
     c->depth = get32(p + 8);
     c->streams = get32(p + 12);
     memcpy(c->nonce, p + 16, RD_NONCE_LEN);
-    memcpy(c->mac, p + 16 + RD_NONCE_LEN, RD_MAC_LEN);
+    memcpy(c->share, p + 16 + RD_NONCE_LEN, RD_SHARE_LEN);
+    return RD_P_OK;
+}
+
+size_t rd_proof_encode(const struct rd_proof *a, uint8_t *out)
+{
+    memcpy(out, a->share, RD_SHARE_LEN);
+    memcpy(out + RD_SHARE_LEN, a->mac, RD_MAC_LEN);
+    return RD_AUTH_LEN;
+}
+
+int rd_proof_decode(const uint8_t *p, size_t n, struct rd_proof *a)
+{
+    if (n != RD_AUTH_LEN)
+        return RD_P_LENGTH;
+    memcpy(a->share, p, RD_SHARE_LEN);
+    memcpy(a->mac, p + RD_SHARE_LEN, RD_MAC_LEN);
     return RD_P_OK;
 }
 
@@ -256,11 +250,7 @@ void rd_stream_hash_init(struct rd_stream_hash *h)
     h->state = 0;
 }
 
-void rd_stream_hash_add(struct rd_stream_hash *h, uint64_t seq, uint32_t length, uint64_t checksum)
+void rd_stream_hash_add(struct rd_stream_hash *h, const uint8_t tag[RD_TAG_LEN])
 {
-    uint8_t t[20];
-    put64(t, seq);
-    put32(t + 8, length);
-    put64(t + 12, checksum);
-    h->state = XXH3_64bits_withSeed(t, sizeof t, h->state);
+    h->state = XXH3_64bits_withSeed(tag, RD_TAG_LEN, h->state);
 }

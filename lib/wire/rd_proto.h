@@ -1,17 +1,21 @@
-/* rd_proto.h - wire protocol v1: frame layout, encode and decode. No IO here.
+/* rd_proto.h - wire protocol v2: frame layout, encode and decode. No IO here.
  *
- * Every frame is a 32-byte header followed by `length` payload bytes. All integers are
+ * Every frame is a 48-byte header followed by `length` payload bytes. All integers are
  * little endian (every machine we target is, so encoding is a copy on the hot path).
  *
  *   off size field
  *     0    4 magic     "RDP\xb1"
- *     4    1 version   RD_PROTO_VERSION
+ *     4    1 version   RD_PROTO_VERSION (where version 1 had it: a v1 peer names the mismatch)
  *     5    1 type      enum rd_frame_type
  *     6    2 flags     RD_FLAG_*; unknown bits are an error
  *     8    4 length    payload bytes
  *    12    4 reserved  0
- *    16    8 seq       DATA: 0,1,2,... ; other frames 0
- *    24    8 checksum  XXH3-64 of the payload
+ *    16    8 seq       the tag's nonce: DATA 0,1,2,...; END the number of DATA frames;
+ *                      CONFIRM 0; ABORT random; handshake frames 0
+ *    24   16 tag       rd_tag.h: ChaCha20-Poly1305 over the rest of the header and the
+ *                      payload; zero in the handshake frames, which the key-confirmation
+ *                      MACs cover instead
+ *    40    8 reserved  0 (room for the codecs: the raw length of a compressed chunk)
  */
 #ifndef RD_PROTO_H
 #define RD_PROTO_H
@@ -19,8 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RD_PROTO_VERSION 1
-#define RD_FRAME_HDR 32u
+#include "wire/rd_tag.h"
+
+#define RD_PROTO_VERSION 2
+#define RD_FRAME_HDR 48u
+#define RD_HDR_SEQ 16u    /* offsets inside the header */
+#define RD_HDR_TAG 24u
 #define RD_MAGIC "RDP\xb1"
 #define RD_NONCE_LEN 32u
 #define RD_MAC_LEN 32u
@@ -30,9 +38,9 @@
 
 enum rd_frame_type {
     RD_HELLO = 1,      /* sender -> receiver: parameters wanted + nonce */
-    RD_CHALLENGE = 2,  /* receiver -> sender: its nonce, agreed parameters, its MAC */
-    RD_AUTH = 3,       /* sender -> receiver: sender's MAC */
-    RD_ACCEPT = 4,     /* receiver -> sender: authenticated, data ring posted, go */
+    RD_CHALLENGE = 2,  /* receiver -> sender: its nonce, agreed parameters, its CPace share */
+    RD_AUTH = 3,       /* sender -> receiver: its CPace share and key-confirmation MAC */
+    RD_ACCEPT = 4,     /* receiver -> sender: its key-confirmation MAC; data ring posted, go */
     RD_REJECT = 5,     /* either way during the handshake: reason code + text */
     RD_DATA = 6,       /* payload = stream bytes */
     RD_END = 7,        /* sender -> receiver: total bytes + stream hash */
@@ -52,7 +60,7 @@ struct rd_frame {
     uint16_t flags;
     uint32_t length;
     uint64_t seq;
-    uint64_t checksum;
+    uint8_t tag[RD_TAG_LEN];
     const uint8_t *payload;   /* points into the buffer the frame was decoded from */
 };
 
@@ -67,13 +75,25 @@ struct rd_hello {
 };
 #define RD_HELLO_LEN (2 + 2 + 4 + 4 + 4 + 4 + RD_NONCE_LEN)
 
-/* CHALLENGE payload: agreed parameters + receiver nonce + receiver MAC */
+/* CHALLENGE payload: agreed parameters + receiver nonce + the receiver's CPace share (it
+ * proves nothing yet: the sender must prove the key first, see rd_auth.h) */
+#define RD_SHARE_LEN 32u
 struct rd_challenge {
     uint32_t caps, chunk_size, depth, streams;
     uint8_t nonce[RD_NONCE_LEN];
+    uint8_t share[RD_SHARE_LEN];
+};
+#define RD_CHALLENGE_LEN (4 + 4 + 4 + 4 + RD_NONCE_LEN + RD_SHARE_LEN)
+#define RD_CHALLENGE_PARAMS (4 + 4 + 4 + 4 + RD_NONCE_LEN)   /* the part before the share */
+
+/* AUTH payload: the sender's CPace share and its key-confirmation MAC. ACCEPT's payload is
+ * the receiver's key-confirmation MAC alone. */
+struct rd_proof {
+    uint8_t share[RD_SHARE_LEN];
     uint8_t mac[RD_MAC_LEN];
 };
-#define RD_CHALLENGE_LEN (4 + 4 + 4 + 4 + RD_NONCE_LEN + RD_MAC_LEN)
+#define RD_AUTH_LEN (RD_SHARE_LEN + RD_MAC_LEN)
+#define RD_ACCEPT_LEN RD_MAC_LEN
 
 /* JOIN: which stripe this connection is, proven with a MAC only the two ends of the first
  * connection's handshake can compute. */
@@ -82,7 +102,6 @@ struct rd_join {
     uint8_t mac[RD_MAC_LEN];
 };
 #define RD_JOIN_LEN (4 + RD_MAC_LEN)
-#define RD_AUTH_LEN RD_MAC_LEN
 
 /* END / CONFIRM payload */
 struct rd_end {
@@ -106,36 +125,29 @@ enum rd_proto_err {
     RD_P_TYPE = -4,         /* unknown frame type */
     RD_P_FLAGS = -5,        /* flags this build does not understand */
     RD_P_LENGTH = -6,       /* length larger than allowed / payload size wrong for the type */
-    RD_P_CHECKSUM = -7,     /* payload does not match its checksum */
+    RD_P_TAG = -7,          /* the frame fails its tag: corrupt, forged, replayed or out of place */
     RD_P_SEQUENCE = -8,     /* DATA frame out of order */
 };
 const char *rd_proto_strerror(int e);
 const char *rd_frame_type_name(int type);
 
-/* Write a header for a payload of `length` bytes that already sits at buf + RD_FRAME_HDR;
- * computes the checksum. Returns the frame length (header + payload). */
+/* Write the header of a frame whose `length` payload bytes already sit at buf + RD_FRAME_HDR
+ * (or elsewhere: the header never depends on where the payload is). The tag is zero, as in
+ * handshake frames, until rd_frame_tag sets it. Returns the frame length (header + payload). */
 size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length, uint64_t seq);
-/* Same, with a precomputed checksum of the payload. */
-size_t rd_frame_seal_sum(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length,
-                         uint64_t seq, uint64_t checksum);
+/* Compute the tag of the sealed frame in buf, whose payload is at p, and store it in the
+ * header. Returns 0, or -1 if libcrypto failed. */
+int rd_frame_tag(struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *buf, const uint8_t *p);
 /* Parse and validate the header of the frame in buf[0..len). Checks magic, version, type,
- * flags, that len == header + length, and length <= max_payload. Does NOT verify the
- * checksum (that is the expensive part, done by whichever thread writes the payload). */
+ * flags, that len == header + length, and length <= max_payload. Does NOT check the tag
+ * (that is the expensive part, done by whichever thread writes the payload). */
 int rd_frame_parse(const uint8_t *buf, size_t len, size_t max_payload, struct rd_frame *f);
 /* The checks of rd_frame_parse that need only the RD_FRAME_HDR header bytes (payload = NULL):
  * for a relay that forwards the payload without reading it. */
 int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame *f);
-/* Verify the payload checksum of a parsed frame. */
-int rd_frame_verify(const struct rd_frame *f);
-uint64_t rd_checksum(const void *p, size_t n);
-/* The same checksum computed piece by piece, as bytes arrive: a receiver can hash each
- * read while it is still in cache instead of reading the whole chunk back from memory. */
-struct rd_sum;
-struct rd_sum *rd_sum_new(void);   /* NULL: out of memory */
-void rd_sum_free(struct rd_sum *s);
-void rd_sum_reset(struct rd_sum *s);
-void rd_sum_update(struct rd_sum *s, const void *p, size_t n);
-uint64_t rd_sum_digest(const struct rd_sum *s);
+/* Check the tag of the frame whose header is hdr (f parsed from it, f->payload set):
+ * RD_P_OK or RD_P_TAG. */
+int rd_frame_check(struct rd_tagger *t, enum rd_tag_dir dir, const uint8_t *hdr, const struct rd_frame *f);
 
 /* Payload encoders write into out (enough room assumed) and return bytes written;
  * decoders return RD_P_OK or RD_P_LENGTH. */
@@ -143,6 +155,8 @@ size_t rd_hello_encode(const struct rd_hello *h, uint8_t *out);
 int rd_hello_decode(const uint8_t *p, size_t n, struct rd_hello *h);
 size_t rd_challenge_encode(const struct rd_challenge *c, uint8_t *out);
 int rd_challenge_decode(const uint8_t *p, size_t n, struct rd_challenge *c);
+size_t rd_proof_encode(const struct rd_proof *a, uint8_t *out);
+int rd_proof_decode(const uint8_t *p, size_t n, struct rd_proof *a);
 size_t rd_join_encode(const struct rd_join *j, uint8_t *out);
 int rd_join_decode(const uint8_t *p, size_t n, struct rd_join *j);
 size_t rd_end_encode(const struct rd_end *e, uint8_t *out);
@@ -150,11 +164,11 @@ int rd_end_decode(const uint8_t *p, size_t n, struct rd_end *e);
 size_t rd_reason_encode(const struct rd_reason *r, uint8_t *out);
 int rd_reason_decode(const uint8_t *p, size_t n, struct rd_reason *r);
 
-/* Whole-stream hash: XXH3-64 over the (seq, length, checksum) of every DATA frame, in
- * order. Each chunk is already covered by its own checksum, so hashing the checksums
- * covers every byte and order without a second pass over the data. */
+/* Whole-stream hash: XXH3-64 chained over the tag of every DATA frame, in order. Each tag
+ * already authenticates its chunk, its place and its stream, so END (itself tagged) covers
+ * every byte and the order without a second pass over the data. */
 struct rd_stream_hash { uint64_t state; };
 void rd_stream_hash_init(struct rd_stream_hash *h);
-void rd_stream_hash_add(struct rd_stream_hash *h, uint64_t seq, uint32_t length, uint64_t checksum);
+void rd_stream_hash_add(struct rd_stream_hash *h, const uint8_t tag[RD_TAG_LEN]);
 
 #endif

@@ -1,18 +1,22 @@
 /* fuzz_agent_line.c - rdpipe's control-channel text, parsed and never acted on.
  *
  * The input is the byte stream an agent reads from its SSH channel's stdin. It goes through
- * the agent's own line reader (rdp_chan_fill / rdp_chan_line, from a memfd: no network, no
+ * the agent's own line reader (rdr_chan_fill / rdr_chan_line, from a memfd: no network, no
  * child), and every complete line is handed to
- *   - rdp_agent_parse, the agent's instruction parser (seg/key/manifest/next/...),
- *   - rdp_link_setup_line, the initiator's parser of the agent's replies (hello/port/...),
- *   - rdp_parse_segment (+ rdp_plan over the lines so far), the pipeline spec parser,
- *   - rdp_unhex on every word, with a rdp_hex round trip.
- * Checked: decoded values round-trip, enums stay in range, nothing leaks.
+ *   - rdp_agent_parse, the agent's instruction parser (seg/key/manifest/next/...), and for a
+ *     seg line that names a role, rdr_role_argv (what the agent would start for it),
+ *   - rdr_link_setup_line, the initiator's parser of the agent's replies (hello/port/...),
+ *   - rdr_parse_segment (+ rdr_plan over the lines so far), the pipeline spec parser,
+ *   - rdr_unhex on every word, with a rdr_hex round trip.
+ * Checked: decoded values round-trip, enums stay in range, a role is a row of the table and
+ * its argv starts with that row's tool and argument (never a program the line names), nothing
+ * leaks.
  */
 #include "pipe/rdp_agent.h"
-#include "remote/rdp_line.h"
-#include "remote/rdp_link.h"
-#include "remote/rdp_spec.h"
+#include "remote/rdr_line.h"
+#include "remote/rdr_link.h"
+#include "remote/rdr_role.h"
+#include "remote/rdr_spec.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -26,8 +30,8 @@
 
 #define MAX_SEGS 8
 
-/* rdp_dest_check is newer than this target may be: used when the library has it */
-int rdp_dest_check(const char *dest, char *err, int errlen) __attribute__((weak));
+/* rdr_dest_check is newer than this target may be: used when the library has it */
+int rdr_dest_check(const char *dest, char *err, int errlen) __attribute__((weak));
 
 static int is_hex_word(const char *w)
 {
@@ -42,16 +46,16 @@ static int is_hex_word(const char *w)
     return 1;
 }
 
-/* rdp_unhex accepts exactly the hex words, and rdp_hex gives them back (in lower case). */
+/* rdr_unhex accepts exactly the hex words, and rdr_hex gives them back (in lower case). */
 static void hex_round_trip(const char *w)
 {
     size_t n = 0;
-    char *bytes = rdp_unhex(w, &n);
+    char *bytes = rdr_unhex(w, &n);
     CHECK((bytes != NULL) == is_hex_word(w));
     if (!bytes)
         return;
     CHECK(bytes[n] == '\0');
-    char *again = rdp_hex(bytes, n);
+    char *again = rdr_hex(bytes, n);
     CHECK(again != NULL);
     if (strcmp(w, "-") == 0 || w[0] == '\0') {
         CHECK(n == 0 && strcmp(again, "-") == 0);
@@ -64,6 +68,29 @@ static void hex_round_trip(const char *w)
     free(bytes);
 }
 
+/* What the agent would start for a role: the table's tool (beside us or in PATH), its
+ * argument, the convention's options, then exactly the seg line's words. */
+static void role_argv(const struct rdp_agent_msg *m)
+{
+    const struct rdr_role *r = m->role;
+    char **v = rdr_role_argv(r, m->transport, "host", "1", m->cmd, m->cmd_len);
+    CHECK(v != NULL);
+    const char *base = strrchr(v[0], '/');
+    CHECK(strcmp(base ? base + 1 : v[0], r->tool) == 0);
+    CHECK(strcmp(v[1], r->arg) == 0 && strcmp(v[2], "--transport") == 0 && v[3] == m->transport);
+    int n = r->end == RDR_ROLE_RECEIVES ? 6 : 8;
+    size_t words = 0;
+    for (size_t i = 0; i < m->cmd_len; i++)
+        if (i == 0 || m->cmd[i - 1] == '\0')
+            words++;
+    for (size_t i = 0; i < words; i++, n++) {
+        CHECK(v[n] != NULL && v[n] >= m->cmd && v[n] < m->cmd + m->cmd_len);
+        CHECK(v[n] == m->cmd || v[n][-1] == '\0');
+    }
+    CHECK(v[n] == NULL);
+    rdr_role_argv_free(v);
+}
+
 static void agent_line(const char *line)
 {
     char *copy = strdup(line);
@@ -74,10 +101,20 @@ static void agent_line(const char *line)
     switch (op) {
     case RDP_OP_SEG:
         CHECK(m.cmd != NULL && m.path != NULL);
-        CHECK(m.kind >= RDP_CMD && m.kind <= RDP_TRECV);
-        CHECK(m.in >= RDP_IN_NONE && m.in <= RDP_IN_RECV);
-        CHECK(m.out >= RDP_OUT_NONE && m.out <= RDP_OUT_SEND);
+        CHECK(m.kind >= RDR_CMD && m.kind <= RDR_ROLE);
+        CHECK(m.in >= RDR_IN_NONE && m.in <= RDR_IN_RECV);
+        CHECK(m.out >= RDR_OUT_NONE && m.out <= RDR_OUT_SEND);
         CHECK(m.transport != NULL && m.cmd[m.cmd_len] == '\0');
+        CHECK((m.kind == RDR_ROLE) == (m.role != NULL));
+        if (m.role) {
+            CHECK(m.role >= rdr_roles && m.role < rdr_roles + RDR_NROLES);
+            CHECK(rdr_role_find(m.role->name) == m.role);
+            if (m.role->end == RDR_ROLE_RECEIVES)
+                CHECK(m.in == RDR_IN_RECV && m.out == RDR_OUT_NONE);
+            else
+                CHECK(m.in == RDR_IN_NONE && m.out == RDR_OUT_SEND);
+            role_argv(&m);
+        }
         break;
     case RDP_OP_KEY:
     case RDP_OP_MANIFEST:
@@ -87,7 +124,7 @@ static void agent_line(const char *line)
         CHECK(m.arg[0] && m.arg[1] && m.arg[2]);
         break;
     default:
-        CHECK(m.cmd == NULL && m.path == NULL);
+        CHECK(m.cmd == NULL && m.path == NULL && m.role == NULL);
         break;
     }
     free(m.cmd);
@@ -100,17 +137,17 @@ static void link_line(const char *line)
     char *copy = strdup(line);
     CHECK(copy != NULL);
     char *w[8];
-    int n = rdp_split(copy, w, 8);
+    int n = rdr_split(copy, w, 8);
     CHECK(n >= 0 && n <= 8);
     for (int i = 0; i < n; i++) {
         CHECK(w[i][0] != '\0' && strchr(w[i], ' ') == NULL);
         hex_round_trip(w[i]);
     }
     if (n > 0) {
-        struct rdp_link l;
+        struct rdr_link l;
         memset(&l, 0, sizeof l);
         l.rfd = l.wfd = -1;
-        int taken = rdp_link_setup_line(&l, w, n);
+        int taken = rdr_link_setup_line(&l, w, n);
         CHECK(taken == 0 || taken == 1);
         CHECK(memchr(l.srv, '\0', sizeof l.srv) && memchr(l.cli, '\0', sizeof l.cli));
     }
@@ -128,34 +165,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(size == 0 || pwrite(fd, data, size, 0) == (ssize_t)size);
     CHECK(lseek(fd, 0, SEEK_SET) == 0);
 
-    struct rdp_chan ch;
-    rdp_chan_init(&ch, fd, -1);
-    struct rdp_seg segs[MAX_SEGS];
+    struct rdr_chan ch;
+    rdr_chan_init(&ch, fd, -1);
+    struct rdr_seg segs[MAX_SEGS];
     int nsegs = 0;
     char err[256];
     size_t got = 0;
     while (!ch.eof) {
-        ssize_t r = rdp_chan_fill(&ch);
+        ssize_t r = rdr_chan_fill(&ch);
         CHECK(r != -1);   /* a memfd never says "would block" */
         char *line;
-        while (rdp_chan_line(&ch, &line)) {
+        while (rdr_chan_line(&ch, &line)) {
             got += strlen(line) + 1;
             CHECK(strchr(line, '\n') == NULL);
             agent_line(line);
             link_line(line);
-            if (rdp_dest_check) {
+            if (rdr_dest_check) {
                 err[0] = '\0';
-                if (rdp_dest_check(line, err, sizeof err))
+                if (rdr_dest_check(line, err, sizeof err))
                     CHECK(err[0] != '\0' && strchr(err, '\n') == NULL);
             }
             if (nsegs < MAX_SEGS) {
                 err[0] = '\0';
-                if (rdp_parse_segment(line, &segs[nsegs], err, sizeof err) == 0) {
+                if (rdr_parse_segment(line, &segs[nsegs], err, sizeof err) == 0) {
                     CHECK(segs[nsegs].host != NULL && segs[nsegs].text != NULL);
                     nsegs++;
                 } else {
                     CHECK(err[0] != '\0');
-                    rdp_seg_free(&segs[nsegs]);
+                    rdr_seg_free(&segs[nsegs]);
                 }
             }
             free(line);
@@ -163,15 +200,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     CHECK(got <= size);
     if (nsegs > 0) {
-        struct rdp_seg *plan = NULL;
+        struct rdr_seg *plan = NULL;
         int nplan = 0;
-        if (rdp_plan(segs, nsegs, size & 1, &plan, &nplan, err, sizeof err) == 0) {
+        if (rdr_plan(segs, nsegs, size & 1, &plan, &nplan, err, sizeof err) == 0) {
             CHECK(nplan >= nsegs && nplan <= nsegs + 2);
             free(plan);
         }
     }
     for (int i = 0; i < nsegs; i++)
-        rdp_seg_free(&segs[i]);
-    rdp_chan_free(&ch);
+        rdr_seg_free(&segs[i]);
+    rdr_chan_free(&ch);
     return 0;
 }

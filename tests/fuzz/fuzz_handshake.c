@@ -1,5 +1,6 @@
-/* fuzz_handshake.c - the protocol v1 handshake (rd_session.c, rd_auth.c) against a hostile
- * peer whose messages are the fuzz input, both roles, over the scripted transport.
+/* fuzz_handshake.c - the protocol v2 handshake (rd_session.c, rd_auth.c: CPace and key
+ * confirmation) against a hostile peer whose messages are the fuzz input, both roles, over
+ * the scripted transport; and the control frames of an authenticated connection.
  *
  * Input: mode:u8, then chunk:u32 depth:u16 streams:u8 caps:u8 fail_send:u8 taken:u16
  * (the local side's limits or wishes), then messages (fz_input.h). Modes:
@@ -7,11 +8,25 @@
  *   1  rd_session_sender fed a hostile receiver's CHALLENGE, ACCEPT, ...
  *   2  rd_session_accept_join fed a hostile extra connection's JOIN
  *   3  rd_session_join fed the answer to its JOIN
- * The peer knows the key when a message asks for FZ_FIXMAC (it then gets the right MAC for
- * what it sent and saw), so the fuzzer reaches every step after authentication too.
- * Checked after each run: a side only succeeds against a peer that proved the key, only
- * with parameters inside its own limits, never sends AUTH or ACCEPT to a peer that did not
- * prove the key, and always succeeds against a peer that did everything right.
+ *   4  rd_recv_ctrl / rd_check_tagged on a connection the handshake authenticated (hop key
+ *      set; taken's low bit picks our end), fed any frames
+ * The fuzzer cannot compute a CPace proof, a confirmation MAC, a JOIN MAC or a tag: the
+ * target does it for a message that asks (FZ_FIXMAC), as a peer that knows the key (or, with
+ * FZ_WRONGKEY, another key) would, from what it sent and saw. Those bytes never appear in the
+ * input and the shares are fresh each run, so the fuzzer cannot replay them either.
+ * Checked after each run:
+ *   - a side succeeds only if the peer proved the key: the proof (or MAC) it got is the one
+ *     the target computed for this very session with the right key;
+ *   - then both ends hold the same keys (stream, join, hop) and the right hop direction, and
+ *     the parameters are inside the local limits;
+ *   - the receiver never ACCEPTs an unproven sender; the sender never proves anything (AUTH)
+ *     on parameters it did not ask for; the sender's AUTH always verifies for a receiver that
+ *     knows the key, never for one that does not;
+ *   - a peer that does everything right is always served (unless the link dies);
+ *   - everything sent parses, handshake frames carry seq 0 and no tag, goodbyes on an
+ *     authenticated connection carry the hop tag;
+ *   - mode 4: an ABORT/REJECT is taken iff its hop tag is right (the peer's direction), a
+ *     stream frame passes rd_check_tagged iff its stream tag is right.
  */
 #include "fz_input.h"
 #include "fz_transport.h"
@@ -19,6 +34,7 @@
 #include "wire/rd_auth.h"
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
+#include "wire/rd_tag.h"
 #include "transport/rd_session.h"
 
 #include <stddef.h>
@@ -28,25 +44,40 @@
 
 #include "fz_check.h"
 
-enum { M_RECEIVER, M_SENDER, M_ACCEPT_JOIN, M_JOIN, M_COUNT };
+enum { M_RECEIVER, M_SENDER, M_ACCEPT_JOIN, M_JOIN, M_CTRL, M_COUNT };
+
+#define CTRL_MAX 8   /* mode 4: frames received per run */
 
 struct hs {
     struct fz_in in;
     struct fz_tp t;
     int mode;
-    struct rd_key key;
-    uint8_t join_key[32];
+    struct rd_key key, wrong_key;
+    uint8_t join_key[32], wrong_join_key[32];
+    uint8_t hop_key[RD_KEY_LEN], stream_key[RD_KEY_LEN];
     unsigned delivered;              /* frames handed to the side under test */
     struct rd_hello h;               /* the HELLO of this session, once known */
     int have_h;
     struct rd_challenge c;           /* the CHALLENGE of this session, once known */
     int have_c;
-    int proved;                      /* the peer sent the right MAC at its turn */
+    /* the target as a key-holding peer */
+    struct rd_session_keys keys;     /* the keys it derived (M_RECEIVER: as sender; M_SENDER: as receiver) */
+    int have_keys;                   /* ... with the right key, for the session's h and c */
+    uint8_t made[RD_AUTH_LEN];       /* the proof (M_RECEIVER) or ACCEPT MAC (M_SENDER) it made */
+    size_t made_len;
+    struct rd_proof made_proof;      /* M_RECEIVER: the proof, decoded */
+    struct rd_pake st;               /* M_SENDER: its receiver state, after the CHALLENGE it made */
+    struct rd_challenge st_c;        /* ... and that CHALLENGE */
+    int have_st, st_right_key;
+    struct rd_proof auth_seen;       /* M_SENDER: the AUTH the sender under test sent */
+    int have_auth, auth_verified;
+    int proved;                      /* the peer proved the key at its turn */
     uint32_t join_index;             /* M_ACCEPT_JOIN: the index the proved JOIN named */
+    int ctrl_valid[CTRL_MAX + 1];    /* M_CTRL: frame i is a goodbye with a right hop tag */
     uint8_t frame[RD_FRAME_HDR + FZ_MSG_MAX];
 };
 
-static struct rd_key fuzz_key;
+static struct rd_key fuzz_key, fuzz_wrong_key;
 static int have_key;
 
 static uint32_t get32(const uint8_t *p)
@@ -54,24 +85,87 @@ static uint32_t get32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Parse a frame as rd_recv_ctrl does (header, length, checksum); 1 if it would pass. */
+/* Parse a frame as rd_recv_ctrl does (header, length); 1 if it would pass that far. */
 static int valid_frame(const uint8_t *p, size_t n, struct rd_frame *f)
 {
-    return n <= RD_CTRL_FRAME && rd_frame_parse(p, n, RD_CTRL_FRAME, f) == RD_P_OK && rd_frame_verify(f) == RD_P_OK;
+    return n <= RD_CTRL_FRAME && rd_frame_parse(p, n, RD_CTRL_FRAME, f) == RD_P_OK;
 }
 
-/* The hostile peer writes what only a peer with the key could into its payload. */
-static void fix_mac(struct hs *s, uint8_t type, uint8_t *pl, size_t len)
+static int tag_ok(const uint8_t *key, enum rd_tag_dir dir, const uint8_t *p, const struct rd_frame *f)
 {
-    if (s->mode == M_RECEIVER && type == RD_AUTH && s->have_h && s->have_c && len >= RD_MAC_LEN) {
-        rd_auth_mac(&s->key, RD_ROLE_SENDER, &s->h, &s->c, pl);
-    } else if (s->mode == M_SENDER && type == RD_CHALLENGE && s->have_h && len >= RD_CHALLENGE_LEN) {
+    struct rd_tagger *t = rd_tagger_new(key);
+    if (!t)
+        abort();
+    int ok = rd_frame_check(t, dir, p, f) == RD_P_OK;
+    rd_tagger_free(t);
+    return ok;
+}
+
+static enum rd_tag_dir our_hop_dir(const struct hs *s)
+{
+    return (enum rd_tag_dir)s->t.tp.hop_dir;
+}
+
+static enum rd_tag_dir peer_hop_dir(const struct hs *s)
+{
+    return s->t.tp.hop_dir == RD_TAG_HOP_DOWN ? RD_TAG_HOP_UP : RD_TAG_HOP_DOWN;
+}
+
+/* The hostile peer writes what only a holder of the key could into its payload; *tag_key
+ * and *tag_dir: M_CTRL, the key and direction to tag the sealed frame with (NULL: none). */
+static void fix_mac(struct hs *s, const struct fz_msg *m, uint8_t *pl, const uint8_t **tag_key,
+                    enum rd_tag_dir *tag_dir)
+{
+    int wrong = (m->ctl & FZ_WRONGKEY) != 0;
+    size_t len = m->len;
+    if (s->mode == M_RECEIVER && m->type == RD_AUTH && s->have_h && s->have_c && len >= RD_AUTH_LEN) {
+        struct rd_proof p;
+        struct rd_session_keys k;
+        if (rd_auth_sender_prove(wrong ? &s->wrong_key : &s->key, &s->h, &s->c, &p, &k) != 0)
+            return;   /* the receiver's share is invalid: nothing to prove on */
+        rd_proof_encode(&p, pl);
+        memcpy(s->made, pl, RD_AUTH_LEN);
+        s->made_len = RD_AUTH_LEN;
+        s->made_proof = p;
+        if (!wrong) {
+            s->keys = k;
+            s->have_keys = 1;
+        }
+        rd_session_keys_wipe(&k);
+    } else if (s->mode == M_SENDER && m->type == RD_CHALLENGE && s->have_h && len >= RD_CHALLENGE_LEN) {
         struct rd_challenge c;
         rd_challenge_decode(pl, RD_CHALLENGE_LEN, &c);
-        rd_auth_mac(&s->key, RD_ROLE_RECEIVER, &s->h, &c, c.mac);
+        if (s->have_st)
+            rd_pake_wipe(&s->st);
+        s->have_st = rd_auth_receiver_start(&s->st, wrong ? &s->wrong_key : &s->key, &s->h, &c) == 0;
+        s->st_right_key = !wrong;
+        s->st_c = c;
         rd_challenge_encode(&c, pl);
-    } else if (s->mode == M_ACCEPT_JOIN && type == RD_JOIN && len >= RD_JOIN_LEN) {
-        rd_auth_join_mac(s->join_key, get32(pl), pl + 4);
+    } else if (s->mode == M_SENDER && m->type == RD_ACCEPT && s->have_st && s->have_auth && len >= RD_MAC_LEN) {
+        /* the receiver's answer to the AUTH the sender under test sent */
+        uint8_t mac[RD_MAC_LEN];
+        struct rd_session_keys k;
+        struct rd_pake st = s->st;
+        if (rd_auth_receiver_check(&st, &s->h, &s->st_c, &s->auth_seen, &k, mac)) {
+            memcpy(pl, mac, RD_MAC_LEN);
+            memcpy(s->made, mac, RD_MAC_LEN);
+            s->made_len = RD_MAC_LEN;
+            if (s->st_right_key) {
+                s->keys = k;
+                s->have_keys = 1;
+            }
+            rd_session_keys_wipe(&k);
+        }
+    } else if (s->mode == M_ACCEPT_JOIN && m->type == RD_JOIN && len >= RD_JOIN_LEN) {
+        rd_auth_join_mac(wrong ? s->wrong_join_key : s->join_key, get32(pl), pl + 4);
+    } else if (s->mode == M_CTRL) {
+        if (m->type == RD_ABORT || m->type == RD_REJECT) {
+            *tag_key = wrong ? s->stream_key : s->hop_key;
+            *tag_dir = (m->ctl & FZ_SEQ) ? our_hop_dir(s) : peer_hop_dir(s);
+        } else {
+            *tag_key = wrong ? s->hop_key : s->stream_key;
+            *tag_dir = (m->ctl & FZ_SEQ) ? RD_TAG_DOWN : RD_TAG_UP;
+        }
     }
 }
 
@@ -84,12 +178,16 @@ static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
         return;
     if (s->mode == M_RECEIVER && i == 0 && f.type == RD_HELLO)
         s->have_h = rd_hello_decode(f.payload, f.length, &s->h) == RD_P_OK;
-    if (s->mode == M_RECEIVER && i == 1 && f.type == RD_AUTH && s->have_h && s->have_c)
-        s->proved = f.length == RD_AUTH_LEN && rd_auth_check(&s->key, RD_ROLE_SENDER, &s->h, &s->c, f.payload);
-    if (s->mode == M_SENDER && i == 0 && f.type == RD_CHALLENGE && s->have_h) {
+    /* proved: exactly the proof we computed with the right key for this session */
+    if (s->mode == M_RECEIVER && i == 1 && f.type == RD_AUTH && s->have_keys)
+        s->proved = f.length == RD_AUTH_LEN && s->made_len == RD_AUTH_LEN &&
+                    memcmp(f.payload, s->made, RD_AUTH_LEN) == 0;
+    if (s->mode == M_SENDER && i == 0 && f.type == RD_CHALLENGE && s->have_h)
         s->have_c = rd_challenge_decode(f.payload, f.length, &s->c) == RD_P_OK;
-        s->proved = s->have_c && rd_auth_check(&s->key, RD_ROLE_RECEIVER, &s->h, &s->c, s->c.mac);
-    }
+    if (s->mode == M_SENDER && i == 1 && f.type == RD_ACCEPT && s->have_keys && s->have_c &&
+        memcmp(&s->c, &s->st_c, sizeof s->c) == 0)
+        s->proved = f.length == RD_ACCEPT_LEN && s->made_len == RD_MAC_LEN &&
+                    memcmp(f.payload, s->made, RD_MAC_LEN) == 0;
     if (s->mode == M_ACCEPT_JOIN && i == 0 && f.type == RD_JOIN) {
         struct rd_join j;
         if (rd_join_decode(f.payload, f.length, &j) == RD_P_OK && rd_auth_join_check(s->join_key, j.index, j.mac)) {
@@ -97,6 +195,8 @@ static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
             s->join_index = j.index;
         }
     }
+    if (s->mode == M_CTRL && i < CTRL_MAX && (f.type == RD_ABORT || f.type == RD_REJECT))
+        s->ctrl_valid[i] = tag_ok(s->hop_key, peer_hop_dir(s), p, &f);
 }
 
 /* recv() asks: the peer sends its next message. */
@@ -115,26 +215,60 @@ static void on_recv(struct fz_tp *t, void *arg)
     }
     uint8_t *pl = s->frame + RD_FRAME_HDR;
     memcpy(pl, m.bytes, m.len);
+    const uint8_t *tag_key = NULL;
+    enum rd_tag_dir tag_dir = RD_TAG_DOWN;
     if (m.ctl & FZ_FIXMAC)
-        fix_mac(s, m.type, pl, m.len);
-    size_t n = rd_frame_seal(s->frame, m.type, 0, (uint32_t)m.len, 0);
-    if (m.ctl & FZ_BADSUM)
-        s->frame[24] ^= 1;
+        fix_mac(s, &m, pl, &tag_key, &tag_dir);
+    /* an authenticated connection's frames have a nonce: from the message, or 0 */
+    uint64_t seq = 0;
+    if (s->mode == M_CTRL && m.len >= 8)
+        memcpy(&seq, m.bytes, 8);
+    size_t n = rd_frame_seal(s->frame, m.type, 0, (uint32_t)m.len, seq);
+    if (tag_key) {
+        struct rd_tagger *tg = rd_tagger_new(tag_key);
+        if (!tg || rd_frame_tag(tg, tag_dir, s->frame, pl) != 0)
+            abort();
+        rd_tagger_free(tg);
+    }
+    if (m.ctl & FZ_BADTAG)
+        s->frame[RD_HDR_TAG] ^= 1;
     observe_delivery(s, s->frame, n);
     fz_push(t, s->frame, n);
 }
 
-/* send(): remember the transcript the side under test commits to. */
+/* send(): remember the transcript the side under test commits to; check what it sends. */
 static void on_send(struct fz_tp *t, const uint8_t *p, size_t n, void *arg)
 {
     struct hs *s = arg;
     struct rd_frame f;
     CHECK(valid_frame(p, n, &f));   /* whatever we send, the peer can parse */
-    CHECK(f.seq == 0 && f.flags == 0);
+    CHECK(f.flags == 0);
+    static const uint8_t zero[RD_TAG_LEN];
+    if (t->tp.hop_dir && (f.type == RD_ABORT || f.type == RD_REJECT)) {
+        /* authenticated: our goodbyes carry the hop tag, in our direction */
+        CHECK(tag_ok(t->tp.hop_key, our_hop_dir(s), p, &f));
+    } else {
+        CHECK(f.seq == 0 && memcmp(f.tag, zero, RD_TAG_LEN) == 0);   /* handshake frames: no tag */
+    }
     if (s->mode == M_RECEIVER && f.type == RD_CHALLENGE)
         s->have_c = rd_challenge_decode(f.payload, f.length, &s->c) == RD_P_OK;
     if (s->mode == M_SENDER && f.type == RD_HELLO)
         s->have_h = rd_hello_decode(f.payload, f.length, &s->h) == RD_P_OK;
+    if (s->mode == M_SENDER && f.type == RD_AUTH) {
+        CHECK(s->have_h && s->have_c);
+        s->have_auth = rd_proof_decode(f.payload, f.length, &s->auth_seen) == RD_P_OK;
+        CHECK(s->have_auth);
+        /* a receiver that knows the key (ours, which made this CHALLENGE) accepts the proof;
+         * one with another key never does */
+        if (s->have_st && memcmp(&s->c, &s->st_c, sizeof s->c) == 0) {
+            struct rd_pake st = s->st;
+            struct rd_session_keys k;
+            uint8_t mac[RD_MAC_LEN];
+            s->auth_verified = rd_auth_receiver_check(&st, &s->h, &s->c, &s->auth_seen, &k, mac);
+            CHECK(s->auth_verified == s->st_right_key);
+            rd_session_keys_wipe(&k);
+        }
+    }
     if (f.type == RD_REJECT || f.type == RD_ABORT) {
         struct rd_reason r;
         CHECK(rd_reason_decode(f.payload, f.length, &r) == RD_P_OK);
@@ -156,11 +290,64 @@ static void check_error(int rc)
     CHECK(strchr(rd_error_msg(), '\n') == NULL);   /* one line, whatever the peer wrote */
 }
 
+/* Both ends hold the same keys now: ours (s->keys) and what the handshake left. */
+static void check_keys(struct hs *s, const struct rd_params *agreed, int we_send)
+{
+    CHECK(s->have_keys);
+    CHECK(memcmp(agreed->stream_key, s->keys.stream, RD_KEY_LEN) == 0);
+    CHECK(memcmp(agreed->join_key, s->keys.join, 32) == 0);
+    CHECK(memcmp(s->t.tp.hop_key, s->keys.hop, RD_KEY_LEN) == 0);
+    CHECK(s->t.tp.hop_dir == (we_send ? RD_TAG_HOP_DOWN : RD_TAG_HOP_UP));
+}
+
+/* Mode 4: frames arrive on an authenticated connection. */
+static void run_ctrl(struct hs *s, unsigned bits)
+{
+    rd_random(s->hop_key, sizeof s->hop_key);   /* fresh: nothing to learn across runs */
+    rd_random(s->stream_key, sizeof s->stream_key);
+    memcpy(s->t.tp.hop_key, s->hop_key, RD_KEY_LEN);
+    s->t.tp.hop_dir = bits & 1 ? RD_TAG_HOP_DOWN : RD_TAG_HOP_UP;
+    for (int i = 0; i < CTRL_MAX; i++) {
+        unsigned idx = s->delivered;   /* the frame recv is about to hand out */
+        struct rd_buf *b;
+        struct rd_frame f;
+        int rc = (bits & 2) ? rd_recv_ctrl_quiet(&s->t.tp, 0, &b, &f) : rd_recv_ctrl(&s->t.tp, 0, &b, &f);
+        if (rc != RD_OK) {
+            check_error(rc);
+            if (idx < CTRL_MAX && s->delivered > idx)
+                CHECK(!s->ctrl_valid[idx]);   /* a right goodbye is never refused */
+            rd_error_clear();
+            if (s->delivered == idx)
+                break;   /* nothing more came */
+            continue;
+        }
+        CHECK(idx < s->delivered);
+        if (f.type == RD_ABORT || f.type == RD_REJECT) {
+            CHECK(idx < CTRL_MAX && s->ctrl_valid[idx]);   /* taken only with the peer's hop tag */
+            rd_fail_from_reason(&f, "peer");
+            check_error(rd_error_code());
+        } else if (f.type == RD_END || f.type == RD_CONFIRM || f.type == RD_DATA) {
+            /* a stream frame: its tag is the caller's to check, and right only with the stream key */
+            enum rd_tag_dir dir = f.type == RD_CONFIRM ? RD_TAG_UP : RD_TAG_DOWN;
+            int want = tag_ok(s->stream_key, dir, b->data, &f);
+            int got = rd_check_tagged(&s->t.tp, b->data, &f, s->stream_key, dir, "peer") == RD_OK;
+            CHECK(got == want);
+            if (!got)
+                check_error(rd_error_code());
+        }
+        s->t.tp.ops->release(&s->t.tp, b);
+        rd_error_clear();
+    }
+    /* and a goodbye of our own: tagged (on_send checks it) */
+    rd_send_reason(&s->t.tp, RD_ABORT, RD_ESTREAM, "fuzz: bye");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!have_key) {
-        static const char secret[] = "fuzz handshake key";
-        if (rd_key_derive(&fuzz_key, secret, sizeof secret - 1))
+        static const char secret[] = "fuzz handshake key", other[] = "not the fuzz handshake key";
+        if (rd_key_derive(&fuzz_key, secret, sizeof secret - 1) ||
+            rd_key_derive(&fuzz_wrong_key, other, sizeof other - 1))
             abort();
         have_key = 1;
     }
@@ -168,6 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&s, 0, offsetof(struct hs, frame));
     s.in = (struct fz_in){ data, size };
     s.key = fuzz_key;
+    s.wrong_key = fuzz_wrong_key;
     s.mode = fz_byte(&s.in) % M_COUNT;
     struct rd_params lim = { 0 };
     lim.chunk_size = RD_MIN_CHUNK + fz_u32(&s.in) % (RD_MAX_CHUNK - RD_MIN_CHUNK + 1);
@@ -182,12 +370,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.t.on_send = on_send;
     s.t.arg = &s;
     s.t.fail_send = fail < 4 ? fail : -1;   /* the link dies at one of the first sends */
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         s.join_key[i] = (uint8_t)(i * 37 + 1);
+        s.wrong_join_key[i] = (uint8_t)(i * 37 + 2);
+    }
 
     struct rd_params agreed;
     memset(&agreed, 0, sizeof agreed);
-    int rc;
+    int rc = RD_OK;
     switch (s.mode) {
     case M_RECEIVER:
         rc = rd_session_receiver(&s.t.tp, &s.key, &lim, &agreed);
@@ -200,12 +390,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK((agreed.caps & ~(lim.caps & s.h.caps)) == 0);
             CHECK(s.t.ring_recv == RD_FRAME_HDR + (size_t)agreed.chunk_size && s.t.setup_calls == 1);
             CHECK(s.t.ntx == 2 && s.t.tx[0].data[5] == RD_CHALLENGE && s.t.tx[1].data[5] == RD_ACCEPT);
-            uint8_t jk[32];
-            rd_auth_join_key(&s.key, &s.h, &s.c, jk);
-            CHECK(memcmp(jk, agreed.join_key, 32) == 0);
+            check_keys(&s, &agreed, 0);
+            /* its ACCEPT proves the key to us, the sender */
+            CHECK(s.t.tx[1].len == RD_FRAME_HDR + RD_ACCEPT_LEN);
+            CHECK(rd_auth_sender_check(&s.keys, &s.h, &s.c, &s.made_proof, s.t.tx[1].data + RD_FRAME_HDR));
         } else {
             check_error(rc);
             CHECK(!sent_type(&s, RD_ACCEPT) || s.t.fail_send >= 0);
+            CHECK(s.t.tp.hop_dir == 0 || s.proved);   /* nothing of an unproven peer is kept */
             /* a sender that did everything right is served, unless the link died */
             CHECK(!s.proved || s.t.fail_send >= 0);
         }
@@ -213,11 +405,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case M_SENDER: {
         struct rd_params want = lim;
         rc = rd_session_sender(&s.t.tp, &s.key, &want, &agreed);
-        /* the sender's AUTH goes only to a receiver that proved the key */
+        /* the sender proves the key (AUTH) only on parameters it asked for */
         if (sent_type(&s, RD_AUTH))
-            CHECK(s.proved);
+            CHECK(s.have_c && s.c.chunk_size >= RD_MIN_CHUNK && s.c.chunk_size <= want.chunk_size &&
+                  s.c.depth >= 1 && s.c.depth <= want.depth && (s.c.caps & ~want.caps) == 0 &&
+                  s.c.streams >= 1 && s.c.streams <= want.streams);
         if (rc == RD_OK) {
-            CHECK(s.proved && s.have_h && s.have_c);
+            CHECK(s.proved && s.have_h && s.have_c && s.auth_verified);
             CHECK(agreed.chunk_size >= RD_MIN_CHUNK && agreed.chunk_size <= want.chunk_size);
             CHECK(agreed.depth >= 1 && agreed.depth <= want.depth);
             CHECK(agreed.streams >= 1 && agreed.streams <= want.streams);
@@ -227,11 +421,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             else
                 CHECK(s.t.setup_calls == 0);
             CHECK(s.t.ntx == 2 && s.t.tx[1].data[5] == RD_AUTH);
-            uint8_t mac[RD_MAC_LEN];
-            rd_auth_mac(&s.key, RD_ROLE_SENDER, &s.h, &s.c, mac);
-            CHECK(memcmp(s.t.tx[1].data + RD_FRAME_HDR, mac, RD_MAC_LEN) == 0);
+            check_keys(&s, &agreed, 1);
         } else {
             check_error(rc);
+            CHECK(s.t.tp.hop_dir == 0 || s.proved);
+            CHECK(!s.proved || s.t.fail_send >= 0);
         }
         break;
     }
@@ -255,7 +449,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         break;
     }
-    default: {
+    case M_JOIN: {
         memcpy(lim.join_key, s.join_key, 32);
         uint32_t index = 1 + taken_bits % 15;
         rc = rd_session_join(&s.t.tp, &lim, index);
@@ -270,9 +464,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_error(rc);
         break;
     }
+    default:
+        s.t.fail_send = -1;
+        run_ctrl(&s, taken_bits);
+        break;
     }
     if (getenv("FZ_VERBOSE"))   /* to see what a seed reaches */
         fprintf(stderr, "mode %d: rc %d proved %d sent %zu: %s\n", s.mode, rc, s.proved, s.t.ntx, rd_error_msg());
+    if (s.have_st)
+        rd_pake_wipe(&s.st);
+    rd_session_keys_wipe(&s.keys);
     fz_free(&s.t);
     rd_error_clear();
     return 0;

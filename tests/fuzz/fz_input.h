@@ -3,12 +3,16 @@
  * A script is a few parameter bytes followed by messages, each
  *     ctl:u8  type:u8  len:u16 (little endian)  bytes[len]
  * ctl says how the target turns the bytes into a frame:
- *     FZ_SEAL    the bytes are a payload: the target writes a valid header of `type` around
- *                it (without it the bytes are the whole frame, header included, as sent)
- *     FZ_FIXMAC  the target writes the MAC it can compute from what it saw into the payload
- *                (a hostile peer that knows the key but lies about everything else)
- *     FZ_BADSUM  the sealed header's checksum is off by one
- *     FZ_SEQ     (relay) the sealed frame gets the sequence number it should have
+ *     FZ_SEAL     the bytes are a payload: the target writes a valid header of `type` around
+ *                 it (without it the bytes are the whole frame, header included, as sent)
+ *     FZ_FIXMAC   the target writes what only a holder of the key could into the frame: the
+ *                 CPace proof or confirmation MAC it computes from what it saw, a JOIN MAC,
+ *                 the tag of a frame (a hostile peer that knows the key but lies about
+ *                 everything else). The fuzzer itself never gets to see those bytes.
+ *     FZ_BADTAG   the sealed header's tag is off by one bit
+ *     FZ_SEQ      the sealed frame gets the sequence number it should have (relay: DATA and
+ *                 END; handshake's authenticated mode: tag in our own direction, reflected)
+ *     FZ_WRONGKEY with FZ_FIXMAC: computed under another key (an impostor's honest try)
  * A truncated message ends the script. tests/fuzz/make-seeds.c writes scripts in this form.
  */
 #ifndef FZ_INPUT_H
@@ -17,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FZ_SEAL = 1, FZ_FIXMAC = 2, FZ_BADSUM = 4, FZ_SEQ = 8 };
+enum { FZ_SEAL = 1, FZ_FIXMAC = 2, FZ_BADTAG = 4, FZ_SEQ = 8, FZ_WRONGKEY = 16 };
 
 #define FZ_MSG_MAX 65535u
 

@@ -9,6 +9,7 @@
 #include "fz_input.h"
 
 #include "wire/rd_proto.h"
+#include "wire/rd_tag.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -86,8 +87,8 @@ static void save_buf(const char *target, const char *name, const struct buf *s)
 
 static struct rd_hello hello(void)
 {
-    struct rd_hello h = { .version_min = 1, .version_max = 1, .caps = 0, .chunk_size = 1 << 20,
-                          .depth = 8, .streams = 1 };
+    struct rd_hello h = { .version_min = RD_PROTO_VERSION, .version_max = RD_PROTO_VERSION, .caps = 0,
+                          .chunk_size = 1 << 20, .depth = 8, .streams = 1 };
     for (int i = 0; i < 32; i++)
         h.nonce[i] = (uint8_t)i;
     return h;
@@ -110,12 +111,30 @@ static size_t reason(uint8_t *out, uint32_t code, const char *text)
 
 /* ---- proto: whole frames of every type, and bare payloads ---- */
 
-static void frame_seed(const char *name, uint8_t type, const void *p, size_t n, uint64_t seq)
+/* fuzz_proto.c's key: frames tagged with it pass its tag check in one direction */
+static const uint8_t proto_key[RD_KEY_LEN] = "fuzz_proto: a fixed frame key..";
+
+/* A frame of type with payload p[0..n): untagged (dir 0, as handshake frames are) or tagged
+ * under proto_key in direction dir. */
+static void frame_seed_dir(const char *name, uint8_t type, const void *p, size_t n, uint64_t seq, int dir)
 {
     static uint8_t f[RD_FRAME_HDR + 4096];
     memcpy(f + RD_FRAME_HDR, p, n);
     size_t len = rd_frame_seal(f, type, 0, (uint32_t)n, seq);
+    if (dir) {
+        struct rd_tagger *t = rd_tagger_new(proto_key);
+        if (!t || rd_frame_tag(t, (enum rd_tag_dir)dir, f, f + RD_FRAME_HDR)) {
+            fprintf(stderr, "make-seeds: cannot tag a frame\n");
+            exit(1);
+        }
+        rd_tagger_free(t);
+    }
     save("proto", name, f, len);
+}
+
+static void frame_seed(const char *name, uint8_t type, const void *p, size_t n, uint64_t seq)
+{
+    frame_seed_dir(name, type, p, n, seq, 0);
 }
 
 static void seeds_proto(void)
@@ -132,20 +151,38 @@ static void seeds_proto(void)
     n = rd_challenge_encode(&c, p);
     frame_seed("challenge", RD_CHALLENGE, p, n, 0);
     save("proto", "challenge-payload", p, n);
-    memset(p, 0xa5, RD_MAC_LEN);
-    frame_seed("auth", RD_AUTH, p, RD_MAC_LEN, 0);
-    frame_seed("accept", RD_ACCEPT, p, 0, 0);
+    struct rd_proof a;
+    memset(a.share, 0xa5, sizeof a.share);
+    memset(a.mac, 0x5a, sizeof a.mac);
+    n = rd_proof_encode(&a, p);
+    frame_seed("auth", RD_AUTH, p, n, 0);
+    save("proto", "auth-payload", p, n);
+    frame_seed("accept", RD_ACCEPT, a.mac, RD_ACCEPT_LEN, 0);
     n = reason(p, 3, "authentication failed (wrong key)");
-    frame_seed("reject", RD_REJECT, p, n, 0);
+    frame_seed_dir("reject", RD_REJECT, p, n, 0x0123456789abcdefull, RD_TAG_HOP_UP);
     save("proto", "reason-payload", p, n);
     n = reason(p, 4, "stream corrupt\x01\x7f\xff");
-    frame_seed("abort", RD_ABORT, p, n, 0);
+    frame_seed_dir("abort", RD_ABORT, p, n, 0xfedcba9876543210ull, RD_TAG_HOP_DOWN);
     memcpy(p, "hello, world\n", 13);
-    frame_seed("data", RD_DATA, p, 13, 7);
+    frame_seed_dir("data", RD_DATA, p, 13, 7, RD_TAG_DOWN);
+    frame_seed("data-untagged", RD_DATA, p, 13, 7);
     n = rd_end_encode(&e, p);
-    frame_seed("end", RD_END, p, n, 0);
-    frame_seed("confirm", RD_CONFIRM, p, n, 0);
+    frame_seed_dir("end", RD_END, p, n, e.frames, RD_TAG_DOWN);
+    frame_seed_dir("confirm", RD_CONFIRM, p, n, 0, RD_TAG_UP);
     save("proto", "end-payload", p, n);
+    /* a version 1 frame (32-byte header: magic, version 1, type, flags, length, reserved, seq,
+     * checksum) as a v1 peer sends it, and a v2 header with a reserved byte set */
+    static uint8_t v1[32 + RD_HELLO_LEN];
+    memcpy(v1, RD_MAGIC, 4);
+    v1[4] = 1;
+    v1[5] = RD_HELLO;
+    v1[8] = RD_HELLO_LEN;
+    rd_hello_encode(&h, v1 + 32);
+    save("proto", "v1-hello", v1, sizeof v1);
+    static uint8_t rsv[RD_FRAME_HDR];
+    rd_frame_seal(rsv, RD_DATA, 0, 0, 0);
+    rsv[RD_FRAME_HDR - 1] = 1;
+    save("proto", "reserved-set", rsv, sizeof rsv);
     n = rd_join_encode(&j, p);
     frame_seed("join", RD_JOIN, p, n, 0);
     save("proto", "join-payload", p, n);
@@ -169,37 +206,61 @@ static void hs_params(struct buf *s, uint8_t mode, uint32_t chunk, uint16_t dept
 static void seeds_handshake(void)
 {
     struct buf s;
-    uint8_t p[512], mac[RD_MAC_LEN] = { 0 };
+    uint8_t p[512], proof[RD_AUTH_LEN] = { 0 }, mac[RD_MAC_LEN] = { 0 };
     struct rd_hello h = hello();
     struct rd_challenge c = challenge(1);
     size_t hn = rd_hello_encode(&h, p);
 
-    /* receiver: an honest sender, one with the wrong key, one that sends garbage */
+    /* receiver: an honest sender (the target proves for it), one with the wrong key, one with
+     * a made-up proof, a v1 sender's AUTH (a MAC alone), garbage, one whose link dies at ACCEPT */
     hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
     msg(&s, FZ_SEAL, RD_HELLO, p, hn);
-    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, mac, sizeof mac);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, proof, sizeof proof);
     save_buf("handshake", "receiver-ok", &s);
     hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
     msg(&s, FZ_SEAL, RD_HELLO, p, hn);
-    msg(&s, FZ_SEAL, RD_AUTH, mac, sizeof mac);
+    msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_AUTH, proof, sizeof proof);
     save_buf("handshake", "receiver-wrong-key", &s);
+    hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL, RD_AUTH, proof, sizeof proof);
+    save_buf("handshake", "receiver-made-up-proof", &s);
+    hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL, RD_AUTH, mac, sizeof mac);
+    save_buf("handshake", "receiver-v1-auth", &s);
     hs_params(&s, 0, 1 << 20, 8, 1, 0xff, 0);
     msg(&s, 0, 0, "GET / HTTP/1.0\r\n\r\n", 18);
     save_buf("handshake", "receiver-garbage", &s);
     hs_params(&s, 0, 1 << 20, 8, 1, 1, 0);   /* the link dies at ACCEPT */
     msg(&s, FZ_SEAL, RD_HELLO, p, hn);
-    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, mac, sizeof mac);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, proof, sizeof proof);
     save_buf("handshake", "receiver-dies", &s);
 
-    /* sender: an honest receiver (one stream, three), a rejecting one */
+    /* sender: an honest receiver (one stream, three), one with the wrong key, one whose share
+     * is invalid (zero), one whose ACCEPT is made up, a rejecting one */
     for (uint32_t streams = 1; streams <= 3; streams += 2) {
         c = challenge(streams);
         size_t cn = rd_challenge_encode(&c, p);
         hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
         msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CHALLENGE, p, cn);
-        msg(&s, FZ_SEAL, RD_ACCEPT, p, 0);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ACCEPT, mac, sizeof mac);
         save_buf("handshake", streams == 1 ? "sender-ok" : "sender-ok-streams", &s);
     }
+    c = challenge(1);
+    size_t cn = rd_challenge_encode(&c, p);
+    hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
+    msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_CHALLENGE, p, cn);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ACCEPT, mac, sizeof mac);
+    save_buf("handshake", "sender-wrong-key", &s);
+    hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_CHALLENGE, p, cn);   /* share all zero: the identity */
+    msg(&s, FZ_SEAL, RD_ACCEPT, mac, sizeof mac);
+    save_buf("handshake", "sender-zero-share", &s);
+    hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CHALLENGE, p, cn);
+    msg(&s, FZ_SEAL, RD_ACCEPT, mac, sizeof mac);
+    save_buf("handshake", "sender-made-up-accept", &s);
     size_t rn = reason(p, 3, "authentication failed (wrong key)");
     hs_params(&s, 1, 1 << 20, 8, 1, 0xff, 0);
     msg(&s, FZ_SEAL, RD_REJECT, p, rn);
@@ -211,22 +272,59 @@ static void seeds_handshake(void)
     hs_params(&s, 2, 1 << 20, 8, 4, 0xff, 0x0002);
     msg(&s, FZ_SEAL | FZ_FIXMAC, RD_JOIN, p, jn);
     save_buf("handshake", "accept-join-ok", &s);
+    hs_params(&s, 2, 1 << 20, 8, 4, 0xff, 0x0002);
+    msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_JOIN, p, jn);
+    save_buf("handshake", "accept-join-wrong-key", &s);
     hs_params(&s, 3, 1 << 20, 8, 4, 0xff, 1);
     msg(&s, FZ_SEAL, RD_ACCEPT, p, 0);
     save_buf("handshake", "join-ok", &s);
+
+    /* an authenticated connection (mode 4; taken's low bit: we are the sending end): goodbyes
+     * with the right hop tag, forged, reflected, under another key; stream frames tagged or
+     * not; a v1 frame (answered with a hop-tagged REJECT) */
+    for (unsigned end = 0; end < 2; end++) {
+        rn = reason(p, 4, "disk full on the other side");
+        uint8_t e[RD_END_LEN];
+        struct rd_end ev = { .total_bytes = 10, .frames = 1, .stream_hash = 5 };
+        rd_end_encode(&ev, e);
+        hs_params(&s, 4, 1 << 20, 8, 1, 0xff, (uint16_t)end);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CONFIRM, e, sizeof e);
+        msg(&s, FZ_SEAL, RD_CONFIRM, e, sizeof e);
+        msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_SEQ, RD_END, e, sizeof e);
+        msg(&s, FZ_SEAL, RD_ABORT, p, rn);
+        msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_SEQ, RD_ABORT, p, rn);
+        msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_REJECT, p, rn);
+        msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_BADTAG, RD_ABORT, p, rn);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ABORT, p, rn);
+        save_buf("handshake", end ? "ctrl-sender-goodbyes" : "ctrl-receiver-goodbyes", &s);
+    }
+    static uint8_t v1[32 + 8];
+    memcpy(v1, RD_MAGIC, 4);
+    v1[4] = 1;
+    v1[5] = RD_ABORT;
+    v1[8] = 8;
+    hs_params(&s, 4, 1 << 20, 8, 1, 0xff, 0);
+    msg(&s, 0, 0, v1, sizeof v1);
+    save_buf("handshake", "ctrl-v1-frame", &s);
 }
 
 /* ---- relay scripts (fuzz_relay.c) ---- */
 
-static void rl_params(struct buf *s, uint8_t chunk_sel, uint8_t down_mode, uint8_t down_fail, uint8_t up_fail,
-                      const void *answer, size_t an)
+static void rl_params_ctl(struct buf *s, uint8_t chunk_sel, uint8_t down_mode, uint8_t down_fail, uint8_t up_fail,
+                          uint8_t answer_ctl, const void *answer, size_t an)
 {
     s->n = 0;
     put8(s, chunk_sel);
     put8(s, down_mode);
     put8(s, down_fail);
     put8(s, up_fail);
-    msg(s, 0, 0, answer, an);
+    msg(s, answer_ctl, 0, answer, an);
+}
+
+static void rl_params(struct buf *s, uint8_t chunk_sel, uint8_t down_mode, uint8_t down_fail, uint8_t up_fail,
+                      const void *answer, size_t an)
+{
+    rl_params_ctl(s, chunk_sel, down_mode, down_fail, up_fail, 0, answer, an);
 }
 
 static void rl_stream(struct buf *s, int frames, size_t each)
@@ -237,7 +335,7 @@ static void rl_stream(struct buf *s, int frames, size_t each)
     for (int i = 0; i < frames; i++)
         msg(s, FZ_SEAL | FZ_SEQ, RD_DATA, d, each);
     uint8_t e[RD_END_LEN] = { 0 };
-    msg(s, FZ_SEAL | FZ_FIXMAC, RD_END, e, sizeof e);
+    msg(s, FZ_SEAL | FZ_FIXMAC | FZ_SEQ, RD_END, e, sizeof e);   /* seq = the number of DATA frames */
 }
 
 static void seeds_relay(void)
@@ -254,11 +352,27 @@ static void seeds_relay(void)
         snprintf(name, sizeof name, "stream-%s", names[mode]);
         if (mode == 1)
             rl_params(&s, 0, mode, 0xff, 0xff, on, sizeof on);
-        else
-            rl_params(&s, 0, mode, 0xff, 0xff, p, rn);
+        else   /* the answer's frame tagged as a key holder would (downstream's ABORT: hop tag) */
+            rl_params_ctl(&s, 0, mode, 0xff, 0xff, FZ_FIXMAC, p, rn);
         rl_stream(&s, 3, 1000);
         save_buf("relay", name, &s);
     }
+    rl_params(&s, 0, 2, 0xff, 0xff, p, rn);   /* downstream's ABORT without its hop tag: a forgery */
+    rl_stream(&s, 3, 1000);
+    save_buf("relay", "stream-abort-forged", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* a DATA tag damaged: the relay passes it, the sink refuses */
+    msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL | FZ_SEQ | FZ_BADTAG, RD_DATA, "def", 3);
+    msg(&s, FZ_SEAL | FZ_SEQ | FZ_FIXMAC, RD_END, on, sizeof on);
+    save_buf("relay", "stream-bad-tag", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* DATA under the hop key instead of the stream's */
+    msg(&s, FZ_SEAL | FZ_SEQ | FZ_WRONGKEY, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL | FZ_SEQ | FZ_FIXMAC, RD_END, on, sizeof on);
+    save_buf("relay", "stream-wrong-key", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* END with seq 0 after DATA: out of order (v1 style) */
+    msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_END, on, sizeof on);
+    save_buf("relay", "end-seq-0", &s);
     rl_params(&s, 1, 0, 0xff, 0xff, p, 0);
     rl_stream(&s, 0, 0);
     save_buf("relay", "empty-stream", &s);
@@ -268,10 +382,17 @@ static void seeds_relay(void)
     rl_params(&s, 0, 0, 0xff, 0, p, rn);   /* the CONFIRM upstream is lost */
     rl_stream(&s, 2, 100);
     save_buf("relay", "up-dies", &s);
-    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* upstream gives up */
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* upstream gives up: its ABORT under link 1's hop tag */
+    msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ABORT, p, rn);
+    save_buf("relay", "upstream-abort", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* a forged upstream ABORT: no hop tag */
     msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
     msg(&s, FZ_SEAL, RD_ABORT, p, rn);
-    save_buf("relay", "upstream-abort", &s);
+    save_buf("relay", "upstream-abort-forged", &s);
+    rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* an upstream ABORT under another key */
+    msg(&s, FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_ABORT, p, rn);
+    save_buf("relay", "upstream-abort-wrong-key", &s);
     rl_params(&s, 0, 0, 0xff, 0xff, p, rn);   /* a frame out of order */
     msg(&s, FZ_SEAL | FZ_SEQ, RD_DATA, "abc", 3);
     msg(&s, FZ_SEAL, RD_DATA, "def", 3);
@@ -279,14 +400,15 @@ static void seeds_relay(void)
     /* regression: a frame shorter than a header, whose "header" the relay used to read
      * past the frame (rd_relay.c check_head) */
     rl_params(&s, 0, 0, 0xff, 0xff, p, 0);
-    msg(&s, 0, 0, "RDP\xb1\x01\x06", 6);
+    static const uint8_t short_frame[6] = { 'R', 'D', 'P', 0xb1, RD_PROTO_VERSION, RD_DATA };
+    msg(&s, 0, 0, short_frame, sizeof short_frame);
     save_buf("relay", "regress-short-frame-2", &s);
-    /* regression: downstream answers at once in another protocol version; the relay's monitor
-     * thread used to REJECT it on down while the main thread was forwarding on down */
-    static uint8_t v2[RD_FRAME_HDR + 64];
-    size_t v2n = rd_frame_seal(v2, RD_ABORT, 0, (uint32_t)reason(v2 + RD_FRAME_HDR, 4, "v2"), 0);
-    v2[4] = 2;
-    rl_params(&s, 0, 5, 0xff, 0xff, v2, v2n);
+    /* regression: downstream answers at once in another protocol version (here 1); the relay's
+     * monitor thread used to REJECT it on down while the main thread was forwarding on down */
+    static uint8_t v1[RD_FRAME_HDR + 64];
+    size_t v1n = rd_frame_seal(v1, RD_ABORT, 0, (uint32_t)reason(v1 + RD_FRAME_HDR, 4, "v1"), 0);
+    v1[4] = 1;
+    rl_params(&s, 0, 5, 0xff, 0xff, v1, v1n);
     rl_stream(&s, 20, 100);
     save_buf("relay", "regress-monitor-reject", &s);
 }

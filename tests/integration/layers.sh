@@ -1,12 +1,15 @@
 #!/bin/bash
 # layers.sh - lib/ is a stack of folders and every #include points down it (ARCHITECTURE.md):
-#   util < wire < transport < engine < run < remote < pipe | copy
+#   util < wire < transport < engine < run < remote < pipe | copy, and bench (rdbench,
+#   rdcheck) beside pipe and copy but on run/ and below only
 # pipe/ and copy/ never include each other; transport details (rd_tcp.h, rd_verbs.h) stay
 # inside transport/; every lib header is included by its folder ("transport/rd_tcp.h").
 . "$(dirname "$0")/../lib.sh"
 LIB=${RDPIPE_LAYERS_LIB:-$RD_ROOT/lib}   # another tree to check (the test's own broken-tree cases)
 
-declare -A rank=([util]=0 [wire]=1 [transport]=2 [engine]=3 [run]=4 [remote]=5 [pipe]=6 [copy]=6)
+declare -A rank=([util]=0 [wire]=1 [transport]=2 [engine]=3 [run]=4 [remote]=5 [pipe]=6 [copy]=6 [bench]=6)
+# bench/ (rdbench, rdcheck) sits on run/ and below: it starts no agents, so not even remote/
+declare -A skips=([bench]=remote)
 
 # layer_violations DIR: one line per include that breaks a rule, nothing when all is well
 layer_violations() {
@@ -27,6 +30,7 @@ layer_violations() {
             elif [ "$to" != "$from" ] && [ "${rank[$to]}" = "${rank[$from]}" ]; then
                 echo "$f: $from/ includes $hdr from $to/, a sibling (share it through a lower layer)"
             fi
+            [ "${skips[$from]:-}" = "$to" ] && echo "$f: $from/ includes $hdr from $to/, which it must not use"
             case $hdr in
                 transport/rd_tcp.h|transport/rd_verbs.h)
                     [ "$from" = transport ] || echo "$f: $from/ reaches into $hdr (use the ops in rd_transport.h)" ;;
@@ -54,4 +58,18 @@ for want in "transport/rd_select.c: transport/ includes run/rd_cli.h" \
     grep -qF "$want" <<< "$out" || t_fail "not caught: $want (got: $(echo "$out" | tr '\n' '|'))"
 done
 [ "$(wc -l <<< "$out")" = 4 ] || t_fail "expected 4 findings, got: $(echo "$out" | tr '\n' '|')"
+t_end
+
+t_begin "bench/ (rdbench, rdcheck) includes no remote/, and nothing includes bench/"
+rm -rf "$C/lib"; cp -r "$LIB" "$C/lib"
+echo '#include "remote/rdr_line.h"' >> "$C/lib/bench/rdb_sweep.c"
+echo '#include "bench/rdb_model.h"' >> "$C/lib/copy/rdc_send.c"
+echo '#include "bench/rdb_net.h"' >> "$C/lib/run/rd_run.c"
+out=$(layer_violations "$C/lib")
+for want in "bench/rdb_sweep.c: bench/ includes remote/rdr_line.h from remote/, which it must not use" \
+            "copy/rdc_send.c: copy/ includes bench/rdb_model.h from bench/, a sibling" \
+            "run/rd_run.c: run/ includes bench/rdb_net.h from bench/, a higher layer"; do
+    grep -qF "$want" <<< "$out" || t_fail "not caught: $want (got: $(echo "$out" | tr '\n' '|'))"
+done
+[ "$(wc -l <<< "$out")" = 3 ] || t_fail "expected 3 findings, got: $(echo "$out" | tr '\n' '|')"
 t_end

@@ -3,7 +3,8 @@
 # around the chunk boundary for 2, 3 and 4 stripes, a 50 MB file, what -v says and what the
 # receiver grants, more stripes than frames, depth below streams, peers killed mid-stream,
 # errors on either side, stripes that are not (a hand-written sender doing the real handshake
-# and then forged JOINs, frames on the wrong stripe, a damaged frame), bad --streams values.
+# and then forged JOINs, frames on the wrong stripe, a damaged frame, a frame under the wrong
+# key), bad --streams values.
 . "$(dirname "$0")/../lib.sh"
 
 K64=$((64 << 10))
@@ -222,201 +223,51 @@ done
 t_end
 
 # ---------------------------------------------------------------- stripes that are not
-# A sender written from the documented protocol in python3 (HKDF/HMAC from hashlib, XXH3-64
-# from libxxhash via ctypes, or the xxhash module): the real handshake as rdsend, then forged
-# JOINs on extra connections while it is connected, then the real stripes and the data.
-cat > "$RD_T/fake_sender.py" <<'PYEOF'
-# usage: fake_sender.py PORT KEY STREAMS DATAFILE [MODE]
-# Connects as the primary, does HELLO/CHALLENGE/AUTH, then (MODE ok, the default) tries forged
-# stripes, each of which must be turned away, joins the real ones, sends DATAFILE striped and
-# waits for CONFIRM. MODE swap sends frames 0 and 1 on each other's connection, MODE corrupt
-# damages the payload of frame 2 (keeping its checksum); both then expect the receiver's ABORT.
-# MODE vanish closes the connection right after ACCEPT, before any stripe joins; MODE idle
-# opens 4 connections that say nothing before it joins its stripes, and expects CONFIRM.
-# Prints one line per step; exits 1 ("FAIL ...") at the first thing that is not as documented.
-import ctypes, hashlib, hmac, os, socket, struct, sys
-
-try:
-    import xxhash
-    def xxh3(b, seed=0):
-        return xxhash.xxh3_64_intdigest(b, seed)
-except ImportError:
-    _lib = ctypes.CDLL("libxxhash.so.0")
-    _lib.XXH3_64bits_withSeed.restype = ctypes.c_uint64
-    _lib.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
-    def xxh3(b, seed=0):
-        return _lib.XXH3_64bits_withSeed(b, len(b), seed)
-
-HELLO, CHALLENGE, AUTH, ACCEPT, REJECT, DATA, END, CONFIRM, ABORT, JOIN = range(1, 11)
-
-def die(msg):
-    print("FAIL " + msg, flush=True)
-    sys.exit(1)
-
-def frame(typ, payload, seq=0):
-    # magic, version 1, type, flags 0, length, reserved 0, seq, XXH3-64 of the payload;
-    # on TCP after a u32 length prefix
-    hdr = b"RDP\xb1" + struct.pack("<BBHIIQQ", 1, typ, 0, len(payload), 0, seq, xxh3(payload))
-    return struct.pack("<I", len(hdr) + len(payload)) + hdr + payload
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        try:
-            b = s.recv(n - len(out))
-        except OSError as e:
-            die("after %d of %d bytes: %s" % (len(out), n, e))
-        if not b:
-            die("connection closed after %d of %d bytes" % (len(out), n))
-        out += b
-    return out
-
-def recv_frame(s):
-    n, = struct.unpack("<I", recv_exact(s, 4))
-    f = recv_exact(s, n)
-    if f[:4] != b"RDP\xb1" or f[4] != 1:
-        die("not a v1 frame: %r" % f[:8])
-    typ, flags, length, reserved, seq, csum = struct.unpack_from("<BHIIQQ", f, 5)
-    payload = f[32:]
-    if len(payload) != length or xxh3(payload) != csum:
-        die("bad length or checksum in a type %d frame" % typ)
-    return typ, payload
-
-def hkdf(ikm, salt, info, n=32):
-    prk = hmac.new(salt, ikm, hashlib.sha256).digest()
-    out, t, i = b"", b"", 1
-    while len(out) < n:
-        t = hmac.new(prk, t + info + bytes([i]), hashlib.sha256).digest()
-        out, i = out + t, i + 1
-    return out[:n]
-
-def mac(key, *parts):
-    return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
-
-def connect(port):
-    return socket.create_connection(("127.0.0.1", port), timeout=15)
-
-port, key, streams, path = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
-mode = sys.argv[5] if len(sys.argv) > 5 else "ok"
-data = open(path, "rb").read()
-k = hkdf(key, b"rdpipe", b"rdpipe v1 handshake mac")
-
-c0 = connect(port)
-hello = struct.pack("<HHIIII", 1, 1, 0, 65536, 4, streams) + os.urandom(32)
-c0.sendall(frame(HELLO, hello))
-typ, chal = recv_frame(c0)
-if typ != CHALLENGE or len(chal) != 80:
-    die("expected an 80-byte CHALLENGE, got type %d, %d bytes" % (typ, len(chal)))
-caps, chunk, depth, granted = struct.unpack_from("<IIII", chal)
-transcript = hello + chal[:48] + bytes(32)
-if chal[48:] != mac(k, b"rdpipe v1 receiver proves key", transcript):
-    die("the receiver's MAC is not HMAC(key, label || hello || challenge)")
-print("CHALLENGE chunk %d depth %d streams %d, receiver MAC right" % (chunk, depth, granted), flush=True)
-if granted != streams:
-    die("asked for %d streams, granted %d" % (streams, granted))
-c0.sendall(frame(AUTH, mac(k, b"rdpipe v1 sender proves key", transcript)))
-typ, _ = recv_frame(c0)
-if typ != ACCEPT:
-    die("expected ACCEPT after AUTH, got type %d" % typ)
-print("ACCEPT", flush=True)
-jk = mac(k, b"rdpipe v1 join key", transcript)
-
-def jmac(i):
-    return mac(jk, b"rdpipe v1 stripe", struct.pack("<I", i))
-
-def join(what, index, m, want):
-    s = connect(port)
-    s.sendall(frame(JOIN, struct.pack("<I", index) + m))
-    typ, p = recv_frame(s)
-    if typ != want:
-        die("%s: answered type %d, expected %d" % (what, typ, want))
-    if typ == REJECT:
-        code, = struct.unpack_from("<I", p)
-        print("REJECT %s: code %d: %s" % (what, code, p[4:].decode()), flush=True)
-        s.close()
-        return None
-    print("ACCEPT %s" % what, flush=True)
-    return s
-
-conns = [c0]
-if mode == "vanish":   # a sender that dies between ACCEPT and its stripes
-    c0.close()
-    print("vanished", flush=True)
-    sys.exit(0)
-if mode == "idle":     # connections that say nothing, ahead of the real stripes
-    idle = [connect(port) for _ in range(4)]
-    print("4 silent connections", flush=True)
-if mode == "ok":
-    join("wrong MAC", 1, mac(b"not the join key", b"rdpipe v1 stripe", struct.pack("<I", 1)), REJECT)
-    join("index 0", 0, jmac(0), REJECT)
-    join("index == streams", streams, jmac(streams), REJECT)
-conns.append(join("stripe 1", 1, jmac(1), ACCEPT))
-if mode == "ok":
-    join("stripe 1 again", 1, jmac(1), REJECT)
-for i in range(2, streams):
-    conns.append(join("stripe %d" % i, i, jmac(i), ACCEPT))
-
-# frame k (DATA seq k, then END) on connection k % streams
-frames, state, seq = [], 0, 0
-for off in range(0, len(data), chunk):
-    piece = data[off:off + chunk]
-    c = xxh3(piece)
-    f = frame(DATA, piece, seq)
-    if mode == "corrupt" and seq == 2:
-        f = f[:-1] + bytes([f[-1] ^ 0x40])   # last payload byte; the header keeps the old checksum
-    frames.append(f)
-    state = xxh3(struct.pack("<QIQ", seq, len(piece), c), state)
-    seq += 1
-end = struct.pack("<QQQ", len(data), seq, state)
-frames.append(frame(END, end))
-if mode == "swap":
-    frames[0], frames[1] = frames[1], frames[0]
-try:
-    for i, f in enumerate(frames):
-        conns[i % streams].sendall(f)
-except OSError as e:
-    print("send stopped: %s" % e, flush=True)
-typ, p = recv_frame(c0)
-if mode not in ("ok", "idle"):
-    if typ != ABORT:
-        die("MODE %s: expected the receiver's ABORT, got type %d" % (mode, typ))
-    print("ABORT: %s" % p[4:].decode(), flush=True)
-    sys.exit(0)
-if typ != CONFIRM or p != end:
-    die("expected CONFIRM echoing END, got type %d %r" % (typ, p))
-print("CONFIRM %d bytes in %d frames over %d connections" % (len(data), seq, streams), flush=True)
-for s in conns:
-    s.close()
-PYEOF
-have_xxh3=""
-if ! command -v python3 > /dev/null; then have_xxh3="no python3"
-elif ! python3 -c 'import xxhash' 2> /dev/null &&
-     ! python3 -c 'import ctypes; ctypes.CDLL("libxxhash.so.0").XXH3_64bits_withSeed' 2> /dev/null; then
-    have_xxh3="python3 has neither the xxhash module nor libxxhash.so.0 through ctypes: no XXH3-64 for frame checksums"
-fi
+# A sender written from the documented protocol v2 in python (tests/integration/fake_sender.py:
+# CPace over ristretto255 and ChaCha20-Poly1305 tags from libsodium through ctypes, SHA-512,
+# HMAC and HKDF from hashlib, XXH3-64 from the xxhash module or libxxhash): the real
+# handshake as rdsend, checking the receiver's key confirmation, then forged JOINs on extra
+# connections while it is connected, then the real stripes and the data; it checks the tag of
+# the receiver's CONFIRM, or (for a damaged stream) of its ABORT under the hop key.
+PY=/usr/bin/python3
+FAKE=$RD_ROOT/tests/integration/fake_sender.py
+no_fake=""
+if [ ! -x "$PY" ]; then no_fake="no $PY"
+elif ! no_fake=$("$PY" "$FAKE" --check 2>&1); then
+    no_fake="python sender cannot run: ${no_fake:-$PY $FAKE --check failed}"
+else no_fake=""; fi
 # fake PORT MODE [STREAMS]: rdrecv on PORT, the python sender against it; sets FRC, RRC
 fake() {
     start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" "$1" key
     wait_listen "$1" || t_fail "rdrecv not listening"
-    timeout -k 2 "$(lim 30)" python3 "$RD_T/fake_sender.py" "$1" key "${3:-3}" "$RD_T/in.small" "$2" > "$C/fake" 2>&1; FRC=$?
+    timeout -k 2 "$(lim 30)" "$PY" "$FAKE" "$1" key "${3:-3}" "$RD_T/in.small" "$2" > "$C/fake" 2>&1; FRC=$?
     wait_pid "$RP" "$(lim 15)"; RRC=$?
+}
+# out_prefix MAX: rdrecv's output is the start of the input, at most MAX bytes (nothing of the
+# frame it refused or of what came after it)
+out_prefix() {
+    local n; n=$(stat -c %s "$C/out")
+    [ "$n" -le "$1" ] || t_fail "rdrecv wrote $n bytes, more than the $1 before the bad frame"
+    cmp -s "$C/out" <(head -c "$n" "$RD_T/in.small") || t_fail "rdrecv's output is not the start of the input"
 }
 head -c 200000 /dev/urandom > "$RD_T/in.small"   # 4 chunks of 64K: 3 full, 1 partial
 
-if [ -n "$have_xxh3" ]; then
-    t_skip "forged stripes while a real sender is connected" "$have_xxh3"
-    t_skip "frames on the wrong stripe / a damaged frame on a stripe" "$have_xxh3"
-    t_skip "sender gone after ACCEPT, before its stripes" "$have_xxh3"
-    t_skip "4 silent connections in the join window" "$have_xxh3"
+if [ -n "$no_fake" ]; then
+    t_skip "forged stripes while a real sender is connected" "$no_fake"
+    t_skip "frames on the wrong stripe / a damaged frame on a stripe" "$no_fake"
+    t_skip "a DATA frame tagged under the wrong key" "$no_fake"
+    t_skip "sender gone after ACCEPT, before its stripes" "$no_fake"
+    t_skip "4 silent connections in the join window" "$no_fake"
 else
     t_begin "forged stripes while a (python) sender is connected: each turned away with 'not a stripe of this session', the transfer completes"
     port=$(free_port); fake "$port" ok 3
     expect_rc $FRC 0 "python sender" "$(tr '\n' '|' < "$C/fake")"
     expect_rc $RRC 0 rdrecv "$(tr '\n' '|' < "$C/rerr")"
     expect_same_file "$RD_T/in.small" "$C/out" data
+    grep -q '^ACCEPT, receiver MAC right$' "$C/fake" || t_fail "the receiver's key confirmation: $(tr '\n' '|' < "$C/fake")"
     n=$(grep -c '^REJECT .*: code 3: not a stripe of this session$' "$C/fake")
     [ "$n" = 4 ] || t_fail "expected 4 REJECTs (wrong MAC, index 0, index == streams, stripe 1 again): $(tr '\n' '|' < "$C/fake")"
-    grep -q '^CONFIRM 200000 bytes in 4 frames over 3 connections$' "$C/fake" || t_fail "no CONFIRM: $(tr '\n' '|' < "$C/fake")"
+    grep -q '^CONFIRM 200000 bytes in 4 frames over 3 connections, tag right$' "$C/fake" || t_fail "no CONFIRM: $(tr '\n' '|' < "$C/fake")"
     [ "$(wc -l < "$C/rerr")" = 4 ] || t_fail "rdrecv: expected one line per forged stripe (4): $(tr '\n' '|' < "$C/rerr")"
     n=$(grep -Ec '^rdrecv: connection from 127\.0\.0\.1:[0-9]+ is not a stripe of this session$' "$C/rerr")
     [ "$n" = 4 ] || t_fail "rdrecv lines: $(tr '\n' '|' < "$C/rerr")"
@@ -427,12 +278,25 @@ else
     expect_rc $FRC 0 "python sender (swap)" "$(tr '\n' '|' < "$C/fake")"
     expect_rc $RRC 4 "rdrecv (swap)"
     expect_err "$C/rerr" rdrecv "out of order"
-    grep -q '^ABORT: .*out of order' "$C/fake" || t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    grep -q '^ABORT (hop tag right): code 4: .*out of order' "$C/fake" || t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    expect_empty "$C/out" "rdrecv stdout (swap)"
     port=$(free_port); fake "$port" corrupt 3
     expect_rc $FRC 0 "python sender (corrupt)" "$(tr '\n' '|' < "$C/fake")"
     expect_rc $RRC 4 "rdrecv (corrupt)"
-    expect_err "$C/rerr" rdrecv "checksum mismatch in chunk 2"
-    grep -q '^ABORT: .*checksum mismatch in chunk 2' "$C/fake" || t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    expect_err "$C/rerr" rdrecv "stream corrupt: chunk 2 .*fails its authentication tag"
+    grep -q '^ABORT (hop tag right): code 4: stream corrupt: chunk 2 .*fails its authentication tag' "$C/fake" ||
+        t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    out_prefix $((2 * K64))
+    t_end
+
+    t_begin "a DATA frame tagged under the hop key, not the stream key: rdrecv 4, ABORT with the reason under the hop key"
+    port=$(free_port); fake "$port" wrongkey 3
+    expect_rc $FRC 0 "python sender (wrongkey)" "$(tr '\n' '|' < "$C/fake")"
+    expect_rc $RRC 4 "rdrecv (wrongkey)"
+    expect_err "$C/rerr" rdrecv "stream corrupt: chunk 1 .*fails its authentication tag"
+    grep -q '^ABORT (hop tag right): code 4: stream corrupt: chunk 1 .*fails its authentication tag' "$C/fake" ||
+        t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    out_prefix "$K64"
     t_end
 
     # The receiver watches connection 0 while it waits for the stripes: a sender that dies in
@@ -452,6 +316,7 @@ else
     expect_rc $FRC 0 "python sender (idle)" "$(tr '\n' '|' < "$C/fake")"
     expect_rc $RRC 0 rdrecv "$(tr '\n' '|' < "$C/rerr")"
     expect_same_file "$RD_T/in.small" "$C/out" data
+    grep -q '^CONFIRM 200000 bytes in 4 frames over 3 connections, tag right$' "$C/fake" || t_fail "no CONFIRM: $(tr '\n' '|' < "$C/fake")"
     [ "$(wc -l < "$C/rerr")" -le 4 ] || t_fail "more than one line per silent connection: $(tr '\n' '|' < "$C/rerr")"
     t_note "${dt}s"
     t_end

@@ -231,6 +231,140 @@ done
 if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 5)}'; then pass "receiver SIGKILLed: rdsend exits non-zero (slowest ${worst}s)"
 else fail "receiver SIGKILLed" "slowest ${worst}s $bad"; fi
 
+# ---- liveness: a peer that goes silent (a host that dies, a cable cut) ----
+# Both rxe devices live in this one VM, joined by the veth pair va <-> vb, so "the peer's host
+# died" is played by a blackhole qdisc (built into the kernel, no module) on both veth ends:
+# every packet either side sends vanishes without a word, links and neighbours stay up, and
+# neither kernel reports anything. Only the QPs' unacknowledged heartbeats can notice.
+silence() { tc qdisc add dev va root blackhole && tc qdisc add dev vb root blackhole; }
+unsilence() { tc qdisc del dev va root 2> /dev/null; tc qdisc del dev vb root 2> /dev/null; }
+# wait_both PID1 PID2 SECS: sets rc1 dt1 rc2 dt2 (exit status, seconds since $t0); a process
+# still running after SECS is SIGKILLed (status 255)
+wait_both() {
+    local p1=$1 p2=$2 end; end=$(awk -v t="$(now)" -v s="$3" 'BEGIN{printf "%.3f", t + s}')
+    rc1=; rc2=; dt1=; dt2=
+    while [ -z "$rc1" ] || [ -z "$rc2" ]; do
+        if [ -z "$rc1" ] && ! kill -0 "$p1" 2> /dev/null; then dt1=$(since "$t0"); wait "$p1"; rc1=$?; fi
+        if [ -z "$rc2" ] && ! kill -0 "$p2" 2> /dev/null; then dt2=$(since "$t0"); wait "$p2"; rc2=$?; fi
+        if awk -v t="$(now)" -v e="$end" 'BEGIN{exit !(t > e)}'; then
+            [ -z "$rc1" ] && { kill -9 "$p1"; wait "$p1"; rc1=255; dt1=never; }
+            [ -z "$rc2" ] && { kill -9 "$p2"; wait "$p2"; rc2=255; dt2=never; }
+        fi
+        sleep 0.05
+    done
+}
+# silent_check NAME: both exited 4 within 15 s, each naming the other and saying it went silent
+silent_check() {
+    local why=""
+    [ "$rc1" = 4 ] || why+="rdrecv exit $rc1 (want 4) "
+    [ "$rc2" = 4 ] || why+="rdsend exit $rc2 (want 4) "
+    for d in "$dt1" "$dt2"; do awk -v d="$d" 'BEGIN{exit !(d != "never" && d <= 15)}' || why+="an exit after ${d}s (limit 15) "; done
+    grep -q "connection to $C:[0-9]* lost: the peer went silent" "$T/rerr" || why+="rdrecv does not say that $C went silent "
+    grep -q "connection to $S:$PORT lost: the peer went silent" "$T/serr" || why+="rdsend does not say that $S:$PORT went silent "
+    if [ -z "$why" ]; then pass "$1: both exit 4 (rdrecv ${dt1}s, rdsend ${dt2}s): $(tail -1 "$T/rerr")"
+    else fail "$1" "$why: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; fi
+}
+
+# the path goes silent while data flows
+next_port; unsilence
+"$RECV" -v "${RS[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+"$SEND" -v "${SS[@]}" --chunk-size 256K $S $PORT key /dev/zero 2> "$T/serr" & sp=$!
+if wait_text "$T/rerr" 'receiving from' 20; then
+    sleep 1; t0=$(now); silence; wait_both $rp $sp 20; unsilence
+    silent_check "peer goes silent while data flows"
+else fail "peer goes silent while data flows" "never started: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; kill -9 $rp $sp; wait $rp $sp; fi
+
+# the path goes silent while the sender's input is quiet: its stdin (a fifo held open) gave
+# 100000 bytes, all written out at the far end, then nothing
+next_port; unsilence; rm -f "$T/fifo" "$T/out"; mkfifo "$T/fifo"; exec 7<> "$T/fifo"
+"$RECV" -v "${RS[@]}" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+"$SEND" -v "${SS[@]}" $S $PORT key < "$T/fifo" 2> "$T/serr" & sp=$!
+head -c 100000 "$T/big" >&7
+for ((i = 0; i < 400; i++)); do [ "$(stat -c %s "$T/out" 2> /dev/null)" = 100000 ] && break; sleep 0.05; done
+if [ "$(stat -c %s "$T/out" 2> /dev/null)" = 100000 ]; then
+    sleep 1; t0=$(now); silence; wait_both $rp $sp 20; unsilence
+    silent_check "peer goes silent while the sender's stdin is idle"
+else fail "peer goes silent while the sender's stdin is idle" "the first 100000 bytes never arrived: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; kill -9 $rp $sp; wait $rp $sp; fi
+exec 7>&-; rm -f "$T/fifo"
+
+# a consumer that stops reading for 6 s, twice (3x the time a silent peer takes to be
+# noticed): the receiver's ring fills, the sender waits for credits, heartbeats go on both
+# ways, and the transfer completes intact
+next_port; head -c 20000000 "$T/big" > "$T/in"; rm -f "$T/out"
+{ "$RECV" -v -v "${RS[@]}" --chunk-size 256K $PORT key 2> "$T/rerr"; echo $? > "$T/rrc"; } |
+    { sleep 6; dd bs=64K count=100 iflag=fullblock status=none; sleep 6; cat; } > "$T/out" & rp=$!
+t0=$(now)
+"$SEND" -v -v "${SS[@]}" --chunk-size 256K $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+wait_exit $rp 30; rrc=$(cat "$T/rrc" 2> /dev/null || echo "none (hung)"); rm -f "$T/rrc"; dt=$(since "$t0")
+rhb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats$/\1/p' "$T/rerr"); shb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats$/\1/p' "$T/serr")
+if [ $src = 0 ] && [ "$rrc" = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ] && awk -v d="$dt" 'BEGIN{exit !(d >= 12)}' &&
+   [ "${rhb:-0}" -ge 10 ] && [ "${shb:-0}" -ge 10 ]; then
+    pass "consumer stalls 2 x 6 s: no false timeout, 20 MB intact in ${dt}s, heartbeats sent: rdrecv $rhb, rdsend $shb"
+else fail "slow consumer" "rdsend $src, rdrecv $rrc, ${dt}s, heartbeats $rhb/$shb: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+
+# stalled connection requests: a peer that sends rdpipe's connection request and then never
+# completes the connection (no RTU) must not hold up the next sender. stall.c is built here:
+# the guest sees the host's compiler and rdma-core headers.
+cat > "$T/stall.c" << 'CEOF'
+/* stall SERVER PORT SOURCE: connect with rdpipe's hello, then never read the answer, so the
+ * connection is never completed; prints "sent" once the request is out */
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <unistd.h>
+static void want(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+    struct rdma_cm_event *ev;
+    if (rdma_get_cm_event(ch, &ev) || ev->event != t) { fprintf(stderr, "stall: no %s\n", rdma_event_str(t)); _exit(1); }
+    rdma_ack_cm_event(ev);
+}
+int main(int argc, char **argv)
+{
+    struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *dst, *src;
+    struct rdma_addrinfo sh = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct rdma_cm_id *id;
+    if (argc != 4 || !ch || rdma_getaddrinfo(argv[1], argv[2], &hints, &dst) ||
+        rdma_getaddrinfo(argv[3], NULL, &sh, &src) || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+        return 1;
+    if (rdma_resolve_addr(id, src->ai_src_addr, dst->ai_dst_addr, 2000)) return 1;
+    want(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+    if (rdma_resolve_route(id, 2000)) return 1;
+    want(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    struct ibv_qp_init_attr qa = { .cap = { 4, 4, 1, 1, 0 }, .qp_type = IBV_QPT_RC };
+    if (rdma_create_qp(id, NULL, &qa)) return 1;
+    char hello[8] = { 'R', 'D', 'P', 'v', 1, 0, 16, 0 };   /* struct rd_v_hello */
+    struct rdma_conn_param p = { .private_data = hello, .private_data_len = sizeof hello,
+                                 .retry_count = 6, .rnr_retry_count = 6 };
+    if (rdma_connect(id, &p)) return 1;
+    printf("sent\n");
+    fflush(stdout);
+    pause();
+    return 0;
+}
+CEOF
+if ! cc -o "$T/stall" "$T/stall.c" -lrdmacm -libverbs 2> "$T/cerr"; then
+    fail "stalled connection requests" "cannot build stall.c: $(tr '\n' '|' < "$T/cerr")"
+else
+    # the time a sender takes alone, then with 3 stalled requests in front of it
+    next_port; head -c 300000 "$T/big" > "$T/in"
+    "$RECV" "${RS[@]}" --timeout 60 $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    sleep 0.5; t0=$(now)
+    "$SEND" "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr"; src=$?; tbase=$(since "$t0"); wait_exit $rp 20; rrc=$?
+    next_port; rm -f "$T/out"; stallers=()
+    "$RECV" -v "${RS[@]}" --timeout 60 $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    sleep 0.5
+    for i in 1 2 3; do "$T/stall" $S $PORT $C > "$T/stall.$i" 2>&1 & stallers+=($!); done
+    for i in 1 2 3; do wait_text "$T/stall.$i" '^sent' 20; done
+    sleep 0.5; t0=$(now)
+    "$SEND" "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr2"; src2=$?; tstall=$(since "$t0"); wait_exit $rp 30; rrc2=$?
+    nsent=$(cat "$T"/stall.? | grep -c '^sent')
+    kill -9 "${stallers[@]}" 2> /dev/null; wait "${stallers[@]}" 2> /dev/null
+    if [ $src = 0 ] && [ $rrc = 0 ] && [ $src2 = 0 ] && [ $rrc2 = 0 ] && [ "$nsent" = 3 ] && cmp -s "$T/in" "$T/out" &&
+       awk -v a="$tstall" -v b="$tbase" 'BEGIN{exit !(a <= b + 2)}'; then
+        pass "3 stalled RDMA connection requests do not hold up the sender: ${tstall}s (${tbase}s without them)"
+    else fail "stalled connection requests" "alone $src/$rrc in ${tbase}s, behind $nsent stalled: $src2/$rrc2 in ${tstall}s: $(cat "$T/serr2" "$T/rerr" "$T"/stall.? | tr '\n' '|')"; fi
+fi
+
 # locked-memory limit too low for the ring: rdsend exits 5 and names the ulimit -l it needs
 # (root's CAP_IPC_LOCK would bypass the limit, so it is dropped)
 next_port; head -c 300000 "$T/big" > "$T/in"
@@ -283,6 +417,30 @@ if [ -x "$BIN/rdpipe" ]; then
         pass "rdpipe: consumer quits behind 2 RDMA relays: exit 5 after $(since "$t0")s"
     else fail "rdpipe relays over RDMA, consumer quits" "exit $rc: $(tr '\n' '|' < "$T/rlerr")"; fi
 fi
+
+# rdbench and rdcheck over the real devices (tests/rxe/bench_tests.sh prints its own PASS/FAIL
+# lines, which run.sh counts); before the link-down case, which leaves rxe unreliable
+RDPIPE_BIN=$BIN bash "$(dirname "$0")/bench_tests.sh"
+
+# the link itself goes down mid-stream and stays down (ip link set vb down: rxe_b's port goes
+# DOWN, va loses its carrier): rdrecv hears nothing more and notices by its heartbeats; rdsend's
+# own side fails, or (Soft-RoCE has been seen to complete nothing at all once its netdev is
+# down) gives up by the RD_V_STUCK_MS backstop; both exit 4 within 15 s. Last of the cases
+# that need the link: rxe does not reliably carry new connections after the link comes back.
+next_port
+"$RECV" -v "${RS[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+"$SEND" -v "${SS[@]}" --chunk-size 256K $S $PORT key /dev/zero 2> "$T/serr" & sp=$!
+if wait_text "$T/rerr" 'receiving from' 20; then
+    sleep 1; t0=$(now); ip link set dev vb down; wait_both $rp $sp 20
+    why=""
+    [ "$rc1" = 4 ] && [ "$rc2" = 4 ] || why+="exits $rc1/$rc2 (want 4/4) "
+    for d in "$dt1" "$dt2"; do awk -v d="$d" 'BEGIN{exit !(d != "never" && d <= 15)}' || why+="an exit after ${d}s (limit 15) "; done
+    grep -q "connection to $C:[0-9]* lost: the peer went silent" "$T/rerr" || why+="rdrecv does not say that $C went silent "
+    grep -q "connection to $S:$PORT lost" "$T/serr" || why+="rdsend does not say the connection was lost "
+    if [ -z "$why" ]; then pass "link down mid-stream: both exit 4 (rdrecv ${dt1}s, rdsend ${dt2}s): $(tail -1 "$T/serr")"
+    else fail "link down mid-stream" "$why: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; fi
+else fail "link down mid-stream" "never started: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; kill -9 $rp $sp; wait $rp $sp; fi
+ip link set dev vb up
 
 # nobody listening: rdsend --transport rdma gives up with exit 2 after --timeout
 next_port; t0=$(now)

@@ -16,8 +16,9 @@
  *
  * Faults apply to frames SENT by the endpoint they are set on, counted from 0 in send order
  * (control frames included). With the session + engine, the sender's frames are
- *   0 HELLO, 1 AUTH, 2 + i DATA seq i, 2 + n END
- * and the receiver's frames are 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM (or ABORT).
+ *   0 HELLO, 1 AUTH, 2 + i DATA seq i, 2 + n END (seq n)
+ * and the receiver's frames are 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM (or ABORT). Offsets of the
+ * v2 header (rd_proto.h): RD_HDR_SEQ, RD_HDR_TAG (16 tag bytes), RD_FRAME_HDR + i payload.
  * A fault field set to -1 is off. Set faults before the endpoint sends anything.
  */
 #ifndef MEM_TRANSPORT_H

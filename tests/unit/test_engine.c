@@ -13,6 +13,7 @@
 #include "util/rd_error.h"
 #include "engine/rd_io.h"
 #include "wire/rd_proto.h"
+#include "wire/rd_tag.h"
 #include "transport/rd_session.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define CHUNK 4096u          /* the smallest chunk: many frames from little data */
 #define CASE_TIMEOUT_S 30    /* a case that takes longer hangs */
@@ -411,9 +413,11 @@ out:
     fail_teardown(&c);
 }
 
-static void t_corrupt_payload(void) { corrupt_case(RD_FRAME_HDR + 100, 0x01, "checksum"); }
-static void t_corrupt_payload_last_byte(void) { corrupt_case(RD_FRAME_HDR + CHUNK - 1, 0x80, "checksum"); }
-static void t_corrupt_header_checksum(void) { corrupt_case(24, 0x01, "checksum"); }
+static void t_corrupt_payload(void) { corrupt_case(RD_FRAME_HDR + 100, 0x01, "authentication tag"); }
+static void t_corrupt_payload_last_byte(void) { corrupt_case(RD_FRAME_HDR + CHUNK - 1, 0x80, "authentication tag"); }
+static void t_corrupt_header_tag(void) { corrupt_case(RD_HDR_TAG, 0x01, "chunk 1 (bytes 4096..8192) fails its authentication tag"); }
+static void t_corrupt_header_tag_last_byte(void) { corrupt_case(RD_HDR_TAG + RD_TAG_LEN - 1, 0x80, "authentication tag"); }
+static void t_corrupt_header_reserved(void) { corrupt_case(RD_FRAME_HDR - 1, 0x01, "flags"); }
 static void t_corrupt_seq(void) { corrupt_case(16, 0x04, "out of order"); }
 static void t_corrupt_flags(void) { corrupt_case(6, 0x01, "flags"); }
 static void t_corrupt_magic(void) { corrupt_case(1, 0x20, "magic"); }
@@ -443,13 +447,14 @@ static void reorder_second(struct mem_faults *f) { f->reorder_frame = DATA_FRAME
 static void reorder_last_and_end(struct mem_faults *f) { f->reorder_frame = DATA_FRAME(9); }
 
 static void t_dropped_frame(void) { fault_case(drop_second, 10 * CHUNK, "out of order", 1); }
-static void t_dropped_last_frame(void) { fault_case(drop_last, 10 * CHUNK, "incomplete", 1); }
+/* END's seq is the number of DATA frames: a lost last frame shows as END out of order */
+static void t_dropped_last_frame(void) { fault_case(drop_last, 10 * CHUNK, "out of order", 1); }
 static void t_duplicated_frame(void) { fault_case(dup_second, 10 * CHUNK, "out of order", 1); }
 /* every byte arrived before the duplicate: the output may be whole, the transfer still fails */
 static void t_duplicated_last_frame(void) { fault_case(dup_last, 10 * CHUNK, "out of order", 0); }
 static void t_reordered_frames(void) { fault_case(reorder_second, 10 * CHUNK, "out of order", 1); }
-/* END overtakes the last DATA frame: the stream looks one frame short. */
-static void t_end_before_last_frame(void) { fault_case(reorder_last_and_end, 10 * CHUNK, "incomplete", 1); }
+/* END overtakes the last DATA frame: END (seq 10) comes where DATA 9 should. */
+static void t_end_before_last_frame(void) { fault_case(reorder_last_and_end, 10 * CHUNK, "out of order", 1); }
 
 /* The link dies while DATA flows (after HELLO, AUTH, DATA 0..2). */
 static void t_link_killed_mid_stream(void)
@@ -535,24 +540,28 @@ out:
     unlink(out);
 }
 
-/* END is damaged in flight (its stream hash): every byte arrived, but the receiver must not
- * confirm a stream it cannot vouch for. */
-static void t_corrupt_end(void)
+/* END is damaged in flight (its stream hash, or its tag): every byte arrived, but the
+ * receiver must not confirm a stream it cannot vouch for. */
+static void corrupt_end_case(size_t offset)
 {
     struct fail_case c;
     fail_setup(&c, 10 * CHUNK, 30);
     c.x.send_faults.corrupt_frame = DATA_FRAME(10);   /* END */
-    c.x.send_faults.corrupt_offset = RD_FRAME_HDR + 16;
+    c.x.send_faults.corrupt_offset = offset;
     c.x.send_faults.corrupt_xor = 0x01;
     CHECK_OR(xfer_run(&c.x) == 0, goto out);
     CHECK_EQ_I(c.x.recv_session_rc, RD_OK);
     CHECK_EQ_I(c.x.recv_rc, RD_ESTREAM);
     CHECK(c.x.send_rc != RD_OK);
+    CHECK_HAS(rd_error_msg(), "END from sender mem:a fails its authentication tag");
     CHECK_EQ_U(atomic_load(&c.x.recv_cnt.bytes), 10 * CHUNK);
     check_output_prefix(&c, __LINE__, 0);
 out:
     fail_teardown(&c);
 }
+
+static void t_corrupt_end(void) { corrupt_end_case(RD_FRAME_HDR + 16); }
+static void t_corrupt_end_tag(void) { corrupt_end_case(RD_HDR_TAG + 3); }
 
 /* CONFIRM is damaged in flight: the receiver is done, the sender must not claim success. */
 static void t_corrupt_confirm(void)
@@ -566,7 +575,7 @@ static void t_corrupt_confirm(void)
     CHECK_EQ_I(c.x.recv_rc, RD_OK);
     CHECK_EQ_I(c.x.send_session_rc, RD_OK);
     CHECK_EQ_I(c.x.send_rc, RD_ESTREAM);
-    CHECK_HAS(rd_error_msg(), "checksum");
+    CHECK_HAS(rd_error_msg(), "CONFIRM that fails its authentication tag");
 out:
     fail_teardown(&c);
 }
@@ -606,6 +615,331 @@ static void t_receiver_write_error(void)
 out:
     fail_teardown(&c);
 }
+
+/* ---- the stream's tags, against a hand-driven peer ----
+ *
+ * The test plays one end itself, after a real handshake, and builds or checks every frame of
+ * the stream from the protocol description alone: DATA i has seq i and is tagged under the
+ * agreed stream key in direction DOWN; END has seq = the number of DATA frames, the totals and
+ * the XXH3-64 chain over the DATA tags, tagged the same way; CONFIRM comes back with seq 0,
+ * tagged in direction UP. Only the real side records errors, so rd_error_msg() is its own. */
+
+static const uint8_t *tag_of_frame(const uint8_t *frame) { return frame + RD_HDR_TAG; }
+
+/* Seal and tag frame b (payload in place) under key, dir; 0 or -1. */
+static int seal_tagged(struct rd_buf *b, uint8_t type, uint32_t len, uint64_t seq, const uint8_t *key,
+                       enum rd_tag_dir dir)
+{
+    b->len = rd_frame_seal(b->data, type, 0, len, seq);
+    if (!key)
+        return 0;
+    struct rd_tagger *t = rd_tagger_new(key);
+    int rc = t ? rd_frame_tag(t, dir, b->data, b->data + RD_FRAME_HDR) : -1;
+    rd_tagger_free(t);
+    return rc;
+}
+
+struct real_recv {
+    struct rd_transport *tp;
+    const char *out;
+    struct rd_params agreed;
+    struct rd_counters cnt;
+    int session_rc, rc;
+};
+
+static void *real_recv_main(void *arg)
+{
+    struct real_recv *r = arg;
+    struct rd_sink dst;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = CHUNK, .depth = 4 };
+    r->rc = rd_sink_open(&dst, r->out);
+    if (r->rc == RD_OK) {
+        rd_key_derive(&k, secret, strlen(secret));
+        r->rc = r->session_rc = rd_session_receiver(r->tp, &k, &limits, &r->agreed);
+        if (r->rc == RD_OK)
+            r->rc = rd_sink_begin(&dst);
+        if (r->rc == RD_OK)
+            r->rc = rd_engine_recv(r->tp, &dst, &r->agreed, &r->cnt);
+        rd_sink_close(&dst);
+        rd_key_wipe(&k);
+    }
+    r->tp->ops->shutdown(r->tp);
+    return NULL;
+}
+
+enum fake_send {
+    FS_HONEST,         /* everything right */
+    FS_OTHER_KEY,      /* DATA 1 tagged under another stream key */
+    FS_REFLECTED,      /* DATA 1 tagged in direction UP */
+    FS_HOP_KEY,        /* DATA 1 tagged as a hop frame under the hop key */
+    FS_REPLAYED,       /* DATA 1 is DATA 0 again with seq 1 (DATA 0's tag) */
+    FS_END_BAD_HASH,   /* END tagged right, its stream hash wrong */
+    FS_END_SEQ_0,      /* END with seq 0, as in version 1 */
+    FS_FORGED_ABORT,   /* after DATA 0, an untagged ABORT */
+    FS_TAGGED_ABORT,   /* after DATA 0, an ABORT under the hop key */
+};
+
+/* The real receiver (session + engine) against a hand-driven sender; 3 DATA frames. */
+static void fake_sender_case(enum fake_send mode, int want_rc, const char *want_msg)
+{
+    char out[256];
+    temp_path(out, sizeof out, "out");
+    struct rd_transport *a, *b;
+    CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
+    struct real_recv r = { .tp = b, .out = out, .session_rc = -1, .rc = -1 };
+    pthread_t th;
+    CHECK_OR(pthread_create(&th, NULL, real_recv_main, &r) == 0, goto close);
+    struct rd_key k;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = CHUNK, .depth = 4 }, agreed;
+    int rc = rd_session_sender(a, &k, &want, &agreed);
+    CHECK_EQ_I(rc, RD_OK);
+    enum { FRAMES = 3 };
+    uint8_t *data = random_bytes(FRAMES * CHUNK, 77);
+    uint8_t other[RD_KEY_LEN], tag0[RD_TAG_LEN];
+    memcpy(other, agreed.stream_key, sizeof other);
+    other[0] ^= 1;
+    uint64_t hash = 0;
+    int sent_all = 0;
+    for (uint64_t i = 0; rc == RD_OK && i <= FRAMES; i++) {
+        struct rd_buf *sb;
+        if ((rc = a->ops->get_send_buf(a, &sb)) != RD_OK)
+            break;
+        if (i == 1 && (mode == FS_FORGED_ABORT || mode == FS_TAGGED_ABORT)) {
+            struct rd_reason why = { .code = RD_ESTREAM };
+            snprintf(why.text, sizeof why.text, "sender aborted: forged by the test");
+            uint32_t n = (uint32_t)rd_reason_encode(&why, sb->data + RD_FRAME_HDR);
+            if (mode == FS_FORGED_ABORT)
+                seal_tagged(sb, RD_ABORT, n, 12345, NULL, 0);
+            else
+                rd_seal_hop(a, sb, RD_ABORT, n);
+            rc = a->ops->send(a, sb);
+            break;
+        }
+        if (i < FRAMES) {
+            memcpy(sb->data + RD_FRAME_HDR, data + i * CHUNK, CHUNK);
+            const uint8_t *key = agreed.stream_key;
+            enum rd_tag_dir dir = RD_TAG_DOWN;
+            if (i == 1 && mode == FS_OTHER_KEY)
+                key = other;
+            if (i == 1 && mode == FS_REFLECTED)
+                dir = RD_TAG_UP;
+            if (i == 1 && mode == FS_HOP_KEY) {
+                key = a->hop_key;
+                dir = RD_TAG_HOP_DOWN;
+            }
+            seal_tagged(sb, RD_DATA, CHUNK, i, key, dir);
+            if (i == 0)
+                memcpy(tag0, tag_of_frame(sb->data), RD_TAG_LEN);
+            if (i == 1 && mode == FS_REPLAYED) {
+                memcpy(sb->data + RD_FRAME_HDR, data, CHUNK);
+                memcpy(sb->data + RD_HDR_TAG, tag0, RD_TAG_LEN);
+            }
+            hash = XXH3_64bits_withSeed(tag_of_frame(sb->data), RD_TAG_LEN, hash);
+        } else {
+            struct rd_end e = { .total_bytes = FRAMES * CHUNK, .frames = FRAMES, .stream_hash = hash };
+            if (mode == FS_END_BAD_HASH)
+                e.stream_hash ^= 1;
+            uint32_t n = (uint32_t)rd_end_encode(&e, sb->data + RD_FRAME_HDR);
+            seal_tagged(sb, RD_END, n, mode == FS_END_SEQ_0 ? 0 : FRAMES, agreed.stream_key, RD_TAG_DOWN);
+            sent_all = 1;
+        }
+        rc = a->ops->send(a, sb);
+    }
+    /* the receiver's answer: CONFIRM, checked here from the description, or an ABORT */
+    struct rd_buf *rb = NULL;
+    struct rd_frame f;
+    int answer = -1, confirm_ok = 0;
+    if (sent_all && rd_recv_ctrl_quiet(a, 5000, &rb, &f) == RD_OK) {
+        answer = f.type;
+        if (f.type == RD_CONFIRM) {
+            struct rd_tagger *t = rd_tagger_new(agreed.stream_key);
+            struct rd_end e;
+            confirm_ok = t && f.seq == 0 && rd_frame_check(t, RD_TAG_UP, rb->data, &f) == RD_P_OK &&
+                         rd_end_decode(f.payload, f.length, &e) == RD_P_OK && e.total_bytes == FRAMES * CHUNK &&
+                         e.frames == FRAMES && e.stream_hash == hash;
+            rd_tagger_free(t);
+        }
+        a->ops->release(a, rb);
+    }
+    a->ops->shutdown(a);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(r.session_rc, RD_OK);
+    CHECK_EQ_I(r.rc, want_rc);
+    if (want_rc == RD_OK) {
+        CHECK_EQ_I(answer, RD_CONFIRM);
+        CHECK(confirm_ok);
+        size_t got_n = 0;
+        uint8_t *got = read_file(out, &got_n);
+        CHECK(got && got_n == FRAMES * CHUNK && memcmp(got, data, got_n) == 0);
+        free(got);
+    } else {
+        CHECK(answer != RD_CONFIRM);
+        CHECK_HAS(rd_error_msg(), want_msg);
+        CHECK(!strstr(rd_error_msg(), "forged by the test") || mode == FS_TAGGED_ABORT);
+    }
+    free(data);
+    rd_key_wipe(&k);
+close:
+    a->ops->close(a);
+    b->ops->close(b);
+    unlink(out);
+}
+
+static void t_fake_sender_honest(void) { fake_sender_case(FS_HONEST, RD_OK, NULL); }
+static void t_fake_sender_other_key(void) { fake_sender_case(FS_OTHER_KEY, RD_ESTREAM, "chunk 1 (bytes 4096..8192) fails its authentication tag"); }
+static void t_fake_sender_reflected(void) { fake_sender_case(FS_REFLECTED, RD_ESTREAM, "chunk 1 (bytes 4096..8192) fails its authentication tag"); }
+static void t_fake_sender_hop_key(void) { fake_sender_case(FS_HOP_KEY, RD_ESTREAM, "chunk 1 (bytes 4096..8192) fails its authentication tag"); }
+static void t_fake_sender_replayed(void) { fake_sender_case(FS_REPLAYED, RD_ESTREAM, "chunk 1 (bytes 4096..8192) fails its authentication tag"); }
+static void t_fake_sender_end_bad_hash(void) { fake_sender_case(FS_END_BAD_HASH, RD_ESTREAM, "whole-stream hash mismatch"); }
+static void t_fake_sender_end_seq_0(void) { fake_sender_case(FS_END_SEQ_0, RD_ESTREAM, "out of order"); }
+static void t_fake_sender_forged_abort(void) { fake_sender_case(FS_FORGED_ABORT, RD_ESTREAM, "authentication tag mismatch"); }
+static void t_fake_sender_tagged_abort(void) { fake_sender_case(FS_TAGGED_ABORT, RD_ESTREAM, "sender: sender aborted: forged by the test"); }
+
+struct real_send {
+    struct rd_transport *tp;
+    const char *in;
+    struct rd_params agreed;
+    struct rd_counters cnt;
+    int session_rc, rc;
+};
+
+static void *real_send_main(void *arg)
+{
+    struct real_send *s = arg;
+    struct rd_source src;
+    struct rd_key k;
+    s->rc = rd_source_open(&src, s->in, 0);
+    if (s->rc == RD_OK) {
+        rd_key_derive(&k, secret, strlen(secret));
+        struct rd_params want = { .chunk_size = CHUNK, .depth = 4 };
+        s->rc = s->session_rc = rd_session_sender(s->tp, &k, &want, &s->agreed);
+        if (s->rc == RD_OK)
+            s->rc = rd_engine_send(s->tp, &src, &s->agreed, &s->cnt);
+        rd_source_close(&src);
+        rd_key_wipe(&k);
+    }
+    s->tp->ops->shutdown(s->tp);
+    return NULL;
+}
+
+enum fake_confirm {
+    FC_HONEST,        /* stream key, UP, seq 0 */
+    FC_HOP_KEY,       /* tagged under the hop key */
+    FC_SEQ_1,         /* right key and direction, seq 1 */
+    FC_DOWN,          /* tagged in direction DOWN */
+    FC_REFLECTED_END, /* the sender's own END sent back with the type changed */
+    FC_UNTAGGED,      /* as v1 would: no tag */
+    FC_OTHER_STREAM,  /* tagged right, but it confirms one frame more */
+};
+
+/* The real sender (session + engine) against a hand-driven receiver that checks every frame
+ * from the description and answers with a CONFIRM as mode says. */
+static void fake_receiver_case(enum fake_confirm mode, int want_rc, const char *want_msg)
+{
+    struct case_files cf;
+    case_files_make(&cf, 5 * CHUNK + 100, 78);
+    struct rd_transport *a, *b;
+    CHECK_OR(mem_pair(&a, &b) == RD_OK, { case_files_remove(&cf); return; });
+    struct real_send s = { .tp = a, .in = cf.in, .session_rc = -1, .rc = -1 };
+    pthread_t th;
+    CHECK_OR(pthread_create(&th, NULL, real_send_main, &s) == 0, goto close);
+    struct rd_key k;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params limits = { .chunk_size = CHUNK, .depth = 4 }, agreed;
+    CHECK_EQ_I(rd_session_receiver(b, &k, &limits, &agreed), RD_OK);
+    rd_key_wipe(&k);
+    struct rd_tagger *t = rd_tagger_new(agreed.stream_key);
+    CHECK_OR(t != NULL, goto join);
+    uint64_t seq = 0, total = 0, hash = 0;
+    int bad = 0;
+    static uint8_t end_frame[RD_FRAME_HDR + RD_END_LEN];
+    for (;;) {
+        struct rd_buf *rb;
+        struct rd_frame f;
+        if (b->ops->recv(b, &rb, 5000) != RD_OK) {
+            bad++;
+            break;
+        }
+        int pe = rd_frame_parse(rb->data, rb->len, CHUNK, &f);
+        if (pe != RD_P_OK || f.seq != seq || rd_frame_check(t, RD_TAG_DOWN, rb->data, &f) != RD_P_OK) {
+            check_fail_at(__FILE__, __LINE__, "frame %llu of the real sender: parse %d, type %d, seq %llu, tag %d",
+                          (unsigned long long)seq, pe, f.type, (unsigned long long)f.seq,
+                          pe == RD_P_OK ? rd_frame_check(t, RD_TAG_DOWN, rb->data, &f) : -100);
+            b->ops->release(b, rb);
+            bad++;
+            break;
+        }
+        if (f.type == RD_DATA) {
+            CHECK(f.length > 0 && memcmp(f.payload, cf.data + total, f.length) == 0);
+            hash = XXH3_64bits_withSeed(f.tag, RD_TAG_LEN, hash);
+            total += f.length;
+            seq++;
+            b->ops->release(b, rb);
+            continue;
+        }
+        struct rd_end e;
+        if (f.type != RD_END || rd_end_decode(f.payload, f.length, &e) != RD_P_OK || e.total_bytes != total ||
+            e.frames != seq || e.stream_hash != hash)
+            bad++;
+        memcpy(end_frame, rb->data, sizeof end_frame);
+        b->ops->release(b, rb);
+        break;
+    }
+    CHECK_EQ_I(bad, 0);
+    CHECK_EQ_U(total, cf.n);
+    CHECK_EQ_U(seq, (cf.n + CHUNK - 1) / CHUNK);
+    if (!bad) {
+        struct rd_end e = { .total_bytes = total, .frames = seq, .stream_hash = hash };
+        if (mode == FC_OTHER_STREAM)
+            e.frames++;
+        uint8_t pl[RD_END_LEN];
+        rd_end_encode(&e, pl);
+        switch (mode) {
+        case FC_HONEST:
+        case FC_OTHER_STREAM:
+            CHECK_EQ_I(rd_send_tagged(b, RD_CONFIRM, pl, sizeof pl, agreed.stream_key, RD_TAG_UP, 0), RD_OK);
+            break;
+        case FC_HOP_KEY:
+            CHECK_EQ_I(rd_send_tagged(b, RD_CONFIRM, pl, sizeof pl, b->hop_key, RD_TAG_UP, 0), RD_OK);
+            break;
+        case FC_SEQ_1:
+            CHECK_EQ_I(rd_send_tagged(b, RD_CONFIRM, pl, sizeof pl, agreed.stream_key, RD_TAG_UP, 1), RD_OK);
+            break;
+        case FC_DOWN:
+            CHECK_EQ_I(rd_send_tagged(b, RD_CONFIRM, pl, sizeof pl, agreed.stream_key, RD_TAG_DOWN, 0), RD_OK);
+            break;
+        case FC_REFLECTED_END:
+            end_frame[5] = RD_CONFIRM;
+            CHECK_EQ_I(rd_send_raw(b, end_frame, sizeof end_frame), RD_OK);
+            break;
+        case FC_UNTAGGED:
+            CHECK_EQ_I(rd_send_ctrl(b, RD_CONFIRM, pl, sizeof pl), RD_OK);
+            break;
+        }
+        b->ops->drain(b);
+    }
+    rd_tagger_free(t);
+join:
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.session_rc, RD_OK);
+    CHECK_EQ_I(s.rc, want_rc);
+    if (want_rc != RD_OK)
+        CHECK_HAS(rd_error_msg(), want_msg);
+close:
+    a->ops->close(a);
+    b->ops->close(b);
+    case_files_remove(&cf);
+}
+
+static void t_fake_receiver_honest(void) { fake_receiver_case(FC_HONEST, RD_OK, NULL); }
+static void t_fake_receiver_hop_key(void) { fake_receiver_case(FC_HOP_KEY, RD_ESTREAM, "CONFIRM that fails its authentication tag"); }
+static void t_fake_receiver_seq_1(void) { fake_receiver_case(FC_SEQ_1, RD_ESTREAM, "CONFIRM that fails its authentication tag"); }
+static void t_fake_receiver_down(void) { fake_receiver_case(FC_DOWN, RD_ESTREAM, "CONFIRM that fails its authentication tag"); }
+static void t_fake_receiver_reflected_end(void) { fake_receiver_case(FC_REFLECTED_END, RD_ESTREAM, "CONFIRM that fails its authentication tag"); }
+static void t_fake_receiver_untagged(void) { fake_receiver_case(FC_UNTAGGED, RD_ESTREAM, "CONFIRM that fails its authentication tag"); }
+static void t_fake_receiver_other_stream(void) { fake_receiver_case(FC_OTHER_STREAM, RD_ESTREAM, "confirmed another stream"); }
 
 /* ---- the --direct sink: every byte at its own offset ---- */
 
@@ -660,46 +994,50 @@ static void t_direct_sink_aligned_then_tail(void)
 
 /* ---- another protocol version ---- */
 
-/* The sender's frames carry version 2 in their header. */
-static void t_sender_other_version(void)
+/* The sender's frames carry another version in their header: 1 (a v1 build) or 3. */
+static void sender_other_version(unsigned v)
 {
     struct fail_case c;
     fail_setup(&c, 3 * CHUNK, 28);
     c.x.send_faults.corrupt_frame = 0;   /* HELLO */
     c.x.send_faults.corrupt_offset = 4;
-    c.x.send_faults.corrupt_xor = RD_PROTO_VERSION ^ 2;
+    c.x.send_faults.corrupt_xor = (uint8_t)(RD_PROTO_VERSION ^ v);
     CHECK_OR(xfer_run(&c.x) == 0, goto out);
     CHECK_EQ_I(c.x.recv_session_rc, RD_ESTREAM);
     CHECK(c.x.send_rc != RD_OK);
-    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
-        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and %u", rd_error_msg(),
+    if (!names_version(rd_error_msg(), v) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions %u and %u", rd_error_msg(), v,
                       RD_PROTO_VERSION);
     check_untouched_output(&c, __LINE__);
 out:
     fail_teardown(&c);
 }
 
-/* The receiver answers with version 2 in its CHALLENGE header. */
+static void t_sender_other_version(void) { sender_other_version(1); }
+static void t_sender_newer_version(void) { sender_other_version(3); }
+
+/* The receiver answers with version 1 in its CHALLENGE header. */
 static void t_receiver_other_version(void)
 {
     struct fail_case c;
     fail_setup(&c, 3 * CHUNK, 29);
     c.x.recv_faults.corrupt_frame = 0;   /* CHALLENGE */
     c.x.recv_faults.corrupt_offset = 4;
-    c.x.recv_faults.corrupt_xor = RD_PROTO_VERSION ^ 2;
+    c.x.recv_faults.corrupt_xor = (uint8_t)(RD_PROTO_VERSION ^ 1u);
     CHECK_OR(xfer_run(&c.x) == 0, goto out);
     CHECK_EQ_I(c.x.send_session_rc, RD_ESTREAM);
     CHECK(c.x.recv_rc != RD_OK);
-    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
-        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and %u", rd_error_msg(),
+    if (!names_version(rd_error_msg(), 1) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 1 and %u", rd_error_msg(),
                       RD_PROTO_VERSION);
     check_untouched_output(&c, __LINE__);
 out:
     fail_teardown(&c);
 }
 
-/* A (future) sender whose HELLO offers versions 2..3 only, in a v1 frame: the receiver
- * refuses, names the versions, and tells the sender which one it speaks. */
+/* A (future) sender whose HELLO offers versions 3..4 only, in a v2 frame: the receiver
+ * refuses, names the versions, and tells the sender which one it speaks. (And a v1 sender's
+ * HELLO payload, versions 1..1, likewise.) */
 struct recv_only {
     struct rd_transport *tp;
     int rc;
@@ -715,14 +1053,14 @@ static void *recv_only_main(void *arg)
     return NULL;
 }
 
-static void t_hello_offers_other_versions(void)
+static void hello_offers(unsigned vmin, unsigned vmax)
 {
     struct rd_transport *a, *b;
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
     struct recv_only r = { .tp = b, .rc = -1 };
     pthread_t t;
     pthread_create(&t, NULL, recv_only_main, &r);
-    struct rd_hello h = { .version_min = 2, .version_max = 3, .chunk_size = CHUNK, .depth = 4 };
+    struct rd_hello h = { .version_min = (uint16_t)vmin, .version_max = (uint16_t)vmax, .chunk_size = CHUNK, .depth = 4 };
     uint8_t out[RD_HELLO_LEN];
     CHECK_EQ_I(rd_send_ctrl(a, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out)), RD_OK);
     struct rd_buf *rb;
@@ -740,11 +1078,14 @@ static void t_hello_offers_other_versions(void)
     }
     pthread_join(t, NULL);
     CHECK_EQ_I(r.rc, RD_ESTREAM);
-    if (!names_version(rd_error_msg(), 2) || !names_version(rd_error_msg(), 3))
-        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 2 and 3", rd_error_msg());
+    if (!names_version(rd_error_msg(), vmin) || !names_version(rd_error_msg(), vmax))
+        check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions %u and %u", rd_error_msg(), vmin, vmax);
     a->ops->close(a);
     b->ops->close(b);
 }
+
+static void t_hello_offers_other_versions(void) { hello_offers(3, 4); }
+static void t_hello_offers_version_1(void) { hello_offers(1, 1); }
 
 static void before_each(void)
 {
@@ -772,7 +1113,9 @@ int main(void)
     RUN(t_wrong_key);
     RUN(t_corrupt_payload);
     RUN(t_corrupt_payload_last_byte);
-    RUN(t_corrupt_header_checksum);
+    RUN(t_corrupt_header_tag);
+    RUN(t_corrupt_header_tag_last_byte);
+    RUN(t_corrupt_header_reserved);
     RUN(t_corrupt_seq);
     RUN(t_corrupt_flags);
     RUN(t_corrupt_magic);
@@ -788,13 +1131,32 @@ int main(void)
     RUN(t_link_killed_in_handshake);
     RUN(t_link_killed_with_stalled_input);
     RUN(t_corrupt_end);
+    RUN(t_corrupt_end_tag);
     RUN(t_corrupt_confirm);
     RUN(t_sender_read_error);
     RUN(t_receiver_write_error);
+    RUN(t_fake_sender_honest);
+    RUN(t_fake_sender_other_key);
+    RUN(t_fake_sender_reflected);
+    RUN(t_fake_sender_hop_key);
+    RUN(t_fake_sender_replayed);
+    RUN(t_fake_sender_end_bad_hash);
+    RUN(t_fake_sender_end_seq_0);
+    RUN(t_fake_sender_forged_abort);
+    RUN(t_fake_sender_tagged_abort);
+    RUN(t_fake_receiver_honest);
+    RUN(t_fake_receiver_hop_key);
+    RUN(t_fake_receiver_seq_1);
+    RUN(t_fake_receiver_down);
+    RUN(t_fake_receiver_reflected_end);
+    RUN(t_fake_receiver_untagged);
+    RUN(t_fake_receiver_other_stream);
     RUN(t_direct_sink_unaligned_frames);
     RUN(t_direct_sink_aligned_then_tail);
     RUN(t_sender_other_version);
+    RUN(t_sender_newer_version);
     RUN(t_receiver_other_version);
     RUN(t_hello_offers_other_versions);
+    RUN(t_hello_offers_version_1);
     return check_summary();
 }

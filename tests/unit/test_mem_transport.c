@@ -288,23 +288,23 @@ static void t_setup_ring_sizes(void)
 {
     struct rd_transport *a, *b;
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
-    CHECK_EQ_I(a->ops->setup_ring(a, RD_DIR_SEND, 65536 + 32, 3), RD_OK);
-    CHECK_EQ_I(b->ops->setup_ring(b, RD_DIR_RECV, 65536 + 32, 3), RD_OK);
+    CHECK_EQ_I(a->ops->setup_ring(a, RD_DIR_SEND, 65536 + RD_FRAME_HDR, 3), RD_OK);
+    CHECK_EQ_I(b->ops->setup_ring(b, RD_DIR_RECV, 65536 + RD_FRAME_HDR, 3), RD_OK);
     struct rd_buf *x[3];
     for (int i = 0; i < 3; i++) {
         CHECK_OR(a->ops->get_send_buf(a, &x[i]) == RD_OK, goto out);
-        CHECK(x[i]->cap >= 65536 + 32);
+        CHECK(x[i]->cap >= 65536 + RD_FRAME_HDR);
         CHECK(((uintptr_t)(x[i]->data + RD_FRAME_HDR) & (RD_BUF_ALIGN - 1)) == 0);   /* payload page aligned */
     }
     for (int i = 0; i < 3; i++) {
-        memset(x[i]->data, 'a' + i, 65536 + 32);
-        x[i]->len = 65536 + 32;
+        memset(x[i]->data, 'a' + i, 65536 + RD_FRAME_HDR);
+        x[i]->len = 65536 + RD_FRAME_HDR;
         CHECK_EQ_I(a->ops->send(a, x[i]), RD_OK);
     }
     for (int i = 0; i < 3; i++) {
         size_t len = 0;
         CHECK_EQ_I(recv_tag(b, &len, 0), 'a' + i);
-        CHECK_EQ_U(len, 65536 + 32);
+        CHECK_EQ_U(len, 65536 + RD_FRAME_HDR);
     }
     /* the control direction (b -> a) keeps its small frames */
     CHECK_EQ_I(send_tagged(b, 9, RD_CTRL_FRAME), RD_OK);

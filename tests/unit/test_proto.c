@@ -1,15 +1,19 @@
-/* test_proto.c - wire format v1: frame header, payload codecs, malformed input, the
- * whole-stream hash, and rd_parse_size from the command line. */
+/* test_proto.c - wire format v2: frame header (48 bytes, tag field), tagging and checking a
+ * frame, payload codecs, malformed input, frames of protocol version 1, the whole-stream hash,
+ * and rd_parse_size from the command line. (The tag's cryptography: test_tag.c.) */
 #include "check.h"
 #include "mem_transport.h"
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
+#include "wire/rd_auth.h"
 #include "wire/rd_proto.h"
+#include "wire/rd_tag.h"
 #include "transport/rd_session.h"
 
 #include <stdint.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define MAXP 4096u   /* max_payload used by most cases */
 
@@ -23,6 +27,27 @@ static uint64_t le64(const uint8_t *p)
     return v;
 }
 
+static const uint8_t zero_tag[RD_TAG_LEN];
+static const uint8_t test_key[RD_KEY_LEN] = "0123456789abcdef0123456789abcdef";
+
+/* Tag the sealed frame in b (payload in place) under test_key, direction dir. */
+static void tag_frame(uint8_t *b, enum rd_tag_dir dir)
+{
+    struct rd_tagger *t = rd_tagger_new(test_key);
+    if (!t || rd_frame_tag(t, dir, b, b + RD_FRAME_HDR) != 0)
+        check_fail_at(__FILE__, __LINE__, "cannot tag a frame");
+    rd_tagger_free(t);
+}
+
+/* rd_frame_check of the parsed frame f in b under test_key, direction dir. */
+static int check_tag(const uint8_t *b, const struct rd_frame *f, enum rd_tag_dir dir)
+{
+    struct rd_tagger *t = rd_tagger_new(test_key);
+    int rc = t ? rd_frame_check(t, dir, b, f) : -100;
+    rd_tagger_free(t);
+    return rc;
+}
+
 /* A DATA frame of n payload bytes 0,1,2,... in buf; returns the frame length. */
 static size_t data_frame(uint32_t n, uint64_t seq)
 {
@@ -32,43 +57,6 @@ static size_t data_frame(uint32_t n, uint64_t seq)
 }
 
 /* ---- header ---- */
-
-/* rd_sum fed in pieces must equal rd_checksum of the whole: the TCP receiver hashes each
- * read as it arrives and compares with the sender's one-shot checksum. Sizes straddle XXH3's
- * internal boundaries (16, 128, 240 bytes; 1 KiB stripes blocks); pieces are uneven. */
-static void t_sum_in_pieces_equals_checksum(void)
-{
-    static const size_t sizes[] = { 0, 1, 16, 17, 128, 129, 239, 240, 241, 1023, 1024, 1025,
-                                    4095, 65536, 1000003 };
-    struct rd_sum *s = rd_sum_new();
-    CHECK_OR(s != NULL, return);
-    uint8_t *data = malloc(1000003);
-    uint64_t x = 88172645463325252ull;
-    for (size_t i = 0; i < 1000003; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        data[i] = (uint8_t)x;
-    }
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        size_t n = sizes[k];
-        for (size_t piece = 1; piece <= 4099; piece = piece * 3 + 2) {
-            rd_sum_reset(s);
-            for (size_t off = 0; off < n; off += piece)
-                rd_sum_update(s, data + off, n - off < piece ? n - off : piece);
-            if (rd_sum_digest(s) != rd_checksum(data, n)) {
-                CHECK(!"pieces differ from one shot");
-                printf("    size %zu, pieces of %zu\n", n, piece);
-            }
-        }
-    }
-    /* and it must notice a flipped bit like the one-shot checksum */
-    rd_sum_reset(s);
-    data[777] ^= 4;
-    rd_sum_update(s, data, 1000003);
-    data[777] ^= 4;
-    CHECK(rd_sum_digest(s) != rd_checksum(data, 1000003));
-    free(data);
-    rd_sum_free(s);
-}
 
 static void t_header_layout(void)
 {
@@ -82,19 +70,45 @@ static void t_header_layout(void)
         8, 7, 6, 5, 4, 3, 2, 1,                                 /* seq, little endian */
     };
     CHECK_MEM_EQ(buf, want, sizeof want);
-    CHECK_EQ_U(le64(buf + 24), rd_checksum("hello", 5));
+    CHECK_EQ_U(RD_FRAME_HDR, 48);
+    CHECK_EQ_U(RD_HDR_SEQ, 16);
+    CHECK_EQ_U(RD_HDR_TAG, 24);
+    CHECK_EQ_U(RD_TAG_LEN, 16);
+    /* the tag field is zero until rd_frame_tag fills it; bytes 40..47 are reserved, zero */
+    for (int i = 24; i < 48; i++)
+        if (buf[i] != 0)
+            check_fail_at(__FILE__, __LINE__, "header byte %d is 0x%02x after sealing, expected 0", i, buf[i]);
     CHECK_EQ_U(buf[RD_FRAME_HDR + 5], 0xee);   /* nothing written past the frame */
+    /* rd_frame_tag writes the tag of header and payload into bytes 24..39, nothing else */
+    uint8_t before[RD_FRAME_HDR + 5], want_tag[RD_TAG_LEN];
+    memcpy(before, buf, sizeof before);
+    tag_frame(buf, RD_TAG_DOWN);
+    struct rd_tagger *t = rd_tagger_new(test_key);
+    CHECK_OR(t != NULL, return);
+    CHECK_EQ_I(rd_tag_compute(t, RD_TAG_DOWN, before, (const uint8_t *)"hello", 5, want_tag), 0);
+    rd_tagger_free(t);
+    CHECK_MEM_EQ(buf + RD_HDR_TAG, want_tag, RD_TAG_LEN);
+    CHECK_MEM_EQ(buf, before, RD_HDR_TAG);
+    CHECK_MEM_EQ(buf + 40, before + 40, sizeof before - 40);
+    CHECK_EQ_U(buf[RD_FRAME_HDR + 5], 0xee);
 }
 
-static void t_seal_sum_uses_given_checksum(void)
+/* A sealed frame is untagged: its zero tag is not the tag of anything, empty payload included,
+ * and sealing again clears a tag that was there. */
+static void t_seal_leaves_tag_zero(void)
 {
-    size_t n = rd_frame_seal_sum(buf, RD_DATA, 0, 0, 9, 0x1122334455667788ull);
+    size_t n = rd_frame_seal(buf, RD_DATA, 0, 0, 9);
     CHECK_EQ_U(n, RD_FRAME_HDR);
-    CHECK_EQ_U(le64(buf + 24), 0x1122334455667788ull);
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
-    CHECK_EQ_U(f.checksum, 0x1122334455667788ull);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);   /* not the checksum of an empty payload */
+    CHECK_MEM_EQ(f.tag, zero_tag, RD_TAG_LEN);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
+    tag_frame(buf, RD_TAG_DOWN);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_MEM_NE(f.tag, zero_tag, RD_TAG_LEN);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
+    rd_frame_seal(buf, RD_DATA, 0, 0, 9);
+    CHECK_MEM_EQ(buf + RD_HDR_TAG, zero_tag, RD_TAG_LEN);
 }
 
 static void t_parse_every_type(void)
@@ -102,6 +116,7 @@ static void t_parse_every_type(void)
     for (int t = RD_HELLO; t <= RD_JOIN; t++) {
         memset(buf + RD_FRAME_HDR, t, 10);
         size_t n = rd_frame_seal(buf, (uint8_t)t, 0, 10, (uint64_t)t * 1000);
+        tag_frame(buf, RD_TAG_UP);
         struct rd_frame f;
         memset(&f, 0, sizeof f);
         CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
@@ -110,7 +125,8 @@ static void t_parse_every_type(void)
         CHECK_EQ_U(f.length, 10);
         CHECK_EQ_U(f.seq, (uint64_t)t * 1000);
         CHECK(f.payload == buf + RD_FRAME_HDR);
-        CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+        CHECK_MEM_EQ(f.tag, buf + RD_HDR_TAG, RD_TAG_LEN);
+        CHECK_EQ_I(check_tag(buf, &f, RD_TAG_UP), RD_P_OK);
     }
 }
 
@@ -118,15 +134,17 @@ static void t_parse_empty_and_max_payload(void)
 {
     struct rd_frame f;
     size_t n = data_frame(0, 0);
+    tag_frame(buf, RD_TAG_DOWN);
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
     CHECK_EQ_U(f.length, 0);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
     CHECK_EQ_I(rd_frame_parse(buf, n, 0, &f), RD_P_OK);   /* max_payload 0 allows empty only */
 
     n = data_frame(MAXP, 1);
+    tag_frame(buf, RD_TAG_DOWN);
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);   /* exactly the limit */
     CHECK_EQ_U(f.length, MAXP);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
 }
 
 static void t_frame_names(void)
@@ -147,7 +165,8 @@ static void t_frame_names(void)
     CHECK_STR_EQ(rd_frame_type_name(255), "?");
     CHECK_STR_EQ(rd_frame_type_name(-1), "?");
     CHECK_STR_EQ(rd_proto_strerror(RD_P_OK), "ok");
-    CHECK_HAS(rd_proto_strerror(RD_P_CHECKSUM), "checksum");
+    CHECK_HAS(rd_proto_strerror(RD_P_TAG), "authentication tag");
+    CHECK_EQ_I(RD_P_TAG, -7);
     CHECK_HAS(rd_proto_strerror(RD_P_SEQUENCE), "out of order");
     CHECK_HAS(rd_proto_strerror(RD_P_VERSION), "version");
     CHECK_HAS(rd_proto_strerror(RD_P_MAGIC), "magic");
@@ -204,7 +223,7 @@ static void t_bad_magic(void)
 static void t_bad_version(void)
 {
     struct rd_frame f;
-    static const uint8_t versions[] = { 0, RD_PROTO_VERSION + 1, 2, 0x7f, 0xff };
+    static const uint8_t versions[] = { 0, 1, RD_PROTO_VERSION + 1, 2, 3, 0x7f, 0xff };
     size_t n = data_frame(10, 0);
     for (size_t i = 0; i < sizeof versions; i++) {
         if (versions[i] == RD_PROTO_VERSION)
@@ -214,6 +233,81 @@ static void t_bad_version(void)
     }
     buf[4] = RD_PROTO_VERSION;
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(RD_PROTO_VERSION, 2);
+}
+
+/* A version 1 frame as a v1 peer sends it: a 32-byte header (magic, version 1, type, flags,
+ * length, reserved, seq, XXH3 checksum) and its payload. It is shorter than our header, but
+ * the peer deserves "another version", not "truncated": version is where v1 had it. */
+static size_t v1_frame(uint8_t *b, uint8_t type, uint32_t len, uint64_t seq)
+{
+    memcpy(b, RD_MAGIC, 4);
+    b[4] = 1;
+    b[5] = type;
+    b[6] = b[7] = 0;
+    for (int i = 0; i < 4; i++)
+        b[8 + i] = (uint8_t)(len >> (8 * i));
+    memset(b + 12, 0, 4);
+    for (int i = 0; i < 8; i++)
+        b[16 + i] = (uint8_t)(seq >> (8 * i));
+    uint64_t sum = XXH3_64bits(b + 32, len);
+    for (int i = 0; i < 8; i++)
+        b[24 + i] = (uint8_t)(sum >> (8 * i));
+    return 32 + (size_t)len;
+}
+
+static void t_v1_frame_is_another_version(void)
+{
+    struct rd_frame f;
+    static uint8_t b[RD_FRAME_HDR + 200];
+    memset(b, 0, sizeof b);
+    /* a v1 HELLO (52-byte payload: 84 bytes in all, more than our header), a v1 ACCEPT (32
+     * bytes, less), a v1 END; and any prefix of at least magic + version */
+    memset(b + 32, 0x11, RD_HELLO_LEN);
+    size_t n = v1_frame(b, RD_HELLO, RD_HELLO_LEN, 0);
+    CHECK_EQ_U(n, 84);
+    CHECK_EQ_I(rd_frame_parse(b, n, MAXP, &f), RD_P_VERSION);
+    CHECK_EQ_I(rd_frame_parse_head(b, MAXP, &f), RD_P_VERSION);   /* 48 bytes of it */
+    n = v1_frame(b, RD_ACCEPT, 0, 0);
+    CHECK_EQ_U(n, 32);
+    for (size_t len = 5; len <= n; len++)
+        if (rd_frame_parse(b, len, MAXP, &f) != RD_P_VERSION)
+            check_fail_at(__FILE__, __LINE__, "a v1 frame cut to %zu bytes is not RD_P_VERSION", len);
+    for (size_t len = 0; len < 5; len++)
+        CHECK_EQ_I(rd_frame_parse(b, len, MAXP, &f), RD_P_SHORT);   /* no version byte yet */
+    n = v1_frame(b, RD_END, RD_END_LEN, 3);
+    CHECK_EQ_U(n, 56);
+    CHECK_EQ_I(rd_frame_parse(b, n, MAXP, &f), RD_P_VERSION);
+    /* a v2 frame cut short is truncated, as before */
+    n = data_frame(0, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, 32, MAXP, &f), RD_P_SHORT);
+    /* and magic first: a frame that is not rdpipe's is not "another version" */
+    n = v1_frame(b, RD_HELLO, 0, 0);
+    b[0] ^= 0x20;
+    CHECK_EQ_I(rd_frame_parse(b, n, MAXP, &f), RD_P_MAGIC);
+}
+
+/* The reserved bytes (12..15 and 40..47) are a later version's: any non-zero bit is refused,
+ * by the full parse and by the header-only one. */
+static void t_reserved_bytes_refused(void)
+{
+    struct rd_frame f;
+    static const int reserved[] = { 12, 13, 14, 15, 40, 41, 42, 43, 44, 45, 46, 47 };
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        for (int bit = 0; bit < 8; bit += 7) {
+            size_t n = data_frame(10, 0);
+            buf[reserved[i]] ^= (uint8_t)(1u << bit);
+            int rc = rd_frame_parse(buf, n, MAXP, &f), hrc = rd_frame_parse_head(buf, MAXP, &f);
+            if (rc != RD_P_FLAGS || hrc != RD_P_FLAGS)
+                check_fail_at(__FILE__, __LINE__, "reserved byte %d bit %d set: parse %d, parse_head %d; expected RD_P_FLAGS",
+                              reserved[i], bit, rc, hrc);
+        }
+    }
+    /* the tag field is not reserved: any value parses (the tag check is another step) */
+    size_t n = data_frame(10, 0);
+    memset(buf + RD_HDR_TAG, 0xff, RD_TAG_LEN);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(rd_frame_parse_head(buf, MAXP, &f), RD_P_OK);
 }
 
 /* msg says "version N" with exactly the number n (not "version 170" for n == 1) */
@@ -252,6 +346,29 @@ static void t_bad_version_is_named(void)
             check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions %u and %u", rd_error_msg(),
                           v, RD_PROTO_VERSION);
         CHECK_HAS(rd_error_msg(), "mem:a");   /* and says which peer */
+        /* the answer is a REJECT in our own version (a v1 peer still reads magic and version) */
+        CHECK_OR(rd_recv_ctrl(a, 1000, &rb, &f) == RD_OK, break);
+        CHECK_EQ_I(f.type, RD_REJECT);
+        a->ops->release(a, rb);
+    }
+    /* a v1 peer's HELLO, in the v1 layout (32-byte header) */
+    rd_error_clear();
+    struct rd_buf *sb;
+    if (a->ops->get_send_buf(a, &sb) == RD_OK) {
+        memset(sb->data + 32, 0, RD_HELLO_LEN);
+        sb->len = v1_frame(sb->data, RD_HELLO, RD_HELLO_LEN, 0);
+        CHECK(a->ops->send(a, sb) == RD_OK);
+        struct rd_buf *rb = NULL;
+        struct rd_frame f;
+        CHECK_EQ_I(rd_recv_ctrl(b, 1000, &rb, &f), RD_ESTREAM);
+        if (!names_version(rd_error_msg(), 1) || !names_version(rd_error_msg(), RD_PROTO_VERSION))
+            check_fail_at(__FILE__, __LINE__, "\"%s\" should name versions 1 and %u", rd_error_msg(),
+                          RD_PROTO_VERSION);
+        CHECK_EQ_I(rd_recv_ctrl(a, 1000, &rb, &f), RD_OK);
+        if (rb) {
+            CHECK_EQ_I(f.type, RD_REJECT);
+            a->ops->release(a, rb);
+        }
     }
     /* a right frame still goes through after that: nothing was leaked from the pool */
     for (int i = 0; i < 2 * MEM_CTRL_FRAMES; i++) {
@@ -263,6 +380,165 @@ static void t_bad_version_is_named(void)
         CHECK_EQ_I(f.type, RD_ACCEPT);
         b->ops->release(b, rb);
     }
+    a->ops->close(a);
+    b->ops->close(b);
+    rd_error_clear();
+}
+
+/* ---- control frames on an authenticated connection (rd_session.c) ---- */
+
+/* Receive one frame on tp: its rd_recv_ctrl rc; *type and a copy of the frame when RD_OK. */
+static int recv_one(struct rd_transport *tp, int *type, uint8_t *copy, size_t *len)
+{
+    struct rd_buf *rb = NULL;
+    struct rd_frame f;
+    int rc = rd_recv_ctrl_quiet(tp, 1000, &rb, &f);
+    if (rc == RD_OK) {
+        *type = f.type;
+        if (copy) {
+            memcpy(copy, rb->data, rb->len);
+            *len = rb->len;
+        }
+        tp->ops->release(tp, rb);
+    }
+    return rc;
+}
+
+/* Send the frame bytes[0..len) on tp as they are. */
+static int send_bytes(struct rd_transport *tp, const uint8_t *bytes, size_t len)
+{
+    return rd_send_raw(tp, bytes, len);
+}
+
+/* Once the handshake set hop keys, ABORT and REJECT are tagged under the hop key in the
+ * sender's direction with a random seq, and a receiver takes only those: an untagged,
+ * reflected, damaged or other-key goodbye is a forgery. Other frames are not hop-tagged. */
+static void t_hop_tagged_goodbyes(void)
+{
+    struct rd_transport *a, *b;
+    CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
+    memcpy(a->hop_key, test_key, RD_KEY_LEN);
+    memcpy(b->hop_key, test_key, RD_KEY_LEN);
+    a->hop_dir = RD_TAG_HOP_DOWN;   /* a sends the stream */
+    b->hop_dir = RD_TAG_HOP_UP;
+    static uint8_t fr[2][RD_CTRL_FRAME];
+    size_t len[2] = { 0, 0 };
+    int type = -1;
+    /* two ABORTs from a: both accepted by b, with different (random) seqs, tags in a's direction */
+    for (int i = 0; i < 2; i++) {
+        rd_send_reason(a, RD_ABORT, RD_ESTREAM, "disk full");
+        CHECK_EQ_I(recv_one(b, &type, fr[i], &len[i]), RD_OK);
+        CHECK_EQ_I(type, RD_ABORT);
+    }
+    struct rd_frame f0, f1;
+    CHECK_OR(rd_frame_parse(fr[0], len[0], RD_CTRL_FRAME, &f0) == RD_P_OK &&
+             rd_frame_parse(fr[1], len[1], RD_CTRL_FRAME, &f1) == RD_P_OK, goto out);
+    CHECK_NE_U(f0.seq, f1.seq);
+    CHECK_EQ_I(check_tag(fr[0], &f0, RD_TAG_HOP_DOWN), RD_P_OK);
+    CHECK_EQ_I(check_tag(fr[0], &f0, RD_TAG_HOP_UP), RD_P_TAG);
+    /* and b's REJECT the other way, in b's direction */
+    rd_send_reason(b, RD_REJECT, RD_EAUTH, "no");
+    CHECK_EQ_I(recv_one(a, &type, NULL, NULL), RD_OK);
+    CHECK_EQ_I(type, RD_REJECT);
+
+    /* forgeries: replayed as it was (a's own ABORT sent back to a: reflected), untagged,
+     * one tag bit off, a payload byte changed, under another key */
+    rd_error_clear();
+    CHECK_EQ_I(send_bytes(b, fr[0], len[0]), RD_OK);
+    CHECK_EQ_I(recv_one(a, &type, NULL, NULL), RD_ESTREAM);
+    CHECK_HAS(rd_error_msg(), "authentication tag");
+    static uint8_t forged[RD_CTRL_FRAME];
+    for (int k = 0; k < 4; k++) {
+        memcpy(forged, fr[0], len[0]);
+        if (k == 0)
+            memset(forged + RD_HDR_TAG, 0, RD_TAG_LEN);
+        else if (k == 1)
+            forged[RD_HDR_TAG + 15] ^= 0x80;
+        else if (k == 2)
+            forged[RD_FRAME_HDR + 4] ^= 0x20;   /* the reason's first letter */
+        else {
+            uint8_t other[RD_KEY_LEN];
+            memcpy(other, test_key, sizeof other);
+            other[5] ^= 1;
+            struct rd_tagger *t = rd_tagger_new(other);
+            CHECK_OR(t != NULL, break);
+            rd_frame_tag(t, RD_TAG_HOP_DOWN, forged, forged + RD_FRAME_HDR);
+            rd_tagger_free(t);
+        }
+        rd_error_clear();
+        CHECK_EQ_I(send_bytes(a, forged, len[0]), RD_OK);
+        int rc = recv_one(b, &type, NULL, NULL);
+        if (rc != RD_ESTREAM || !strstr(rd_error_msg(), "authentication tag"))
+            check_fail_at(__FILE__, __LINE__, "forgery %d: rc %d \"%s\", expected RD_ESTREAM, authentication tag",
+                          k, rc, rd_error_msg());
+    }
+    /* a frame the handshake does not tag goes through untagged, and nothing tags it */
+    rd_error_clear();
+    CHECK_EQ_I(rd_send_ctrl(a, RD_ACCEPT, NULL, 0), RD_OK);
+    CHECK_EQ_I(recv_one(b, &type, fr[0], &len[0]), RD_OK);
+    CHECK_EQ_I(type, RD_ACCEPT);
+    CHECK_MEM_EQ(fr[0] + RD_HDR_TAG, zero_tag, RD_TAG_LEN);
+    /* rd_seal_hop seals what the caller built in a send buffer the same way */
+    struct rd_buf *sb;
+    CHECK_OR(a->ops->get_send_buf(a, &sb) == RD_OK, goto out);
+    struct rd_reason r = { .code = RD_ESTREAM, .text = "sender aborted" };
+    rd_seal_hop(a, sb, RD_ABORT, (uint32_t)rd_reason_encode(&r, sb->data + RD_FRAME_HDR));
+    CHECK_EQ_I(a->ops->send(a, sb), RD_OK);
+    CHECK_EQ_I(recv_one(b, &type, NULL, NULL), RD_OK);
+    CHECK_EQ_I(type, RD_ABORT);
+    /* before the handshake (no hop keys) nothing is tagged, and goodbyes are taken as they come */
+    a->hop_dir = b->hop_dir = 0;
+    rd_send_reason(a, RD_REJECT, RD_EAUTH, "wrong key");
+    CHECK_EQ_I(recv_one(b, &type, fr[0], &len[0]), RD_OK);
+    CHECK_EQ_I(type, RD_REJECT);
+    CHECK_MEM_EQ(fr[0] + RD_HDR_TAG, zero_tag, RD_TAG_LEN);
+    CHECK_EQ_U(le64(fr[0] + RD_HDR_SEQ), 0);
+out:
+    a->ops->close(a);
+    b->ops->close(b);
+    rd_error_clear();
+}
+
+/* Frames of the stream that go through rd_session.c (CONFIRM): rd_send_tagged tags under the
+ * given key, direction and seq; rd_check_tagged takes exactly that. rd_send_raw passes a frame
+ * on as it came (a relay's CONFIRM), and refuses one larger than a control frame. */
+static void t_stream_tagged_ctrl(void)
+{
+    struct rd_transport *a, *b;
+    CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
+    static const uint8_t stream_key[RD_KEY_LEN] = "stream key, not the hop key....";
+    struct rd_end e = { .total_bytes = 5, .frames = 1, .stream_hash = 77 };
+    uint8_t pl[RD_END_LEN];
+    rd_end_encode(&e, pl);
+    static uint8_t fr[RD_CTRL_FRAME];
+    size_t len = 0;
+    int type = -1;
+    CHECK_EQ_I(rd_send_tagged(b, RD_CONFIRM, pl, sizeof pl, stream_key, RD_TAG_UP, 0), RD_OK);
+    CHECK_EQ_I(recv_one(a, &type, fr, &len), RD_OK);
+    struct rd_frame f;
+    CHECK_OR(rd_frame_parse(fr, len, RD_CTRL_FRAME, &f) == RD_P_OK, goto out);
+    CHECK_EQ_I(f.type, RD_CONFIRM);
+    CHECK_EQ_U(f.seq, 0);
+    CHECK_EQ_I(rd_check_tagged(a, fr, &f, stream_key, RD_TAG_UP, "receiver"), RD_OK);
+    uint8_t other[RD_KEY_LEN];
+    memcpy(other, stream_key, sizeof other);
+    other[31] ^= 1;
+    rd_error_clear();
+    CHECK_EQ_I(rd_check_tagged(a, fr, &f, other, RD_TAG_UP, "receiver"), RD_ESTREAM);
+    CHECK_HAS(rd_error_msg(), "receiver mem:b sent a CONFIRM that fails its authentication tag");
+    rd_error_clear();
+    CHECK_EQ_I(rd_check_tagged(a, fr, &f, stream_key, RD_TAG_DOWN, "receiver"), RD_ESTREAM);
+    rd_error_clear();
+    /* passed on verbatim: the very same bytes arrive */
+    static uint8_t again[RD_CTRL_FRAME];
+    size_t len2 = 0;
+    CHECK_EQ_I(rd_send_raw(a, fr, len), RD_OK);
+    CHECK_EQ_I(recv_one(b, &type, again, &len2), RD_OK);
+    CHECK_EQ_U(len2, len);
+    CHECK_MEM_EQ(again, fr, len);
+    static uint8_t big[RD_CTRL_FRAME + 1];
+    CHECK_EQ_I(rd_send_raw(a, big, sizeof big), RD_ESTREAM);
+out:
     a->ops->close(a);
     b->ops->close(b);
     rd_error_clear();
@@ -309,48 +585,97 @@ static void t_oversized_length(void)
     CHECK_EQ_I(rd_frame_parse(buf, n, 100, &f), RD_P_LENGTH);
     CHECK_EQ_I(rd_frame_parse(buf, n, 101, &f), RD_P_OK);
     /* a huge declared length must be refused from the header alone, whatever follows */
-    rd_frame_seal_sum(buf, RD_DATA, 0, 0xffffffffu, 0, 0);
+    rd_frame_seal(buf, RD_DATA, 0, 0xffffffffu, 0);
     CHECK_EQ_I(rd_frame_parse(buf, RD_FRAME_HDR, MAXP, &f), RD_P_LENGTH);
     CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, MAXP, &f), RD_P_LENGTH);
-    rd_frame_seal_sum(buf, RD_DATA, 0, 0x80000000u, 0, 0);
+    rd_frame_seal(buf, RD_DATA, 0, 0x80000000u, 0);
     CHECK_EQ_I(rd_frame_parse(buf, RD_FRAME_HDR, RD_MAX_CHUNK, &f), RD_P_LENGTH);
 }
 
-static void t_bad_checksum_payload_bit(void)
+static void t_bad_tag_payload_bit(void)
 {
     struct rd_frame f;
     size_t n = data_frame(300, 5);
+    tag_frame(buf, RD_TAG_DOWN);
     for (uint32_t i = 0; i < 300; i += 37) {
         for (int bit = 0; bit < 8; bit += 3) {
             buf[RD_FRAME_HDR + i] ^= (uint8_t)(1u << bit);
             CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);   /* header is still fine */
-            CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
+            CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
             buf[RD_FRAME_HDR + i] ^= (uint8_t)(1u << bit);
         }
     }
     buf[n - 1] ^= 0x80;   /* the last byte too */
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
     buf[n - 1] ^= 0x80;
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
 }
 
-static void t_bad_checksum_header_bit(void)
+/* A damaged tag, or a header field that still parses (seq, type) changed under the tag: the
+ * check refuses. So does the right frame under another key or in the other direction. */
+static void t_bad_tag_header_bit(void)
 {
     struct rd_frame f;
     size_t n = data_frame(300, 5);
-    for (int byte = 24; byte < 32; byte++) {
+    tag_frame(buf, RD_TAG_DOWN);
+    for (unsigned byte = RD_HDR_TAG; byte < RD_HDR_TAG + RD_TAG_LEN; byte++) {
         buf[byte] ^= 0x10;
         CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
-        CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
+        CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
         buf[byte] ^= 0x10;
     }
-    /* an empty payload has a checksum too */
-    n = data_frame(0, 0);
-    buf[24] ^= 1;
+    for (unsigned byte = RD_HDR_SEQ; byte < RD_HDR_TAG; byte++) {   /* a replayed frame in another place */
+        buf[byte] ^= 0x01;
+        CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+        CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
+        buf[byte] ^= 0x01;
+    }
+    buf[5] = RD_END;   /* the same bytes passed off as another type */
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
+    buf[5] = RD_DATA;
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_UP), RD_P_TAG);         /* reflected */
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_HOP_DOWN), RD_P_TAG);   /* another class of frame */
+    uint8_t other[RD_KEY_LEN];
+    memcpy(other, test_key, sizeof other);
+    other[0] ^= 1;
+    struct rd_tagger *t = rd_tagger_new(other);
+    CHECK_OR(t != NULL, return);
+    CHECK_EQ_I(rd_frame_check(t, RD_TAG_DOWN, buf, &f), RD_P_TAG);   /* another stream's key */
+    rd_tagger_free(t);
+    /* an empty payload has a tag too */
+    n = data_frame(0, 0);
+    tag_frame(buf, RD_TAG_DOWN);
+    buf[RD_HDR_TAG] ^= 1;
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_TAG);
+    buf[RD_HDR_TAG] ^= 1;
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);   /* f.tag is a copy: parse again */
+    CHECK_EQ_I(check_tag(buf, &f, RD_TAG_DOWN), RD_P_OK);
+}
+
+/* rd_frame_check takes the header and the payload from where they are: the payload need not
+ * follow the header (a receiver with the header in one buffer and the payload in another). */
+static void t_check_payload_elsewhere(void)
+{
+    static uint8_t payload[777], hdr[RD_FRAME_HDR];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 5);
+    rd_frame_seal(hdr, RD_DATA, 0, sizeof payload, 12);
+    struct rd_tagger *t = rd_tagger_new(test_key);
+    CHECK_OR(t != NULL, return);
+    CHECK_EQ_I(rd_frame_tag(t, RD_TAG_DOWN, hdr, payload), 0);
+    struct rd_frame f;
+    CHECK_EQ_I(rd_frame_parse_head(hdr, MAXP, &f), RD_P_OK);
+    f.payload = payload;
+    CHECK_EQ_I(rd_frame_check(t, RD_TAG_DOWN, hdr, &f), RD_P_OK);
+    payload[776] ^= 2;
+    CHECK_EQ_I(rd_frame_check(t, RD_TAG_DOWN, hdr, &f), RD_P_TAG);
+    rd_tagger_free(t);
 }
 
 /* ---- payloads ---- */
@@ -384,7 +709,7 @@ static void t_hello_round_trip(void)
     size_t len = rd_frame_seal(buf, RD_HELLO, 0, (uint32_t)n, 0);
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+    CHECK_MEM_EQ(f.tag, zero_tag, RD_TAG_LEN);   /* handshake frames carry no tag: the MACs cover them */
     CHECK_EQ_I(f.type, RD_HELLO);
     memset(&d, 0x55, sizeof d);
     CHECK_EQ_I(rd_hello_decode(f.payload, f.length, &d), RD_P_OK);
@@ -408,21 +733,23 @@ static void t_challenge_round_trip(void)
 {
     struct rd_challenge c = { .caps = 3, .chunk_size = 4u << 20, .depth = 8, .streams = 0x90a0b0c0u }, d;
     fill(c.nonce, sizeof c.nonce, 100);
-    fill(c.mac, sizeof c.mac, 200);
+    fill(c.share, sizeof c.share, 200);
     memset(buf, 0xee, sizeof buf);
     size_t n = rd_challenge_encode(&c, buf + RD_FRAME_HDR);
     CHECK_EQ_U(n, RD_CHALLENGE_LEN);
     CHECK_EQ_U(RD_CHALLENGE_LEN, 80);
-    /* caps, chunk_size, depth, streams (LE), nonce, mac */
+    CHECK_EQ_U(RD_CHALLENGE_PARAMS, 48);
+    CHECK_EQ_U(RD_SHARE_LEN, 32);
+    /* caps, chunk_size, depth, streams (LE), nonce, the CPace share (no MAC: it proves nothing) */
     static const uint8_t want[16] = { 3, 0, 0, 0, 0, 0, 0x40, 0, 8, 0, 0, 0, 0xc0, 0xb0, 0xa0, 0x90 };
     CHECK_MEM_EQ(buf + RD_FRAME_HDR, want, sizeof want);
     CHECK_MEM_EQ(buf + RD_FRAME_HDR + 16, c.nonce, RD_NONCE_LEN);
-    CHECK_MEM_EQ(buf + RD_FRAME_HDR + 16 + RD_NONCE_LEN, c.mac, RD_MAC_LEN);
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR + RD_CHALLENGE_PARAMS, c.share, RD_SHARE_LEN);
     CHECK_EQ_U(buf[RD_FRAME_HDR + RD_CHALLENGE_LEN], 0xee);
     size_t len = rd_frame_seal(buf, RD_CHALLENGE, 0, (uint32_t)n, 0);
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+    CHECK_MEM_EQ(f.tag, zero_tag, RD_TAG_LEN);
     memset(&d, 0, sizeof d);
     CHECK_EQ_I(rd_challenge_decode(f.payload, f.length, &d), RD_P_OK);
     CHECK_EQ_U(d.caps, 3);
@@ -430,7 +757,7 @@ static void t_challenge_round_trip(void)
     CHECK_EQ_U(d.depth, 8);
     CHECK_EQ_U(d.streams, 0x90a0b0c0u);
     CHECK_MEM_EQ(d.nonce, c.nonce, RD_NONCE_LEN);
-    CHECK_MEM_EQ(d.mac, c.mac, RD_MAC_LEN);
+    CHECK_MEM_EQ(d.share, c.share, RD_SHARE_LEN);
     for (uint32_t st = 0; st <= 17; st++) {
         c.streams = st;
         CHECK_EQ_I(rd_challenge_decode(buf, rd_challenge_encode(&c, buf), &d), RD_P_OK);
@@ -458,7 +785,7 @@ static void t_join_round_trip(void)
         size_t len = rd_frame_seal(buf, RD_JOIN, 0, (uint32_t)n, 0);
         struct rd_frame f;
         CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
-        CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+        CHECK_MEM_EQ(f.tag, zero_tag, RD_TAG_LEN);
         CHECK_EQ_I(f.type, RD_JOIN);
         CHECK_EQ_U(f.length, RD_JOIN_LEN);
         memset(&d, 0x55, sizeof d);
@@ -501,9 +828,59 @@ static void t_join_malformed(void)
     struct rd_frame f;
     CHECK_EQ_I(rd_frame_parse(buf, len - 1, RD_CTRL_FRAME, &f), RD_P_SHORT);
     CHECK_EQ_I(rd_frame_parse(buf, len + 1, RD_CTRL_FRAME, &f), RD_P_LENGTH);
-    buf[RD_FRAME_HDR + 5] ^= 1;   /* a MAC byte damaged in transit: the frame checksum catches it */
+    /* a MAC byte damaged in transit: JOIN is a handshake frame without a tag, its own MAC
+     * catches it */
+    static const uint8_t jk[32] = { 7 };
+    rd_auth_join_mac(jk, 1, j.mac);
+    rd_join_encode(&j, buf + RD_FRAME_HDR);
+    buf[RD_FRAME_HDR + 5] ^= 1;
     CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
-    CHECK_EQ_I(rd_frame_verify(&f), RD_P_CHECKSUM);
+    CHECK_EQ_I(rd_join_decode(f.payload, f.length, &d), RD_P_OK);
+    CHECK_EQ_I(rd_auth_join_check(jk, d.index, d.mac), 0);
+    buf[RD_FRAME_HDR + 5] ^= 1;
+    CHECK_EQ_I(rd_join_decode(f.payload, f.length, &d), RD_P_OK);
+    CHECK_EQ_I(rd_auth_join_check(jk, d.index, d.mac), 1);
+}
+
+/* AUTH carries the sender's share and its MAC (64 bytes); ACCEPT the receiver's MAC alone. */
+static void t_proof_round_trip(void)
+{
+    CHECK_EQ_U(RD_AUTH_LEN, 64);
+    CHECK_EQ_U(RD_ACCEPT_LEN, 32);
+    struct rd_proof a, d;
+    fill(a.share, sizeof a.share, 3);
+    fill(a.mac, sizeof a.mac, 150);
+    memset(buf, 0xee, sizeof buf);
+    size_t n = rd_proof_encode(&a, buf + RD_FRAME_HDR);
+    CHECK_EQ_U(n, RD_AUTH_LEN);
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR, a.share, RD_SHARE_LEN);   /* the share, then the MAC */
+    CHECK_MEM_EQ(buf + RD_FRAME_HDR + RD_SHARE_LEN, a.mac, RD_MAC_LEN);
+    CHECK_EQ_U(buf[RD_FRAME_HDR + RD_AUTH_LEN], 0xee);
+    size_t len = rd_frame_seal(buf, RD_AUTH, 0, (uint32_t)n, 0);
+    struct rd_frame f;
+    CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
+    CHECK_EQ_I(f.type, RD_AUTH);
+    CHECK_MEM_EQ(f.tag, zero_tag, RD_TAG_LEN);
+    memset(&d, 0x55, sizeof d);
+    CHECK_EQ_I(rd_proof_decode(f.payload, f.length, &d), RD_P_OK);
+    CHECK_MEM_EQ(d.share, a.share, RD_SHARE_LEN);
+    CHECK_MEM_EQ(d.mac, a.mac, RD_MAC_LEN);
+    /* any other length is refused and nothing is decoded: the v1 AUTH (a MAC alone) included */
+    static const size_t bad[] = { 0, 1, RD_MAC_LEN, RD_SHARE_LEN + 1, RD_AUTH_LEN - 1, RD_AUTH_LEN + 1,
+                                  RD_CHALLENGE_LEN, RD_JOIN_LEN, 4096 };
+    uint8_t p[4096];
+    memset(p, 0x5c, sizeof p);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&d, 0x11, sizeof d);
+        int rc = rd_proof_decode(p, bad[i], &d);
+        if (rc != RD_P_LENGTH)
+            check_fail_at(__FILE__, __LINE__, "rd_proof_decode of %zu bytes = %d, expected RD_P_LENGTH", bad[i], rc);
+        if (d.share[0] != 0x11 || d.mac[31] != 0x11)
+            check_fail_at(__FILE__, __LINE__, "rd_proof_decode of %zu bytes wrote its output", bad[i]);
+    }
+    CHECK_EQ_I(rd_proof_decode(p, RD_AUTH_LEN, &d), RD_P_OK);
+    CHECK_EQ_U(d.share[0], 0x5c);
+    CHECK_EQ_U(d.mac[31], 0x5c);
 }
 
 static void t_end_round_trip(void)
@@ -515,10 +892,13 @@ static void t_end_round_trip(void)
     CHECK_EQ_U(le64(buf + RD_FRAME_HDR), 0xfedcba9876543210ull);
     CHECK_EQ_U(le64(buf + RD_FRAME_HDR + 16), 0x0123456789abcdefull);
     for (int type = RD_END; type <= RD_CONFIRM; type++) {   /* CONFIRM carries the same payload */
-        size_t len = rd_frame_seal(buf, (uint8_t)type, 0, (uint32_t)n, 0);
+        /* END goes down with seq = frames, CONFIRM comes back up with seq 0 */
+        enum rd_tag_dir dir = type == RD_END ? RD_TAG_DOWN : RD_TAG_UP;
+        size_t len = rd_frame_seal(buf, (uint8_t)type, 0, (uint32_t)n, type == RD_END ? e.frames : 0);
+        tag_frame(buf, dir);
         struct rd_frame f;
         CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
-        CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+        CHECK_EQ_I(check_tag(buf, &f, dir), RD_P_OK);
         memset(&d, 0, sizeof d);
         CHECK_EQ_I(rd_end_decode(f.payload, f.length, &d), RD_P_OK);
         CHECK_EQ_U(d.total_bytes, e.total_bytes);
@@ -536,11 +916,12 @@ static void t_reason_round_trip(void)
                  rd_frame_type_name(types[i]));
         size_t n = rd_reason_encode(&r, buf + RD_FRAME_HDR);
         CHECK_EQ_U(n, 4 + strlen(r.text));
-        size_t len = rd_frame_seal(buf, types[i], 0, (uint32_t)n, 0);
+        size_t len = rd_frame_seal(buf, types[i], 0, (uint32_t)n, 0x1234567890abcdefull);
+        tag_frame(buf, RD_TAG_HOP_UP);
         struct rd_frame f;
         CHECK_EQ_I(rd_frame_parse(buf, len, RD_CTRL_FRAME, &f), RD_P_OK);
         CHECK_EQ_I(f.type, types[i]);
-        CHECK_EQ_I(rd_frame_verify(&f), RD_P_OK);
+        CHECK_EQ_I(check_tag(buf, &f, RD_TAG_HOP_UP), RD_P_OK);
         memset(&d, 'x', sizeof d);
         CHECK_EQ_I(rd_reason_decode(f.payload, f.length, &d), RD_P_OK);
         CHECK_EQ_U(d.code, 3);
@@ -588,6 +969,7 @@ static void t_payload_wrong_size(void)
     struct rd_hello h;
     struct rd_challenge c;
     struct rd_end e;
+    struct rd_proof a;
     memset(buf, 0, sizeof buf);
     /* 48 and 76: the HELLO and CHALLENGE of builds before --streams */
     static const size_t hello_bad[] = { 0, 1, RD_HELLO_LEN - 1, RD_HELLO_LEN + 1, RD_CHALLENGE_LEN, 48,
@@ -601,6 +983,10 @@ static void t_payload_wrong_size(void)
     static const size_t end_bad[] = { 0, 8, RD_END_LEN - 1, RD_END_LEN + 1, 32 };
     for (size_t i = 0; i < sizeof end_bad / sizeof end_bad[0]; i++)
         CHECK_EQ_I(rd_end_decode(buf, end_bad[i], &e), RD_P_LENGTH);
+    static const size_t proof_bad[] = { 0, RD_MAC_LEN, RD_AUTH_LEN - 1, RD_AUTH_LEN + 1, RD_CHALLENGE_LEN };
+    for (size_t i = 0; i < sizeof proof_bad / sizeof proof_bad[0]; i++)
+        CHECK_EQ_I(rd_proof_decode(buf, proof_bad[i], &a), RD_P_LENGTH);
+    CHECK_EQ_I(rd_proof_decode(buf, RD_AUTH_LEN, &a), RD_P_OK);
     CHECK_EQ_I(rd_hello_decode(buf, RD_HELLO_LEN, &h), RD_P_OK);
     CHECK_EQ_I(rd_challenge_decode(buf, RD_CHALLENGE_LEN, &c), RD_P_OK);
     CHECK_EQ_I(rd_end_decode(buf, RD_END_LEN, &e), RD_P_OK);
@@ -608,43 +994,52 @@ static void t_payload_wrong_size(void)
 
 /* ---- whole-stream hash ---- */
 
-static uint64_t hash_of(const uint64_t *seq, const uint32_t *len, const uint64_t *sum, int n)
+static uint64_t hash_of(const uint8_t (*tags)[RD_TAG_LEN], int n)
 {
     struct rd_stream_hash h;
     rd_stream_hash_init(&h);
     for (int i = 0; i < n; i++)
-        rd_stream_hash_add(&h, seq[i], len[i], sum[i]);
+        rd_stream_hash_add(&h, tags[i]);
     return h.state;
 }
 
 static void t_stream_hash(void)
 {
-    uint64_t seq[3] = { 0, 1, 2 }, sum[3] = { 0x1111, 0x2222, 0x3333 };
-    uint32_t len[3] = { 4096, 4096, 17 };
-    uint64_t base = hash_of(seq, len, sum, 3);
-    CHECK_EQ_U(hash_of(seq, len, sum, 3), base);   /* deterministic */
+    uint8_t tags[3][RD_TAG_LEN];
+    for (int i = 0; i < 3; i++)
+        fill(tags[i], RD_TAG_LEN, (uint8_t)(0x11 * (i + 1)));
+    uint64_t base = hash_of(tags, 3);
+    CHECK_EQ_U(hash_of(tags, 3), base);   /* deterministic */
     struct rd_stream_hash empty;
     rd_stream_hash_init(&empty);
     CHECK_NE_U(base, empty.state);
-    CHECK_NE_U(hash_of(seq, len, sum, 2), base);   /* a missing last chunk shows */
+    CHECK_NE_U(hash_of(tags, 2), base);   /* a missing last chunk shows */
+    /* the construction: XXH3-64 of each tag, seeded with the state so far, from 0 */
+    uint64_t want = 0;
+    for (int i = 0; i < 3; i++)
+        want = XXH3_64bits_withSeed(tags[i], RD_TAG_LEN, want);
+    CHECK_EQ_U(base, want);
+    CHECK_EQ_U(empty.state, 0);
 
-    /* same chunks, other order: checksums swapped (with the same seqs) */
-    uint64_t sum_swapped[3] = { 0x2222, 0x1111, 0x3333 };
-    CHECK_NE_U(hash_of(seq, len, sum_swapped, 3), base);
-    /* same chunks, other order: whole entries swapped */
-    uint64_t seq_sw[3] = { 1, 0, 2 };
-    CHECK_NE_U(hash_of(seq_sw, len, sum_swapped, 3), base);
-    /* each field counts */
-    uint64_t seq_b[3] = { 0, 1, 3 };
-    CHECK_NE_U(hash_of(seq_b, len, sum, 3), base);
-    uint32_t len_b[3] = { 4096, 4096, 18 };
-    CHECK_NE_U(hash_of(seq, len_b, sum, 3), base);
-    uint64_t sum_b[3] = { 0x1111, 0x2223, 0x3333 };
-    CHECK_NE_U(hash_of(seq, len, sum_b, 3), base);
+    /* same chunks, other order */
+    uint8_t swapped[3][RD_TAG_LEN];
+    memcpy(swapped[0], tags[1], RD_TAG_LEN);
+    memcpy(swapped[1], tags[0], RD_TAG_LEN);
+    memcpy(swapped[2], tags[2], RD_TAG_LEN);
+    CHECK_NE_U(hash_of(swapped, 3), base);
+    /* every byte of every tag counts */
+    for (int i = 0; i < 3; i++)
+        for (unsigned k = 0; k < RD_TAG_LEN; k++) {
+            tags[i][k] ^= (uint8_t)(1u << (k % 8));
+            if (hash_of(tags, 3) == base)
+                check_fail_at(__FILE__, __LINE__, "tag %d byte %u does not change the stream hash", i, k);
+            tags[i][k] ^= (uint8_t)(1u << (k % 8));
+        }
     /* two identical chunks in a row are not the same as one */
-    uint64_t s2[2] = { 0, 1 }, c2[2] = { 7, 7 };
-    uint32_t l2[2] = { 10, 10 };
-    CHECK_NE_U(hash_of(s2, l2, c2, 2), hash_of(s2, l2, c2, 1));
+    uint8_t two[2][RD_TAG_LEN];
+    memcpy(two[0], tags[0], RD_TAG_LEN);
+    memcpy(two[1], tags[0], RD_TAG_LEN);
+    CHECK_NE_U(hash_of(two, 2), hash_of(two, 1));
 }
 
 /* ---- rd_parse_size ---- */
@@ -733,8 +1128,7 @@ int main(void)
 {
     check_before_each = before_each;
     RUN(t_header_layout);
-    RUN(t_sum_in_pieces_equals_checksum);
-    RUN(t_seal_sum_uses_given_checksum);
+    RUN(t_seal_leaves_tag_zero);
     RUN(t_parse_every_type);
     RUN(t_parse_empty_and_max_payload);
     RUN(t_frame_names);
@@ -744,15 +1138,21 @@ int main(void)
     RUN(t_bad_magic);
     RUN(t_bad_version);
     RUN(t_bad_version_is_named);
+    RUN(t_v1_frame_is_another_version);
+    RUN(t_reserved_bytes_refused);
+    RUN(t_hop_tagged_goodbyes);
+    RUN(t_stream_tagged_ctrl);
     RUN(t_unknown_type);
     RUN(t_unknown_flags);
     RUN(t_oversized_length);
-    RUN(t_bad_checksum_payload_bit);
-    RUN(t_bad_checksum_header_bit);
+    RUN(t_bad_tag_payload_bit);
+    RUN(t_bad_tag_header_bit);
+    RUN(t_check_payload_elsewhere);
     RUN(t_hello_round_trip);
     RUN(t_challenge_round_trip);
     RUN(t_join_round_trip);
     RUN(t_join_malformed);
+    RUN(t_proof_round_trip);
     RUN(t_end_round_trip);
     RUN(t_reason_round_trip);
     RUN(t_reason_longest_text);

@@ -5,8 +5,13 @@
  *   session_sender on link 2 with the upstream's agreed parameters, rd_relay) -> link 2 ->
  *   final receiver (session + engine_recv)
  *
- * The relay does not verify payloads, so a corruption upstream must be caught at the far end;
- * it confirms upstream only after downstream confirmed, so the origin's RD_OK means written.
+ * The relay does not verify payloads (it holds no key of the stream), so a corruption upstream
+ * must be caught at the far end; it confirms upstream only after downstream confirmed, passing
+ * the receiver's CONFIRM on as it came, so the origin's RD_OK means written. As rdpipe does
+ * (RDPIPE_STREAM_KEY, lib/run/rd_run.c use_stream_key), origin and final receiver tag the
+ * stream with an end-to-end key of their own, not with either link's session key; each link's
+ * own frames (ABORT) carry that link's hop tag, and the relay says its own ABORT, never passes
+ * the origin's on.
  *
  * Note: rd_fail() keeps one error per process, shared here by the three sides, and the library
  * sometimes clears it to record a better one (the peer's reason), so rd_error_msg() may be any
@@ -41,9 +46,11 @@
  * so the origin is still reading when the stream breaks. */
 #define LONG_INPUT (100 * CHUNK)
 
-/* two keys: each link has its own, as rdpipe gives each hop its own */
+/* two keys: each link has its own, as rdpipe gives each hop its own; and the stream's key,
+ * which only its two ends hold */
 static const char key_up[] = "relay test key, link 1";
 static const char key_down[] = "relay test key, link 2";
+static const uint8_t stream_key[RD_KEY_LEN] = "relay test: end-to-end stream k";
 
 /* Frames sent on either link by its sending side: 0 HELLO, 1 AUTH, 2 + i DATA seq i, END;
  * by its receiving side: 0 CHALLENGE, 1 ACCEPT, 2 CONFIRM (or ABORT). */
@@ -65,14 +72,19 @@ static double now_s(void)
 struct tap {
     struct rd_transport tp;      /* what the side under test uses */
     struct rd_transport *inner;  /* the mem endpoint */
-    /* received: frames of these kinds (REJECT counts as abort), the first ABORT/REJECT's text */
-    int aborts, confirms;
+    /* received: frames of these kinds (REJECT counts as abort), the first ABORT/REJECT's text;
+     * bad_tags: ABORT/REJECT frames received once the handshake set the hop key (on this tap:
+     * the session writes tp.hop_key) that fail the peer's hop tag */
+    int aborts, confirms, bad_tags;
     char said[sizeof ((struct rd_reason *)0)->text];
     /* sent: ABORT/REJECT frames passed to send() (failed sends included) and the first one's
      * code and text; CONFIRM frames send() took */
     int sent_aborts, sent_confirms;
     int sent_code;
     char sent_text[sizeof ((struct rd_reason *)0)->text];
+    /* the last CONFIRM frame sent and received, byte for byte */
+    uint8_t confirm_sent[RD_FRAME_HDR + RD_END_LEN], confirm_got[RD_FRAME_HDR + RD_END_LEN];
+    size_t confirm_sent_len, confirm_got_len;
 };
 
 static struct rd_transport *inner_of(struct rd_transport *tp)
@@ -103,12 +115,24 @@ static int tap_recv(struct rd_transport *t, struct rd_buf **out, int timeout_ms)
     int rc = tp->inner->ops->recv(tp->inner, out, timeout_ms);
     struct rd_frame f;
     if (rc == RD_OK && rd_frame_parse((*out)->data, (*out)->len, (*out)->cap, &f) == RD_P_OK) {
-        if (f.type == RD_CONFIRM)
+        if (f.type == RD_CONFIRM) {
             tp->confirms++;
+            if ((*out)->len <= sizeof tp->confirm_got) {
+                memcpy(tp->confirm_got, (*out)->data, (*out)->len);
+                tp->confirm_got_len = (*out)->len;
+            }
+        }
         if (f.type == RD_ABORT || f.type == RD_REJECT) {
             struct rd_reason why;
             if (tp->aborts++ == 0 && rd_reason_decode(f.payload, f.length, &why) == RD_P_OK)
                 snprintf(tp->said, sizeof tp->said, "%s", why.text);
+            if (t->hop_dir) {
+                struct rd_tagger *tg = rd_tagger_new(t->hop_key);
+                enum rd_tag_dir peer = t->hop_dir == RD_TAG_HOP_DOWN ? RD_TAG_HOP_UP : RD_TAG_HOP_DOWN;
+                if (!tg || rd_frame_check(tg, peer, (*out)->data, &f) != RD_P_OK)
+                    tp->bad_tags++;
+                rd_tagger_free(tg);
+            }
         }
     }
     return rc;
@@ -120,6 +144,8 @@ static int tap_send(struct rd_transport *t, struct rd_buf *b)
     struct rd_frame f;
     struct rd_reason why;
     int kind = 0;   /* 1 abort, 2 confirm */
+    uint8_t confirm[RD_FRAME_HDR + RD_END_LEN];
+    size_t confirm_len = 0;
     if (rd_frame_parse(b->data, b->len, b->cap, &f) == RD_P_OK) {
         if (f.type == RD_ABORT || f.type == RD_REJECT) {
             kind = 1;
@@ -127,6 +153,10 @@ static int tap_send(struct rd_transport *t, struct rd_buf *b)
                 why = (struct rd_reason){ .code = 0, .text = "(malformed)" };
         } else if (f.type == RD_CONFIRM) {
             kind = 2;
+            if (b->len <= sizeof confirm) {
+                memcpy(confirm, b->data, b->len);
+                confirm_len = b->len;
+            }
         }
     }
     int rc = tp->inner->ops->send(tp->inner, b);   /* b is gone now */
@@ -138,6 +168,8 @@ static int tap_send(struct rd_transport *t, struct rd_buf *b)
         }
     } else if (kind == 2 && rc == RD_OK) {
         tp->sent_confirms++;
+        memcpy(tp->confirm_sent, confirm, confirm_len);
+        tp->confirm_sent_len = confirm_len;
     }
     pthread_mutex_unlock(&tap_lock);
     return rc;
@@ -173,10 +205,17 @@ static struct rd_transport *tap_wrap(struct tap *t, struct rd_transport *inner)
 
 /* ---- one chained transfer: origin, relay, final receiver ---- */
 
+struct chain;
+
 struct chain {
     /* set up by the case */
     const char *in_path, *out_path;
     struct rd_params want, relay_limits, recv_limits;
+    int no_stream_key;                     /* the two ends keep their own links' stream keys */
+    /* instead of rd_engine_send: a hand-driven origin after its real handshake, which records
+     * no error (so rd_error_msg() is the relay's and the receiver's); returns the origin's rc */
+    int (*origin_script)(struct chain *c, struct rd_transport *tp);
+    int forged_up;                         /* the case forges a goodbye on link 1 itself */
     struct mem_faults origin_faults;       /* on link 1, frames the origin sends */
     struct mem_faults relay_up_faults;     /* on link 1, frames the relay sends upstream */
     struct mem_faults relay_down_faults;   /* on link 2, frames the relay sends downstream */
@@ -221,7 +260,11 @@ static void *origin_main(void *arg)
     if (c->send_rc == RD_OK) {
         rd_key_derive(&k, key_up, strlen(key_up));
         c->send_rc = c->send_session_rc = rd_session_sender(tp, &k, &c->want, &c->send_agreed);
-        if (c->send_rc == RD_OK)
+        if (!c->no_stream_key)   /* rdpipe's end-to-end key (rd_run.c use_stream_key) */
+            memcpy(c->send_agreed.stream_key, stream_key, RD_KEY_LEN);
+        if (c->send_rc == RD_OK && c->origin_script)
+            c->send_rc = c->origin_script(c, tp);
+        else if (c->send_rc == RD_OK)
             c->send_rc = rd_engine_send(tp, &src, &c->send_agreed, &c->send_cnt);
         rd_source_close(&src);
         rd_key_wipe(&k);
@@ -266,6 +309,8 @@ static void *receiver_main(void *arg)
     if (c->recv_rc == RD_OK) {
         rd_key_derive(&k, key_down, strlen(key_down));
         c->recv_rc = c->recv_session_rc = rd_session_receiver(tp, &k, &c->recv_limits, &c->recv_agreed);
+        if (!c->no_stream_key)
+            memcpy(c->recv_agreed.stream_key, stream_key, RD_KEY_LEN);
         if (c->recv_rc == RD_OK)
             c->recv_rc = rd_sink_begin(&dst);
         if (c->recv_rc == RD_OK)
@@ -346,10 +391,20 @@ static void roundtrip(size_t n, uint32_t depth, uint32_t down_depth, uint64_t se
     CHECK_EQ_U(atomic_load(&c.relay_cnt.frames), frames);
     CHECK_EQ_U(atomic_load(&c.recv_cnt.bytes), n);
     CHECK_EQ_U(atomic_load(&c.recv_cnt.frames), frames);
-    /* the origin heard exactly one CONFIRM (the relay's) and nobody was told to abort */
+    /* the origin heard exactly one CONFIRM and nobody was told to abort */
     CHECK_EQ_I(c.origin_tap.confirms, 1);
     CHECK_EQ_I(c.origin_tap.aborts, 0);
     CHECK_EQ_I(c.recv_tap.aborts, 0);
+    /* that CONFIRM is the final receiver's, byte for byte: the relay passed it on */
+    CHECK_EQ_U(c.recv_tap.confirm_sent_len, RD_FRAME_HDR + RD_END_LEN);
+    CHECK_EQ_U(c.origin_tap.confirm_got_len, c.recv_tap.confirm_sent_len);
+    CHECK_MEM_EQ(c.origin_tap.confirm_got, c.recv_tap.confirm_sent, RD_FRAME_HDR + RD_END_LEN);
+    CHECK_MEM_EQ(c.relay_up_tap.confirm_sent, c.recv_tap.confirm_sent, RD_FRAME_HDR + RD_END_LEN);
+    /* each link ran its own handshake: its own hop keys and session stream keys */
+    CHECK_MEM_NE(c.origin_tap.tp.hop_key, c.recv_tap.tp.hop_key, RD_KEY_LEN);
+    CHECK_MEM_EQ(c.origin_tap.tp.hop_key, c.relay_up_tap.tp.hop_key, RD_KEY_LEN);
+    CHECK_MEM_EQ(c.relay_down_tap.tp.hop_key, c.recv_tap.tp.hop_key, RD_KEY_LEN);
+    CHECK_MEM_NE(c.up_agreed.stream_key, c.down_agreed.stream_key, RD_KEY_LEN);
     size_t got_n = 0;
     uint8_t *got = read_file(out, &got_n);
     CHECK_OR(got, goto done);
@@ -425,6 +480,13 @@ static void check_all_failed(struct fail_case *fc, int line)
         check_fail_at(__FILE__, line, "the origin received a CONFIRM");
     if (c->seconds > FAIL_WITHIN_S)
         check_fail_at(__FILE__, line, "the failure took %.1f s to reach every side", c->seconds);
+    /* every goodbye the relay and the ends exchanged carried its link's hop tag (the case's
+     * own forgeries aside: exactly one, which the relay receives on relay_up_tap) */
+    if (c->origin_tap.bad_tags || c->recv_tap.bad_tags || c->relay_down_tap.bad_tags ||
+        c->relay_up_tap.bad_tags != (c->forged_up ? 1 : 0))
+        check_fail_at(__FILE__, line, "a goodbye failed its hop tag: origin %d, relay up %d, relay down %d, receiver %d",
+                      c->origin_tap.bad_tags, c->relay_up_tap.bad_tags, c->relay_down_tap.bad_tags,
+                      c->recv_tap.bad_tags);
 }
 
 /* The output after a failed stream: a prefix of the input; with `strict`, not all of it. */
@@ -452,9 +514,9 @@ static void check_told(const struct tap *t, const char *who, const char *want, i
         check_fail_at(__FILE__, line, "the %s was told \"%s\", which does not contain \"%s\"", who, t->said, want);
 }
 
-/* A payload byte damaged between origin and relay: the relay does not look at payloads and
- * passes it on; the final receiver's checksum catches it and its reason travels back to the
- * origin through the relay. */
+/* A payload byte (or the tag) damaged between origin and relay: the relay does not look at
+ * payloads and cannot check tags; it passes the frame on; the final receiver's tag check
+ * catches it and its reason travels back to the origin through the relay. */
 static void corrupt_upstream_case(size_t offset, uint8_t mask)
 {
     struct fail_case fc;
@@ -468,17 +530,17 @@ static void corrupt_upstream_case(size_t offset, uint8_t mask)
     CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
     CHECK(atomic_load(&fc.c.relay_cnt.frames) >= 2);   /* the damaged frame was forwarded */
     CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 1);            /* and the receiver caught it */
-    CHECK_HAS(fc.c.recv_tap.sent_text, "checksum mismatch in chunk 1");
+    CHECK_HAS(fc.c.recv_tap.sent_text, "chunk 1 (bytes 4096..8192) fails its authentication tag");
     CHECK(atomic_load(&fc.c.recv_cnt.bytes) <= CHUNK);   /* nothing written after it */
     check_told(&fc.c.origin_tap, "origin", "downstream", __LINE__);
-    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    check_told(&fc.c.origin_tap, "origin", "authentication tag", __LINE__);
     check_output_prefix(&fc, __LINE__, 1);
 out:
     fail_teardown(&fc);
 }
 
 static void t_corrupt_payload_upstream(void) { corrupt_upstream_case(RD_FRAME_HDR + 100, 0x01); }
-static void t_corrupt_header_checksum_upstream(void) { corrupt_upstream_case(24, 0x01); }
+static void t_corrupt_header_tag_upstream(void) { corrupt_upstream_case(RD_HDR_TAG, 0x01); }
 
 /* The same damage between relay and receiver. */
 static void t_corrupt_payload_downstream(void)
@@ -493,8 +555,8 @@ static void t_corrupt_payload_downstream(void)
     check_all_failed(&fc, __LINE__);
     CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
     CHECK_EQ_I(fc.c.recv_tap.sent_aborts, 1);
-    CHECK_HAS(fc.c.recv_tap.sent_text, "checksum mismatch in chunk 1");
-    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    CHECK_HAS(fc.c.recv_tap.sent_text, "chunk 1 (bytes 4096..8192) fails its authentication tag");
+    check_told(&fc.c.origin_tap, "origin", "authentication tag", __LINE__);
     check_output_prefix(&fc, __LINE__, 1);
 out:
     fail_teardown(&fc);
@@ -532,7 +594,8 @@ static void t_dropped_frame_upstream(void) { order_fault_case(drop_second, 1); }
 static void t_duplicated_frame_upstream(void) { order_fault_case(dup_second, 1); }
 static void t_reordered_frames_upstream(void) { order_fault_case(reorder_second, 1); }
 
-/* The last DATA frame is lost upstream: the order is fine, END's totals are not. */
+/* The last DATA frame is lost upstream: END's seq (the number of DATA frames) is one ahead,
+ * and the relay's order check stops it. */
 static void t_dropped_last_frame_upstream(void)
 {
     struct fail_case fc;
@@ -543,7 +606,9 @@ static void t_dropped_last_frame_upstream(void)
     check_all_failed(&fc, __LINE__);
     CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
     CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 9);
-    check_told(&fc.c.origin_tap, "origin", "incomplete", __LINE__);
+    CHECK_EQ_I(fc.c.relay_rc, RD_ESTREAM);
+    check_told(&fc.c.origin_tap, "origin", "out of order", __LINE__);
+    check_told(&fc.c.recv_tap, "receiver", "out of order", __LINE__);
     check_output_prefix(&fc, __LINE__, 1);
 out:
     fail_teardown(&fc);
@@ -605,7 +670,9 @@ out:
     fail_teardown(&fc);
 }
 
-/* The origin's input fails: its ABORT goes through the relay to the receiver unchanged. */
+/* The origin's input fails: its ABORT (tagged under link 1's hop key) reaches the relay, which
+ * takes it as the origin's and tells the receiver in an ABORT of its own (tagged for link 2),
+ * with the origin's reason. */
 static void t_origin_read_error(void)
 {
     struct fail_case fc;
@@ -616,11 +683,146 @@ static void t_origin_read_error(void)
     check_all_failed(&fc, __LINE__);
     CHECK_EQ_I(fc.c.origin_tap.sent_aborts, 1);
     CHECK_HAS(fc.c.origin_tap.sent_text, "cannot read /proc/self/mem");
-    /* the first word the receiver got is the origin's own ABORT, byte for byte */
+    /* the first word the receiver got is the relay's own ABORT with the reason (the exact text
+     * is the process's shared error here: t_origin_script_abort pins it), under link 2's hop
+     * tag: not the origin's frame passed on, whose tag is link 1's */
     check_told(&fc.c.recv_tap, "receiver", "/proc/self/mem", __LINE__);
-    CHECK_STR_EQ(fc.c.recv_tap.said, fc.c.origin_tap.sent_text);
+    CHECK_EQ_I(fc.c.relay_down_tap.sent_aborts, 1);
+    CHECK_EQ_I(fc.c.recv_tap.bad_tags, 0);
+    CHECK_EQ_I(fc.c.relay_up_tap.bad_tags, 0);
     CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.bytes), 0);
     CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 0);
+out:
+    fail_teardown(&fc);
+}
+
+/* Scripted origins: DATA 0, then an ABORT that is the origin's (hop-tagged) or a forgery
+ * (untagged, or tagged in the relay's direction: reflected); then wait for the relay. */
+static int origin_abort(struct chain *c, struct rd_transport *tp, int how)
+{
+    struct rd_buf *b;
+    int rc = tp->ops->get_send_buf(tp, &b);
+    if (rc)
+        return rc;
+    memset(b->data + RD_FRAME_HDR, 'd', CHUNK);
+    b->len = rd_frame_seal(b->data, RD_DATA, 0, CHUNK, 0);
+    struct rd_tagger *t = rd_tagger_new(c->send_agreed.stream_key);
+    if (t)
+        rd_frame_tag(t, RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR);
+    rd_tagger_free(t);
+    if ((rc = tp->ops->send(tp, b)) != RD_OK || (rc = tp->ops->get_send_buf(tp, &b)) != RD_OK)
+        return rc;
+    struct rd_reason why = { .code = RD_ESTREAM, .text = "origin gave up (scripted)" };
+    uint32_t n = (uint32_t)rd_reason_encode(&why, b->data + RD_FRAME_HDR);
+    if (how == 0) {
+        rd_seal_hop(tp, b, RD_ABORT, n);
+    } else {
+        b->len = rd_frame_seal(b->data, RD_ABORT, 0, n, 99);
+        if (how == 2) {
+            struct rd_tagger *h = rd_tagger_new(tp->hop_key);
+            if (h)
+                rd_frame_tag(h, RD_TAG_HOP_UP, b->data, b->data + RD_FRAME_HDR);
+            rd_tagger_free(h);
+        }
+    }
+    if ((rc = tp->ops->send(tp, b)) != RD_OK)
+        return rc;
+    struct rd_buf *rb;
+    struct rd_frame f;
+    if (rd_recv_ctrl_quiet(tp, 5000, &rb, &f) == RD_OK)   /* the relay's ABORT back, or its hang-up */
+        tp->ops->release(tp, rb);
+    return RD_ESTREAM;
+}
+
+static int origin_abort_tagged(struct chain *c, struct rd_transport *tp) { return origin_abort(c, tp, 0); }
+static int origin_abort_untagged(struct chain *c, struct rd_transport *tp) { return origin_abort(c, tp, 1); }
+static int origin_abort_reflected(struct chain *c, struct rd_transport *tp) { return origin_abort(c, tp, 2); }
+
+/* The origin's own ABORT: the relay relays its reason, as "sender: ...", in its own ABORT. */
+static void t_origin_script_abort(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 1, 34);
+    fc.c.origin_script = origin_abort_tagged;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.relay_rc, RD_ESTREAM);
+    CHECK_EQ_I(fc.c.recv_rc, RD_ESTREAM);
+    CHECK_STR_EQ(fc.c.recv_tap.said, "sender: origin gave up (scripted)");
+    CHECK_STR_EQ(fc.c.relay_down_tap.sent_text, "sender: origin gave up (scripted)");
+    CHECK_EQ_I(fc.c.relay_down_tap.sent_aborts, 1);
+    CHECK_EQ_I(fc.c.recv_tap.bad_tags, 0);
+    CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 1);   /* DATA 0 went on, the ABORT did not */
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 1);
+    CHECK_HAS(rd_error_msg(), "sender: origin gave up (scripted)");
+out:
+    fail_teardown(&fc);
+}
+
+/* A forged ABORT upstream (no hop tag, or the relay's own direction's): refused. The relay
+ * says why, and the forger's text goes nowhere. */
+static void forged_abort_case(int (*script)(struct chain *, struct rd_transport *))
+{
+    struct fail_case fc;
+    fail_setup(&fc, 1, 35);
+    fc.c.origin_script = script;
+    fc.c.forged_up = 1;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.relay_rc, RD_ESTREAM);
+    CHECK_HAS(fc.c.relay_down_tap.sent_text, "sender mem:a sent an ABORT that fails its authentication tag");
+    check_told(&fc.c.recv_tap, "receiver", "fails its authentication tag", __LINE__);
+    check_told(&fc.c.origin_tap, "origin", "fails its authentication tag", __LINE__);
+    CHECK(!strstr(fc.c.recv_tap.said, "scripted"));
+    CHECK_EQ_I(fc.c.recv_tap.bad_tags, 0);
+    CHECK_EQ_I(fc.c.origin_tap.bad_tags, 0);   /* the relay's ABORT upstream is tagged for link 1 */
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 1);
+    CHECK_HAS(rd_error_msg(), "fails its authentication tag");
+out:
+    fail_teardown(&fc);
+}
+
+static void t_origin_abort_untagged(void) { forged_abort_case(origin_abort_untagged); }
+static void t_origin_abort_reflected(void) { forged_abort_case(origin_abort_reflected); }
+
+/* The origin's real ABORT with its hop tag damaged on link 1: it is nobody's word; the relay
+ * refuses it (the texts are the shared error here; forged_abort_case pins them). */
+static void t_origin_abort_damaged(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 1, 31);
+    fc.c.in_path = "/proc/self/mem";
+    fc.c.origin_faults.corrupt_frame = 2;   /* origin frames: 0 HELLO, 1 AUTH, 2 ABORT */
+    fc.c.origin_faults.corrupt_offset = RD_HDR_TAG + 7;
+    fc.c.origin_faults.corrupt_xor = 0x10;
+    fc.c.forged_up = 1;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.origin_tap.sent_aborts, 1);
+    CHECK_EQ_I(fc.c.relay_down_tap.sent_aborts, 1);
+    CHECK_EQ_I(fc.c.recv_tap.bad_tags, 0);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 0);
+out:
+    fail_teardown(&fc);
+}
+
+/* Without the end-to-end stream key, each end tags with its own link's session key: the
+ * receiver cannot verify a single chunk, and nobody succeeds. (What rdpipe's
+ * RDPIPE_STREAM_KEY is for.) */
+static void t_no_end_to_end_key(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 10 * CHUNK, 32);
+    fc.c.no_stream_key = 1;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_HAS(fc.c.recv_tap.sent_text, "chunk 0 (bytes 0..4096) fails its authentication tag");
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.bytes), 0);
+    check_told(&fc.c.origin_tap, "origin", "authentication tag", __LINE__);
 out:
     fail_teardown(&fc);
 }
@@ -642,8 +844,8 @@ out:
     fail_teardown(&fc);
 }
 
-/* The receiver's CONFIRM is damaged on its way to the relay: the receiver is done, but the
- * relay cannot vouch for the stream, so the origin must fail. */
+/* The receiver's CONFIRM is damaged on its way to the relay (its totals): the receiver is done,
+ * but the relay sees it confirms another stream than the one relayed, so the origin must fail. */
 static void t_downstream_confirm_corrupt(void)
 {
     struct fail_case fc;
@@ -657,7 +859,32 @@ static void t_downstream_confirm_corrupt(void)
     CHECK(fc.c.relay_rc != RD_OK && fc.c.relay_rc != -1);
     CHECK(fc.c.send_rc != RD_OK && fc.c.send_rc != -1);
     CHECK_EQ_I(fc.c.origin_tap.confirms, 0);
-    check_told(&fc.c.origin_tap, "origin", "checksum", __LINE__);
+    check_told(&fc.c.origin_tap, "origin", "confirmed another stream", __LINE__);
+    check_output_whole(&fc, __LINE__);
+out:
+    fail_teardown(&fc);
+}
+
+/* The receiver's CONFIRM has its tag damaged on its way: the relay holds no stream key, cannot
+ * tell, and passes it on as it came (its totals match); the origin checks the tag and fails.
+ * So a relay cannot confirm a stream on the receiver's behalf. */
+static void t_downstream_confirm_tag_corrupt(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 5 * CHUNK, 33);
+    fc.c.recv_faults.corrupt_frame = CONFIRM_FRAME;
+    fc.c.recv_faults.corrupt_offset = RD_HDR_TAG + 15;
+    fc.c.recv_faults.corrupt_xor = 0x01;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_OK);
+    CHECK_EQ_I(fc.c.relay_rc, RD_OK);
+    CHECK_EQ_I(fc.c.send_rc, RD_ESTREAM);
+    CHECK_EQ_I(fc.c.origin_tap.confirms, 1);
+    /* what the origin got is what the relay got: the damaged frame */
+    CHECK_EQ_U(fc.c.origin_tap.confirm_got_len, RD_FRAME_HDR + RD_END_LEN);
+    CHECK_MEM_EQ(fc.c.origin_tap.confirm_got, fc.c.relay_down_tap.confirm_got, RD_FRAME_HDR + RD_END_LEN);
+    CHECK_MEM_NE(fc.c.origin_tap.confirm_got, fc.c.recv_tap.confirm_sent, RD_FRAME_HDR + RD_END_LEN);
     check_output_whole(&fc, __LINE__);
 out:
     fail_teardown(&fc);
@@ -700,7 +927,7 @@ int main(void)
     RUN(t_depth_1);
     RUN(t_shallower_downstream);
     RUN(t_corrupt_payload_upstream);
-    RUN(t_corrupt_header_checksum_upstream);
+    RUN(t_corrupt_header_tag_upstream);
     RUN(t_corrupt_payload_downstream);
     RUN(t_dropped_frame_upstream);
     RUN(t_duplicated_frame_upstream);
@@ -710,8 +937,14 @@ int main(void)
     RUN(t_upstream_link_killed);
     RUN(t_receiver_write_error);
     RUN(t_origin_read_error);
+    RUN(t_origin_abort_damaged);
+    RUN(t_origin_script_abort);
+    RUN(t_origin_abort_untagged);
+    RUN(t_origin_abort_reflected);
+    RUN(t_no_end_to_end_key);
     RUN(t_downstream_confirm_lost);
     RUN(t_downstream_confirm_corrupt);
+    RUN(t_downstream_confirm_tag_corrupt);
     RUN(t_upstream_confirm_lost);
     return check_summary();
 }

@@ -1,9 +1,0 @@
-/* rdp_warn.h - the initiators' diagnostics: "tool: message" on stderr, for rdpipe and rdcp
- * alike. Not rd_warn: that one cuts at 600 bytes, and the initiators pass on whole messages
- * from remote agents (up to 4 KiB here). */
-#ifndef RDP_WARN_H
-#define RDP_WARN_H
-
-void rdp_warnx(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#endif

@@ -1,0 +1,41 @@
+/* rdr_line.h - rdpipe's control channel: one text line per message over a pipe or socket.
+ *
+ * Values that may contain spaces or arbitrary bytes (commands, paths, messages, keys) travel
+ * hex-encoded, so a line is always "word word ...\n" and parsing is a split on spaces.
+ */
+#ifndef RDR_LINE_H
+#define RDR_LINE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define RDR_PROTO "rdpipe-agent-1"
+#define RDR_MAX_LINE (1u << 20)
+
+struct rdr_chan {
+    int rfd, wfd;
+    char *buf;
+    size_t len, cap;
+    int eof;        /* the peer closed its end (or an error happened) */
+};
+
+void rdr_chan_init(struct rdr_chan *c, int rfd, int wfd);
+void rdr_chan_free(struct rdr_chan *c);
+/* Read what is available (one read). Returns bytes read, 0 at EOF or error (c->eof set),
+ * -1 if it would block. */
+ssize_t rdr_chan_fill(struct rdr_chan *c);
+/* Take the next complete line out of the buffer into *out (malloc'd, no newline).
+ * Returns 1 with a line, 0 if no complete line is buffered. */
+int rdr_chan_line(struct rdr_chan *c, char **out);
+/* Write one formatted line (the newline is added). 0 on success, -1 if the peer is gone. */
+int rdr_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Hex helpers: encode n bytes into out (2n+1 chars, "-" for n == 0). */
+char *rdr_hex(const void *p, size_t n);                 /* malloc'd */
+char *rdr_hex_str(const char *s);                       /* malloc'd, s may be NULL */
+char *rdr_unhex(const char *hex, size_t *n);            /* malloc'd, NUL-terminated; NULL if malformed */
+
+/* Split a line into at most max words in place; returns the count. */
+int rdr_split(char *line, char **w, int max);
+
+#endif

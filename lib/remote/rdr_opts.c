@@ -1,0 +1,50 @@
+/* rdr_opts.c - see rdr_opts.h. */
+#include "remote/rdr_opts.h"
+
+#include "run/rd_cli.h"
+#include "run/rd_version.h"
+#include "remote/rdr_warn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void rdr_init_opts_default(struct rdr_init_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->reach.ssh_cmd = "ssh -o BatchMode=yes";
+    o->transport = "auto";
+}
+
+int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *tool,
+                 const char *usage)
+{
+    switch (c) {
+    case RDR_OPT_SSH: o->reach.ssh_cmd = arg; return RDR_OPT_TAKEN;
+    case RDR_OPT_TRANSPORT:
+        if (strcmp(arg, "auto") && strcmp(arg, "tcp") && strcmp(arg, "rdma")) {
+            rdr_warnx(tool, "--transport must be auto, tcp or rdma, not '%s'", arg);
+            return 1;
+        }
+        o->transport = arg;
+        return RDR_OPT_TAKEN;
+    case RDR_OPT_REMOTE_PATH: o->reach.remote_path = arg; return RDR_OPT_TAKEN;
+    case 'H': o->hostname = arg; return RDR_OPT_TAKEN;
+    case 'h': fputs(usage, stdout); return 0;
+    case 'V': rd_print_version(stdout, tool); return 0;
+    default: rdr_warnx(tool, "try '%s --help'", tool); return 1;
+    }
+}
+
+int rdr_init_opts_check(const struct rdr_init_opts *o, const char *tool, int noperands, int min,
+                        const char *missing)
+{
+    if (noperands < min) {
+        rdr_warnx(tool, "%s (try '%s --help')", missing, tool);
+        return 1;
+    }
+    if (!*o->reach.ssh_cmd) {
+        rdr_warnx(tool, "--ssh must not be empty");
+        return 1;
+    }
+    return 0;
+}
