@@ -19,8 +19,9 @@ struct send_ctx {
     struct rd_tagger *tagger[RD_MAX_LANES];   /* one per lane: DATA under the stream key */
     struct rd_tagger *end_tagger;             /* the network thread's: END */
     unsigned nlanes;
-    /* what each frame in flight is waiting for; one slot more than the lanes' window, so the
-     * reader never refills a slot the network thread is still reading */
+    /* what each frame in flight is waiting for. The reader fills the slot of job `seq` before
+     * the lanes' window lets it submit: jobs seq - window - 1 (just taken by the network
+     * thread) .. seq - 1 may still be in use, so two slots more than the window */
     struct send_job {
         struct rd_buf *b;
         uint64_t read_off;   /* a file chunk the lane reads itself (read_len > 0) */
@@ -201,9 +202,10 @@ static int start_lanes(struct send_ctx *c)
         return rd_fail(RD_EIO, "out of memory");
     }
     /* in flight between the reader and the wire: the ring, and one frame on each side */
-    c->njobs = c->p->depth + 3;
+    unsigned window = c->p->depth + 2;
+    c->njobs = window + 2;
     c->jobs = calloc(c->njobs, sizeof *c->jobs);
-    c->lanes = c->jobs ? rd_lanes_new(c->nlanes, c->p->depth + 2, tag_job, c) : NULL;
+    c->lanes = c->jobs ? rd_lanes_new(c->nlanes, window, tag_job, c) : NULL;
     if (!c->lanes) {
         free(c->jobs);
         free_taggers(c);

@@ -218,9 +218,9 @@ NAMES = {HELLO: "HELLO", CHALLENGE: "CHALLENGE", AUTH: "AUTH", ACCEPT: "ACCEPT",
          DATA: "DATA", END: "END", CONFIRM: "CONFIRM", ABORT: "ABORT", JOIN: "JOIN"}
 
 
-def recv_frame(s, key=None, direction=0):
-    """(type, seq, payload) of the next frame. Its header must be a v2 one; its tag must be zero
-    (key None: a handshake frame) or right for key and direction."""
+def recv_frame(s, key=None, direction=0, want=None):
+    """(type, seq, payload) of the next frame. Its header must be a v2 one, its type want (if
+    given); its tag must be zero (key None: a handshake frame) or right for key and direction."""
     n, = struct.unpack("<I", recv_exact(s, 4))
     if n < HDR:
         die("a %d-byte frame, shorter than the %d-byte header" % (n, HDR))
@@ -235,6 +235,9 @@ def recv_frame(s, key=None, direction=0):
         die("%s with flags %#x or non-zero reserved bytes" % (name, flags))
     if len(payload) != length:
         die("%s: header says %d payload bytes, the frame has %d" % (name, length, len(payload)))
+    if want is not None and typ != want:
+        why = ": %r" % payload[4:] if typ in (ABORT, REJECT) else ""
+        die("expected %s, got %s%s" % (NAMES[want], name, why))
     if key is None:
         if tag != ZERO_TAG or seq != 0:
             die("handshake-time %s with a tag or a sequence number (seq %d)" % (name, seq))
@@ -368,14 +371,14 @@ try:
 except OSError as e:
     print("send stopped: %s" % e, flush=True)
 if mode in ("ok", "idle"):
-    typ, cseq, p = recv_frame(c0, stream_key, TAG_UP)
+    typ, cseq, p = recv_frame(c0, stream_key, TAG_UP, CONFIRM)
     if typ != CONFIRM or cseq != 0 or p != end:
         die("expected CONFIRM (seq 0) echoing END, got type %d seq %d %r" % (typ, cseq, p))
     print("CONFIRM %d bytes in %d frames over %d connections, tag right" % (len(data), seq, streams), flush=True)
     for s in conns:
         s.close()
     sys.exit(0)
-typ, _, p = recv_frame(c0, hop_key, TAG_HOP_UP)
+typ, _, p = recv_frame(c0, hop_key, TAG_HOP_UP, ABORT)
 if typ != ABORT or len(p) < 4:
     die("MODE %s: expected the receiver's ABORT, got type %d" % (mode, typ))
 print("ABORT (hop tag right): code %d: %s" % (struct.unpack_from("<I", p)[0], p[4:].decode()), flush=True)
