@@ -47,9 +47,11 @@ LIB_OBJ   := $(LIB_SRC:lib/%.c=$(OUT)/lib/%.o)
 LIB_A     := $(OUT)/librdpipe.a
 TOOLS     := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TOOL_BINS := $(TOOLS:%=$(BINDIR)/%)
-UNIT_SRC  := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
-UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+# unit tests mirror lib/'s layers (tests/unit/wire/test_tag.c tests lib/wire/rd_tag.c); their
+# shared helpers (the in-memory transport, check.h) sit in tests/unit/ itself
+UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
+UNIT_BINS := $(foreach s,$(UNIT_SRC),$(OUT)/tests/$(basename $(notdir $(s))))
+UNIT_HELP := $(wildcard tests/unit/*.c)
 
 all: $(TOOL_BINS) $(LIB_A) $(UNIT_BINS)
 
@@ -74,9 +76,12 @@ $(BINDIR)/%: tools/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-$(OUT)/tests/%: tests/unit/%.c $(UNIT_HELP) $(wildcard tests/unit/*.h) $(LIB_A)
-	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_HELP) $(LIB_A) $(LDLIBS)
+define unit_rule
+$(OUT)/tests/$(basename $(notdir $(1))): $(1) $(UNIT_HELP) $(wildcard tests/unit/*.h) $(LIB_A)
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(CC) $$(CPPFLAGS) -Itests/unit $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $$(UNIT_HELP) $$(LIB_A) $$(LDLIBS)
+endef
+$(foreach s,$(UNIT_SRC),$(eval $(call unit_rule,$(s))))
 
 test: all
 	tests/run

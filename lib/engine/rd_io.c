@@ -229,13 +229,15 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
 {
     if (s->read_fn)
         return s->read_fn(s->ctx, buf, cap);
+    if (s->is_regular) {   /* full reads, at s->offset */
+        ssize_t n = rd_source_read_at(s, buf, cap, s->offset);
+        if (n > 0)
+            s->offset += (uint64_t)n;
+        return n;
+    }
     size_t got = 0;
     while (got < cap) {
-        ssize_t n;
-        if (s->is_regular)
-            n = read_regular(s, (char *)buf + got, cap - got, s->offset);
-        else
-            n = read(s->fd, (char *)buf + got, cap - got);
+        ssize_t n = read(s->fd, (char *)buf + got, cap - got);
         if (n < 0 && errno == EINTR && stopped(s->stop))
             return -1;   /* the transfer failed elsewhere and said why */
         if (n < 0 && errno == EINTR)
@@ -247,9 +249,7 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
         if (n == 0)
             break;
         got += (size_t)n;
-        if (s->is_regular) {
-            s->offset += (uint64_t)n;
-        } else if (got < cap) {
+        if (got < cap) {
             struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
             if (poll(&pfd, 1, PIPE_IDLE_MS) == 0)
                 break;

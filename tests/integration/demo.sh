@@ -51,7 +51,7 @@ cat > "$C/b/rdsend" <<EOF
 exec "$C/b/real-rdsend" "\${@:1:\$#-1}" < <(while head -c 65536 /dev/zero; do sleep 0.05; done)   # ends when the pipe does
 EOF
 chmod +x "$C/b/rdsend"
-( exec env DEMO_BIN="$C/b" DEMO_BYTES=1M DEMO_DIR="$SHM" "$DEMO" > "$C/o" 2> "$C/e" ) & dp=$!
+( exec env --default-signal=INT DEMO_BIN="$C/b" DEMO_BYTES=1M DEMO_DIR="$SHM" "$DEMO" > "$C/o" 2> "$C/e" ) & dp=$!
 RD_PIDS+=("$dp")
 seen=0
 for _ in $(seq $((400 * RD_SLOW))); do
@@ -61,11 +61,14 @@ for _ in $(seq $((400 * RD_SLOW))); do
     sleep 0.05
 done
 [ $seen = 1 ] || t_fail "the transfer never started: $(tr '\n' '|' < "$C/o")"
+sigs=$(grep -E 'Sig(Ign|Cgt)' /proc/$dp/status 2>/dev/null | tr '\n' ' ')   # for the failure message
 kill -INT "$dp"
 wait_pid "$dp" "$(lim 3)"; rc=$?
 expect_rc $rc 130 "demo.sh after SIGINT"
+[ "$rc" = 130 ] || t_fail "demo's output: $(tr '\n' '|' < "$C/o") $(tr '\n' '|' < "$C/e"); its signal masks before the SIGINT: $sigs"
 left=$(pgrep -af "^$C/b/")   # rdsend (real-rdsend) and rdrecv, started by the demo
-[ -z "$left" ] || { t_fail "still running: $left"; for p in $(pgrep -f "^$C/b/"); do kill -9 "$p"; done; }
+[ -z "$left" ] || { t_fail "still running: $left ($(ps -o pid=,stat=,wchan:24= -p "$(pgrep -d, -f "^$C/b/")" 2>/dev/null | tr '\n' ' '))"
+                    for p in $(pgrep -f "^$C/b/"); do kill -9 "$p"; done; }
 pkill -f "bash $C/b/rdsend" 2>/dev/null   # this wrapper's own input loop (it ends with its pipe)
 [ -z "$(demo_left "$SHM")" ] || t_fail "scratch left: $(demo_left "$SHM")"
 t_end

@@ -48,6 +48,36 @@ expect_rc $? 1 "rdsend with RDPIPE_STREAM_KEY=xyz"
 expect_err "$C/serr" rdsend "RDPIPE_STREAM_KEY must be 64 hex digits"
 t_end
 
+# ---- offline guessing: an impostor receiver records a real sender's AUTH ----
+if /usr/bin/python3 "$RD_ROOT/tests/integration/fake_sender.py" --check > "$RD_T/pycheck" 2>&1; then
+    printf '%s\n' secret password 123456 right-key-0123456789 letmein > "$RD_T/candidates"
+    for guess in wrong-guess-0123456 right-key-0123456789; do
+        if [ $guess = right-key-0123456789 ]; then
+            t_begin "control: an impostor that guessed the key right sees its one guess check"
+        else
+            t_begin "an impostor receiver cannot test key guesses offline (the right key among them)"
+        fi
+        port=$(free_port)
+        start GP /dev/null "$C/gout" "$C/gerr" /usr/bin/python3 "$RD_ROOT/tests/integration/guess.py" \
+            "$port" "$guess" "$RD_T/candidates"
+        wait_listen "$port" || t_fail "the impostor did not listen: $(cat "$C/gerr")"
+        timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" right-key-0123456789 "$RD_T/in" 2> "$C/serr"
+        expect_nonzero $? "rdsend to an impostor"
+        wait_pid "$GP" 10; expect_rc $? 0 "the impostor" "$(cat "$C/gout" "$C/gerr")"
+        if [ $guess = right-key-0123456789 ]; then
+            grep -qx "committed guess: right" "$C/gout" || t_fail "the control case does not see its right guess: $(cat "$C/gout")"
+            grep -q "^offline: 5 of 5 candidates check" "$C/gout" || t_fail "$(cat "$C/gout")"
+        else
+            grep -qx "committed guess: wrong" "$C/gout" || t_fail "$(cat "$C/gout")"
+            grep -qx "offline: 0 of 5 candidates check" "$C/gout" ||
+                t_fail "a guess checked offline: $(cat "$C/gout")"
+        fi
+        t_end
+    done
+else
+    t_skip "offline guessing" "$(cat "$RD_T/pycheck")"
+fi
+
 # ---- a version 1 peer: the real thing, built from the last v1 commit ----
 V1=$RD_ROOT/tests/out/v1-$V1_COMMIT
 if ! [ -x "$V1/bin/rdrecv" ]; then

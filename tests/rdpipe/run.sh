@@ -269,5 +269,31 @@ if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
     after "$name" && ok "$name ($(echo "$t0 $t1" | awk '{printf "%.1f s", $2 - $1}'))"
 else bad "$name" "rc=$rc got=$got want=$want err=$(head -c 600 "$T/err")"; fi
 
+# ---------------------------------------------------------------------------------------
+# rdcheck HOST over a real sshd: it starts `rdrecv --check` on h2 through ssh (the key over the
+# channel, never in an argv), reaches its TCP port, and moves a second of traffic each way.
+# No RDMA device in the namespaces: exit 1, with the device, route and remote-RDMA lines ✗.
+name="rdcheck h2 over a real sshd: agent, TCP port, traffic each way, the agent gone after"
+if [ -x "$BIN/rdcheck" ]; then
+    # rdcheck resolves HOST itself (the route check), so it gets h2's address, and ssh a config
+    # that knows the hosts by address too
+    sed 's/^Host h0 h1 h2 h3$/Host h0 h1 h2 h3 10.99.0.*/' "$CFG" > "$T/cfg-addr"
+    on_h0 timeout 60 rdcheck --ssh "ssh -F $T/cfg-addr" "${ADDR[h2]}" > "$T/check.out" 2> "$T/check.err"; rc=$?
+    why=""
+    [ "$rc" = 1 ] || why+="exit $rc, expected 1 (no RDMA device); "
+    [ -s "$T/check.err" ] && why+="stderr: $(head -c 300 "$T/check.err"); "
+    grep -Eq '^✓ agent: rdrecv --check listens on [0-9.]+ port [0-9]+ \(tcp(,rdma)?\)$' "$T/check.out" || why+="no agent line; "
+    grep -Eq '^✓ TCP port [0-9]+ on [0-9.]+: reachable, key accepted \(tcp\)$' "$T/check.out" || why+="no TCP port line; "
+    grep -Eq '^✓ TCP here → [^:]+: [0-9]+\.[0-9]{3} GB/s' "$T/check.out" || why+="no traffic out; "
+    grep -Eq '^✓ TCP [^ ]+ → here: [0-9]+\.[0-9]{3} GB/s' "$T/check.out" || why+="no traffic back; "
+    grep -q '^✗ .*modprobe rdma_rxe' "$T/check.out" || why+="the missing device is not named with its fix; "
+    sleep 0.3
+    [ -z "$(ns_pid_matching h2 'rdrecv --check')" ] || why+="the agent still runs on h2; "
+    if [ -z "$why" ]; then after "$name" && ok "$name"
+    else bad "$name" "$why$(tr '\n' '|' < "$T/check.out")"; fi
+else
+    bad "$name" "no $BIN/rdcheck (run make)"
+fi
+
 echo "$PASS passed, $FAILN failed"
 [ $FAILN = 0 ]
