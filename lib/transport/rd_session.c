@@ -337,8 +337,7 @@ int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uin
     return rc;
 }
 
-int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,
-                           const unsigned char *taken, uint32_t *index)
+int rd_session_read_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t *index)
 {
     struct rd_buf *b;
     struct rd_frame f;
@@ -350,11 +349,27 @@ int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agre
     tp->ops->release(tp, b);
     if (pe)
         return rd_fail(RD_ESTREAM, "malformed JOIN from %s", tp->peer);
-    if (j.index == 0 || j.index >= agreed->streams || taken[j.index] ||
-        !rd_auth_join_check(agreed->join_key, j.index, j.mac)) {
-        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "not a stripe of this session");
-        return rd_fail(RD_EAUTH, "connection from %s is not a stripe of this session", tp->peer);
-    }
+    if (j.index == 0 || j.index >= agreed->streams || !rd_auth_join_check(agreed->join_key, j.index, j.mac))
+        return rd_session_refuse_join(tp);
     *index = j.index;
+    return RD_OK;
+}
+
+int rd_session_refuse_join(struct rd_transport *tp)
+{
+    rd_send_reason(tp, RD_REJECT, RD_EAUTH, "not a stripe of this session");
+    return rd_fail(RD_EAUTH, "connection from %s is not a stripe of this session", tp->peer);
+}
+
+int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,
+                           const unsigned char *taken, uint32_t *index)
+{
+    uint32_t idx;
+    int rc = rd_session_read_join(tp, agreed, &idx);
+    if (rc)
+        return rc;
+    if (taken[idx])
+        return rd_session_refuse_join(tp);
+    *index = idx;
     return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
 }

@@ -43,6 +43,11 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
 
 /* Sender, on extra connection number index (1 .. streams-1): JOIN, wait for ACCEPT. */
 int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t index);
+/* Receiver: the JOIN on a new connection, checked (its MAC, its stripe number in range) but
+ * not answered yet: *index is the stripe it proved to be. The caller claims the stripe, then
+ * answers ACCEPT, or refuses it (rd_session_refuse_join: REJECT, and the error recorded). */
+int rd_session_read_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t *index);
+int rd_session_refuse_join(struct rd_transport *tp);
 /* Receiver: the JOIN on a new connection; *index is the stripe it proved to be (not yet in
  * taken[], which has agreed->streams entries). Answers ACCEPT, or REJECT and fails. */
 int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agreed,

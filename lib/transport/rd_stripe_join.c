@@ -12,6 +12,7 @@
 #include "transport/rd_waiting.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -70,9 +71,17 @@ int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const str
  * stalls, silent or in the middle of a frame, cannot keep the stripes out; those that are not
  * stripes of this session are turned away with one line each. Connection 0 is watched
  * meanwhile: a sender that gives up or dies ends the wait at once. */
+/* The stripes JOIN threads have answered ACCEPT for: a stripe is claimed under the lock before
+ * its ACCEPT goes out, so two JOINs for one stripe running at once cannot both be accepted. */
+struct claims {
+    pthread_mutex_t lock;
+    unsigned char claimed[RD_MAX_STREAMS];
+};
+
 struct join_arg {
     struct rd_params agreed;
     unsigned char taken[RD_MAX_STREAMS];   /* each JOIN gets a copy as it was when it arrived */
+    struct claims *claims;                 /* shared by every copy */
 };
 
 struct joining {
@@ -87,7 +96,18 @@ static int join(struct rd_transport *c, void *arg, void *index)
     const struct join_arg *a = arg;
     if (!rd_tcp_is(c))
         return rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
-    return rd_session_accept_join(c, &a->agreed, a->taken, index);
+    uint32_t idx;
+    int rc = rd_session_read_join(c, &a->agreed, &idx);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&a->claims->lock);
+    int mine = !a->claims->claimed[idx];
+    a->claims->claimed[idx] = 1;
+    pthread_mutex_unlock(&a->claims->lock);
+    if (!mine)
+        return rd_session_refuse_join(c);
+    *(uint32_t *)index = idx;
+    return rd_send_ctrl(c, RD_ACCEPT, NULL, 0);
 }
 
 /* Connection 0 spoke while stripes were due. An ABORT, or nothing but a hang-up, means the
@@ -162,7 +182,9 @@ static int gather_stripes(struct rd_listener *lis, struct joining *j, const stru
 
 int rd_stripe_accept(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
 {
-    struct joining j = { .conns = { *tpp }, .arg = { .agreed = *agreed, .taken = { 1 } }, .got = 1 };
+    struct claims claims = { .lock = PTHREAD_MUTEX_INITIALIZER, .claimed = { 1 } };
+    struct joining j = { .conns = { *tpp }, .arg = { .agreed = *agreed, .taken = { 1 }, .claims = &claims },
+                         .got = 1 };
     struct rd_waiting_cfg cfg = { .handshake = join, .arg = &j.arg, .arg_size = sizeof j.arg,
                                   .result_size = sizeof(uint32_t), .deadline_ms = RD_HANDSHAKE_MS };
     j.waiting = rd_waiting_new(&cfg);
