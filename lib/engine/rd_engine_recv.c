@@ -136,17 +136,6 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-/* An ABORT mid-stream must come from the authenticated peer: its hop key's tag. */
-static int check_abort(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f)
-{
-    struct rd_tagger *t = rd_tagger_new(tp->hop_key);
-    int pe = t && tp->hop_dir ? rd_frame_check(t, tp->hop_dir == RD_TAG_HOP_UP ? RD_TAG_HOP_DOWN : RD_TAG_HOP_UP,
-                                               hdr, f)
-                              : RD_P_TAG;
-    rd_tagger_free(t);
-    return pe;
-}
-
 static void free_taggers(struct recv_ctx *c)
 {
     for (unsigned i = 0; i < c->nlanes; i++)
@@ -200,7 +189,7 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
         if (pe == RD_P_OK && (f.type == RD_DATA || f.type == RD_END) && f.seq != expect_seq)
             pe = RD_P_SEQUENCE;   /* END's seq counts the DATA frames before it */
         if (pe == RD_P_OK && f.type == RD_ABORT)
-            pe = check_abort(tp, b->data, &f);
+            pe = rd_check_hop(tp, b->data, &f);   /* the authenticated peer's own ABORT */
         if (pe == RD_P_OK && f.type != RD_DATA && f.type != RD_END && f.type != RD_ABORT)
             pe = RD_P_TYPE;
         if (pe != RD_P_OK) {

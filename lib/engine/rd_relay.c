@@ -121,10 +121,7 @@ static int take_ctrl(struct relay *r, struct rd_frame *f)
     if (f->type == RD_ABORT) {
         /* the upstream hop's own frame: its tag under that hop's key. Not passed on: the
          * relay's own ABORT, tagged for the next hop, carries the reason down */
-        struct rd_tagger *t = rd_tagger_new(r->up->hop_key);
-        int pe = t && r->up->hop_dir ? rd_frame_check(t, RD_TAG_HOP_DOWN, r->head, f) : RD_P_TAG;
-        rd_tagger_free(t);
-        if (pe != RD_P_OK)
+        if (rd_check_hop(r->up, r->head, f) != RD_P_OK)
             return rd_fail(RD_ESTREAM, "stream corrupt: sender %s sent an ABORT that fails its authentication tag",
                            r->up->peer);
         return rd_fail_from_reason(f, "sender");

@@ -96,6 +96,17 @@ int rd_check_tagged(struct rd_transport *tp, const uint8_t *hdr, const struct rd
     return RD_OK;
 }
 
+int rd_check_hop(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f)
+{
+    if (!tp->hop_dir)
+        return RD_P_TAG;   /* no key agreed: nothing can carry its tag */
+    struct rd_tagger *t = rd_tagger_new(tp->hop_key);
+    int peer_dir = tp->hop_dir == RD_TAG_HOP_DOWN ? RD_TAG_HOP_UP : RD_TAG_HOP_DOWN;
+    int pe = t ? rd_frame_check(t, (enum rd_tag_dir)peer_dir, hdr, f) : RD_P_TAG;
+    rd_tagger_free(t);
+    return pe;
+}
+
 void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char *text)
 {
     struct rd_reason r = { .code = (uint32_t)code };
@@ -116,13 +127,8 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
     if (rc)
         return rc;
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
-    if (pe == RD_P_OK && tp->hop_dir && (f->type == RD_ABORT || f->type == RD_REJECT)) {
-        /* an authenticated peer's goodbye must be its own: the tag its hop key gives */
-        struct rd_tagger *t = rd_tagger_new(tp->hop_key);
-        int peer_dir = tp->hop_dir == RD_TAG_HOP_DOWN ? RD_TAG_HOP_UP : RD_TAG_HOP_DOWN;
-        pe = t ? rd_frame_check(t, (enum rd_tag_dir)peer_dir, b->data, f) : RD_P_TAG;
-        rd_tagger_free(t);
-    }
+    if (pe == RD_P_OK && tp->hop_dir && (f->type == RD_ABORT || f->type == RD_REJECT))
+        pe = rd_check_hop(tp, b->data, f);
     if (pe != RD_P_OK) {
         unsigned version = b->len > 4 ? b->data[4] : 0;
         tp->ops->release(tp, b);

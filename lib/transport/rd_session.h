@@ -71,6 +71,9 @@ void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char 
  * or RD_ESTREAM recorded with who in the message. */
 int rd_check_tagged(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f,
                     const uint8_t key[RD_KEY_LEN], enum rd_tag_dir dir, const char *who);
+/* The tag of a frame the peer sent under this connection's hop key (its ABORT or REJECT):
+ * RD_P_OK, or RD_P_TAG (also before the handshake agreed a key). */
+int rd_check_hop(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f);
 /* Receive one frame and parse its header. On an authenticated connection an ABORT or REJECT
  * must carry the hop key's tag, or it is a forgery (RD_ESTREAM). Tags of the stream's frames
  * are the caller's to check (rd_check_tagged). The caller releases *b. */
