@@ -231,7 +231,7 @@ static int usage(void)
 static int start_named(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
     pthread_setname_np(pthread_self(), name);
-    int rc = pthread_create(t, NULL, fn, arg);
+    int rc = rd_thread_create(t, NULL, fn, arg);
     pthread_setname_np(pthread_self(), NAME_MAIN);
     return rc;
 }

@@ -61,7 +61,7 @@ static double pass(int fd, int write, uint64_t bytes, unsigned lanes, uint8_t **
     for (unsigned i = 0; i < lanes; i++) {
         l[i] = (struct lane){ .fd = fd, .write = write, .off = i * per,
                               .len = i + 1 == lanes ? bytes - i * per : per, .buf = bufs[i] };
-        if (pthread_create(&l[i].th, NULL, lane_main, &l[i])) {
+        if (rd_thread_create(&l[i].th, NULL, lane_main, &l[i])) {
             *err = EAGAIN;
             break;
         }
@@ -141,7 +141,7 @@ static double pipe_rate(uint64_t bytes, uint8_t *wbuf, uint8_t *rbuf)
     struct pipe_job j = { .fd = p[1], .bytes = bytes, .buf = wbuf };
     pthread_t th;
     double t0 = rd_now();
-    if (pthread_create(&th, NULL, pipe_writer, &j)) {
+    if (rd_thread_create(&th, NULL, pipe_writer, &j)) {
         close(p[0]);
         close(p[1]);
         return 0;

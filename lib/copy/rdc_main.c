@@ -7,6 +7,7 @@
 #include "copy/rdc_main.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_tree.h"
+#include "util/rd_error.h"
 
 #include "run/rd_cli.h"
 #include "run/rd_report.h"
@@ -30,7 +31,6 @@
 #include <unistd.h>
 
 #define LOGIN_TIMEOUT_S 60.0
-#define LOST_CODE 255
 
 static const char usage_text[] =
     "usage: rdcp [options] SRC... DST\n"
@@ -295,7 +295,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         }
         if (code && !killed && !r->interrupted) {
             char msg[2048];
-            if (code == RDC_EXIT_PARTIAL) {
+            if (code == RD_EPARTIAL) {
                 fail(r, 40, code, "");
             } else if (code == 127 || code == 126) {
                 snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
@@ -318,7 +318,7 @@ static void lost(void *ctx, int i)
     char msg[512];
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
              x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
-    fail(r, 8, LOST_CODE, msg);
+    fail(r, 8, RD_ELOST, msg);
 }
 
 static void shut_down(struct run *r)
@@ -429,7 +429,7 @@ static int run_copy(struct run *r)
             char msg[256];
             snprintf(msg, sizeof msg, "%s: the agent did not start within %.0f s",
                      r->e[r->e[0].l.hello ? 1 : 0].host, LOGIN_TIMEOUT_S);
-            fail(r, 8, LOST_CODE, msg);
+            fail(r, 8, RD_ELOST, msg);
             break;
         }
         if (r->e[0].l.eof && r->e[1].l.eof)

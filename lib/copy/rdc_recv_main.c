@@ -69,5 +69,5 @@ int rdc_tree_recv_main(int argc, char **argv)
     rdc_rcv_free(r);
     if (rc)
         return rc;
-    return errors ? RDC_EXIT_PARTIAL : 0;
+    return errors ? RD_EPARTIAL : 0;
 }

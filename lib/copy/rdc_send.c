@@ -613,7 +613,7 @@ int rdc_tree_send_main(int argc, char **argv)
     if (s.resume)
         read_manifest(&s);
     pthread_t ct;
-    if (count && pthread_create(&ct, NULL, count_main, &s) == 0)
+    if (count && rd_thread_create(&ct, NULL, count_main, &s) == 0)
         pthread_detach(ct);
     struct rd_source src;
     rd_source_custom(&src, "tree", fill, &s);
@@ -629,5 +629,5 @@ int rdc_tree_send_main(int argc, char **argv)
     snd_free(&s);
     if (rc)
         return rc;
-    return errors ? RDC_EXIT_PARTIAL : 0;
+    return errors ? RD_EPARTIAL : 0;
 }

@@ -34,7 +34,6 @@
 #define RDC_F_SPARSE 2u            /* the source has holes: no fallocate */
 #define RDC_MAX_HDR (1u << 17)     /* biggest non-data record */
 #define RDC_TMP_PREFIX ".rdcp."
-#define RDC_EXIT_PARTIAL 23        /* some files were not copied (like rsync) */
 
 struct rdc_meta {
     uint32_t mode, uid, gid;

@@ -174,7 +174,7 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
         return rc;
     rd_wake_install();
     dst->stop = &c.stop;
-    if (pthread_create(&writer, NULL, writer_main, &c)) {
+    if (rd_thread_create(&writer, NULL, writer_main, &c)) {
         dst->stop = NULL;
         rd_lanes_free(c.lanes);
         free_taggers(&c);

@@ -246,7 +246,7 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
     int rc = start_lanes(&c), sent_end = 0, own_abort = 0;
     if (rc)
         return rc;
-    if (pthread_create(&monitor, NULL, monitor_main, &c)) {
+    if (rd_thread_create(&monitor, NULL, monitor_main, &c)) {
         rd_lanes_free(c.lanes);
         free(c.jobs);
         free_taggers(&c);
@@ -254,7 +254,7 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
     }
     rd_wake_install();
     src->stop = &c.stop;
-    if (pthread_create(&reader, NULL, reader_main, &c)) {
+    if (rd_thread_create(&reader, NULL, reader_main, &c)) {
         src->stop = NULL;
         tp->ops->shutdown(tp);
         pthread_join(monitor, NULL);
@@ -273,7 +273,7 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         if (!b) {
             rc = rd_error_code();
             if (!rc)
-                rc = rd_fail(RD_ESTREAM, "transfer aborted");
+                rc = rd_fail_after(RD_ESTREAM, "transfer aborted");
             break;
         }
         uint8_t type = b->data[5];

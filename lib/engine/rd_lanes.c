@@ -84,7 +84,7 @@ struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, rd_lane_fn fn, void *
     pthread_cond_init(&l->space, NULL);
     for (; l->n < n; l->n++) {
         l->arg[l->n] = (struct lane_arg){ .l = l, .i = l->n };
-        if (pthread_create(&l->th[l->n], NULL, lane_main, &l->arg[l->n]))
+        if (rd_thread_create(&l->th[l->n], NULL, lane_main, &l->arg[l->n]))
             break;
     }
     if (l->n == 0) {

@@ -229,7 +229,7 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.cond, NULL);
     int rc = RD_OK;
-    if (pthread_create(&monitor, NULL, monitor_main, &r)) {
+    if (rd_thread_create(&monitor, NULL, monitor_main, &r)) {
         rc = rd_fail(RD_EIO, "cannot start the monitor thread");
         goto destroy_sync;
     }

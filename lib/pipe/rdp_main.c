@@ -1,6 +1,7 @@
 /* rdp_main.c - rdpipe's initiator: parse, plan, start one agent per segment, wire the hops,
  * watch, and tear everything down on the first failure or signal. */
 #include "pipe/rdp_main.h"
+#include "util/rd_error.h"
 #include "util/rd_clock.h"
 
 #include "run/rd_cli.h"
@@ -28,7 +29,6 @@
 #define SETUP_TIMEOUT_S 60.0   /* ssh login + agent start on every host */
 #define SETTLE_S 0.5           /* after the first failure, how long to collect the others */
 #define EXIT_GRACE_S 3.0       /* closed channels: how long agents get before SIGTERM */
-#define LOST_CODE 255          /* like ssh: the connection to the host was lost */
 
 static const char usage_text[] =
     "usage: rdpipe [options] [[user@]host:]'cmd' ...\n"
@@ -293,7 +293,7 @@ static void lost(void *ctx, int i)
     snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
              label(x, lb, sizeof lb), how,
              x->l.reaped && x->l.status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
-    add_failure(r, i, "lost", 10, LOST_CODE, msg);
+    add_failure(r, i, "lost", 10, RD_ELOST, msg);
 }
 
 static const char *in_name(enum rdr_in i)
@@ -417,7 +417,7 @@ static int run_pipeline(struct run *r)
                     char msg[1024];
                     snprintf(msg, sizeof msg, "%s: the agent for %s did not start within %.0f s", r->n[i].s.host,
                              label(&r->n[i], lb, sizeof lb), SETUP_TIMEOUT_S);
-                    add_failure(r, i, "lost", 10, LOST_CODE, msg);
+                    add_failure(r, i, "lost", 10, RD_ELOST, msg);
                     break;
                 }
             break;

@@ -1,4 +1,5 @@
 #include "remote/rdr_proc.h"
+#include "util/rd_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +74,7 @@ int rdr_status_code(int st)
         return WEXITSTATUS(st);
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
-    return 255;
+    return RD_ELOST;
 }
 
 char **rdr_env_with_keys(const char *key, const char *stream_key)

@@ -1,4 +1,5 @@
 #include "run/rd_report.h"
+#include "util/rd_error.h"
 #include "util/rd_clock.h"
 
 #include <stdio.h>
@@ -68,7 +69,7 @@ void rd_progress_start(struct rd_report *r, struct rd_counters *cnt, uint64_t to
     r->running = 1;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
-    if (pthread_create(&r->thread, NULL, progress_main, r))
+    if (rd_thread_create(&r->thread, NULL, progress_main, r))
         r->running = 0;
 }
 

@@ -106,7 +106,7 @@ static int add_pool(struct loop_dir *d, struct rd_pool *p)
 static int link_error(struct loop_end *e, const char *what)
 {
     if (e->down)
-        return rd_fail(RD_ESTREAM, "transfer aborted");
+        return rd_fail_after(RD_ESTREAM, "transfer aborted");
     return rd_fail(RD_ESTREAM, "connection to %s closed by peer %s", e->tp->peer, what);
 }
 

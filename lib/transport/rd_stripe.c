@@ -90,7 +90,7 @@ static void keep_error(struct worker *w)
 {
     struct stripe *s = w->s;
     pthread_mutex_lock(&s->lock);
-    w->err = rd_error_held(w->err_msg, sizeof w->err_msg);
+    w->err = rd_error_copy(w->err_msg, sizeof w->err_msg);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -108,7 +108,7 @@ static int broken(struct stripe *s, struct worker *w)
     char msg[512];
     snprintf(msg, sizeof msg, "%s", code ? w->err_msg : "transfer aborted");
     pthread_mutex_unlock(&s->lock);
-    return rd_fail(code ? code : RD_ESTREAM, "%s", msg);
+    return code ? rd_fail(code, "%s", msg) : rd_fail_after(RD_ESTREAM, "%s", msg);
 }
 
 static void *send_worker(void *arg)
@@ -116,7 +116,7 @@ static void *send_worker(void *arg)
     struct worker *w = arg;
     struct stripe *s = w->s;
     struct rd_buf *b;
-    rd_error_hold();
+    rd_errctx_bind(NULL);
     while ((b = rd_queue_pop(&w->q))) {
         int rc = b->ref_fd >= 0 ? rd_tcp_send_file(w->conn, b->data, b->ref_fd, b->ref_off, b->ref_len)
                                 : rd_tcp_send_frame(w->conn, b->data, b->len);
@@ -148,7 +148,7 @@ static int hung_up(struct rd_transport *conn)
 static void *recv_worker(void *arg)
 {
     struct worker *w = arg;
-    rd_error_hold();
+    rd_errctx_bind(NULL);
     for (;;) {
         int timed_out;
         struct rd_buf *b = rd_pool_get_timed(&w->pool, 250, &timed_out);

@@ -289,14 +289,14 @@ static int tcp_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
 {
     struct tcp_conn *c = tp->priv;
     *out = rd_pool_get(&c->send_pool);
-    return *out ? RD_OK : rd_fail(RD_ESTREAM, "transfer aborted");
+    return *out ? RD_OK : rd_fail_after(RD_ESTREAM, "transfer aborted");
 }
 
 static int io_error(struct rd_transport *tp, int err, const char *what)
 {
     struct tcp_conn *c = tp->priv;
     if (atomic_load(&c->down))
-        return rd_fail(RD_ESTREAM, "transfer aborted");
+        return rd_fail_after(RD_ESTREAM, "transfer aborted");
     if (err == 0)
         return rd_fail(RD_ESTREAM, "connection to %s closed by peer %s", tp->peer, what);
     if (err == ETIMEDOUT)
@@ -454,7 +454,7 @@ static int tcp_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms
      * up, which must end the transfer even though we are not reading */
     while (!(b = rd_pool_get_timed(&c->recv_pool, 250, &timed_out))) {
         if (!timed_out)
-            return rd_fail(RD_ESTREAM, "transfer aborted");
+            return rd_fail_after(RD_ESTREAM, "transfer aborted");
         struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
             return io_error(tp, 0, "while receiving");

@@ -10,8 +10,8 @@
  * its RTU (then it moves to the ready queue that accept takes from), its failure, or
  * RD_V_ACCEPT_MS. The listener's fd for poll is an eventfd counting the ready connections.
  *
- * The thread holds its errors (rd_error_hold): a stranger's failed setup must never become
- * the process's error, which other threads may be recording meanwhile.
+ * The thread keeps its errors in its own context (rd_errctx_bind(NULL)): a stranger's failed
+ * setup must never become the transfer's error, which its threads may be recording meanwhile.
  */
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
@@ -195,7 +195,7 @@ static void *acceptor_main(void *arg)
 {
     struct rd_v_acceptor *a = arg;
     struct rd_v_conn *l = a->l;
-    rd_error_hold();
+    rd_errctx_bind(NULL);
     for (;;) {
         long long now = rd_v_now_ms();
         while (a->npend && now - a->pend[0].since >= RD_V_ACCEPT_MS)

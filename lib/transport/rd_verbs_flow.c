@@ -53,7 +53,7 @@ static int fail_dead(struct rd_v_conn *c)
 {
     if (c->why[0])
         return rd_fail(RD_ESTREAM, "%s", c->why);
-    return rd_fail(RD_ESTREAM, "connection to %s shut down", c->peer);
+    return rd_fail_after(RD_ESTREAM, "connection to %s shut down", c->peer);
 }
 
 int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small)

@@ -185,7 +185,7 @@ static void *run_job(void *arg)
 {
     struct job *j = arg;
     struct rd_waiting *w = j->w;
-    rd_error_hold();   /* a stranger's failure is a line, never the transfer's error */
+    rd_errctx_bind(NULL);   /* a stranger's failure is a line, never the transfer's error */
     j->first = first_word(j);
     pthread_mutex_lock(&w->lock);
     if (j->first == SPOKE && w->quitting)
@@ -195,7 +195,7 @@ static void *run_job(void *arg)
     int rc = RD_ECONNECT;
     if (j->first == SPOKE && !(j->delay > 0 && throttle_wait(j)))
         rc = w->cfg.handshake(j->tp, j->arg, j->result);
-    if (rc && !rd_error_held(j->msg, sizeof j->msg))
+    if (rc && !rd_error_copy(j->msg, sizeof j->msg))
         snprintf(j->msg, sizeof j->msg, "connection from %s: %s", j->tp->peer, rd_strerror(rc));
     j->rc = rc;
     pthread_mutex_lock(&w->lock);

@@ -22,8 +22,8 @@
  *    the handshake RD_HANDSHAKE_MS (cfg.deadline_ms) after it arrived (plus the throttle's
  *    wait) is shut down from here, whatever the handshake is doing.
  *
- * Errors: the threads hold theirs (rd_error_hold), so a failed stranger never becomes the
- * process's error; rd_waiting_next prints one line per failed peer. It records an error of
+ * Errors: each thread keeps its own (rd_errctx_bind(NULL)), so a failed stranger never becomes the
+ * transfer's error; rd_waiting_next prints one line per failed peer. It records an error of
  * its own only after stopping every handshake. */
 #ifndef RD_WAITING_H
 #define RD_WAITING_H

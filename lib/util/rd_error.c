@@ -1,68 +1,115 @@
 #include "util/rd_error.h"
 
 #include <pthread.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
-static int err_code;
-static char err_msg[512];
 static char progname[64] = "rdpipe";
 
-static __thread int holding, held_code;
-static __thread char held_msg[512];
+/* The thread's own context, and the one it records into (NULL: its own). */
+static __thread struct rd_errctx own = { PTHREAD_MUTEX_INITIALIZER, 0, 0, "" };
+static __thread struct rd_errctx *bound;
 
-void rd_error_hold(void)
+struct rd_errctx *rd_errctx_current(void)
 {
-    holding = 1;
+    return bound ? bound : &own;
 }
 
-int rd_error_held(char *msg, unsigned long n)
+struct rd_errctx *rd_errctx_bind(struct rd_errctx *ctx)
 {
-    if (n)
-        snprintf(msg, n, "%s", held_msg);
-    return held_code;
+    struct rd_errctx *was = rd_errctx_current();
+    bound = ctx;
+    return was;
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    struct rd_errctx *ctx;
+};
+
+static void *start_bound(void *p)
+{
+    struct start s = *(struct start *)p;
+    free(p);
+    bound = s.ctx;
+    return s.fn(s.arg);
+}
+
+int rd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    struct start *s = malloc(sizeof *s);
+    if (!s)
+        return ENOMEM;
+    *s = (struct start){ fn, arg, rd_errctx_current() };
+    int e = pthread_create(th, attr, start_bound, s);
+    if (e)
+        free(s);
+    return e;
+}
+
+static void record(int after, int code, const char *fmt, va_list ap)
+{
+    struct rd_errctx *x = rd_errctx_current();
+    pthread_mutex_lock(&x->lock);
+    if (x->code == 0 || (x->after && !after)) {
+        vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+        x->code = code;
+        x->after = after;
+    }
+    pthread_mutex_unlock(&x->lock);
 }
 
 int rd_fail(int code, const char *fmt, ...)
 {
-    /* a holding thread keeps its first error to itself; everyone else records the process's */
-    int *slot = holding ? &held_code : &err_code;
-    char *msg = holding ? held_msg : err_msg;
-    if (!holding)
-        pthread_mutex_lock(&err_lock);
-    if (*slot == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof err_msg, fmt, ap);
-        va_end(ap);
-        *slot = code;
-    }
-    if (!holding)
-        pthread_mutex_unlock(&err_lock);
+    va_list ap;
+    va_start(ap, fmt);
+    record(0, code, fmt, ap);
+    va_end(ap);
     return code;
+}
+
+int rd_fail_after(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(1, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rd_error_copy(char *msg, unsigned long n)
+{
+    struct rd_errctx *x = rd_errctx_current();
+    pthread_mutex_lock(&x->lock);
+    if (n)
+        snprintf(msg, n, "%s", x->msg);
+    int c = x->code;
+    pthread_mutex_unlock(&x->lock);
+    return c;
 }
 
 int rd_error_code(void)
 {
-    pthread_mutex_lock(&err_lock);
-    int c = err_code;
-    pthread_mutex_unlock(&err_lock);
-    return c;
+    return rd_error_copy(NULL, 0);
 }
 
 const char *rd_error_msg(void)
 {
-    return err_msg;
+    return rd_errctx_current()->msg;
 }
 
 void rd_error_clear(void)
 {
-    pthread_mutex_lock(&err_lock);
-    err_code = 0;
-    err_msg[0] = '\0';
-    pthread_mutex_unlock(&err_lock);
+    struct rd_errctx *x = rd_errctx_current();
+    pthread_mutex_lock(&x->lock);
+    x->code = 0;
+    x->after = 0;
+    x->msg[0] = '\0';
+    pthread_mutex_unlock(&x->lock);
 }
 
 const char *rd_strerror(int code)
@@ -74,7 +121,9 @@ const char *rd_strerror(int code)
     case RD_EAUTH: return "authentication failed";
     case RD_ESTREAM: return "stream incomplete or corrupt";
     case RD_EIO: return "local input/output error";
+    case RD_EPARTIAL: return "some files were not copied";
     case RD_ENODEV: return "no RDMA device";
+    case RD_ELOST: return "lost the connection to a host";
     default: return "unknown error";
     }
 }
@@ -102,9 +151,10 @@ void rd_warn(const char *fmt, ...)
 
 int rd_report(void)
 {
-    int code = rd_error_code();
+    char msg[sizeof own.msg];
+    int code = rd_error_copy(msg, sizeof msg);
     if (code)
-        rd_warn("%s", err_msg[0] ? err_msg : rd_strerror(code));
+        rd_warn("%s", msg[0] ? msg : rd_strerror(code));
     return code;
 }
 

@@ -2,6 +2,8 @@
 #ifndef RD_ERROR_H
 #define RD_ERROR_H
 
+#include <pthread.h>
+
 enum rd_err {
     RD_OK = 0,
     RD_EUSAGE = 1,       /* bad command line */
@@ -9,26 +11,50 @@ enum rd_err {
     RD_EAUTH = 3,        /* authentication failed */
     RD_ESTREAM = 4,      /* stream incomplete or corrupt (peer died, bad checksum, protocol error) */
     RD_EIO = 5,          /* local input/output error */
+    RD_EPARTIAL = 23,    /* rdcp: some files were not copied, the rest were (rsync's code) */
     RD_ENODEV = 101,     /* --transport rdma and no RDMA device (the original tool's code) */
+    RD_ELOST = 255,      /* rdpipe, rdcp: the connection to a host was lost (ssh's code) */
 };
 
-/* Record the first error of this process (later ones are usually its consequences) and
- * return `code`. Thread-safe. The message is one line without the program name. */
+/* Errors are kept per transfer, never per process. An error context holds the first error of
+ * one transfer (later ones are usually its consequences). Each thread records into the context
+ * it is bound to: a thread starts bound to a private context of its own, and rd_thread_create
+ * binds the new thread to its creator's. So the threads of one transfer (reader, lanes, writer,
+ * monitor) share their owner's context, while a thread doing a stranger's work (a pending
+ * handshake, a --streams worker whose failure may only follow the stream's end) keeps its
+ * failures to itself until its owner decides what they mean. */
+struct rd_errctx {
+    pthread_mutex_t lock;
+    int code;
+    int after;          /* the recorded error is a consequence (rd_fail_after) */
+    char msg[512];
+};
+
+/* Record the error in the calling thread's context unless it holds one already; return
+ * `code`. The message is one line without the program name. */
 int rd_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failure that only follows another: IO on a connection this process shut down because
+ * something else failed. Recorded while nothing is, and replaced by the first rd_fail, so
+ * the user reads the cause, whichever thread noticed first. */
+int rd_fail_after(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rd_error_code(void);
-/* The recorded error's code, or fallback when none is: read once, because another thread may
- * clear and re-record the error in between (a sender replacing "broken pipe" by the reason). */
+/* The recorded error's code, or fallback when none is: read once, because another thread of
+ * the transfer may clear and re-record the error in between (a sender replacing "broken pipe"
+ * by the receiver's reason). */
 int rd_error_or(int fallback);
+/* Copy the message (n > 0) and return the code of the calling thread's context. */
+int rd_error_copy(char *msg, unsigned long n);
 const char *rd_error_msg(void);
 void rd_error_clear(void);
 
-/* A thread whose failures are only candidates for the process's error (a --streams worker:
- * its connection closing may merely follow the end of the stream, or an ABORT still on its
- * way on another connection) holds them: while held, rd_fail on this thread records nothing
- * globally but keeps the thread's first error, which rd_error_held copies out (its code, or
- * 0 if none). */
-void rd_error_hold(void);
-int rd_error_held(char *msg, unsigned long n);
+/* The context the calling thread records into, and binding another (NULL: the thread's own).
+ * Returns the previous binding. A bound context must outlive the thread's use of it. */
+struct rd_errctx *rd_errctx_current(void);
+struct rd_errctx *rd_errctx_bind(struct rd_errctx *ctx);
+
+/* pthread_create whose new thread records its errors into the caller's context: every thread
+ * working for a transfer is started with it. */
+int rd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* Short generic description of an exit code, for --help and the README. */
 const char *rd_strerror(int code);

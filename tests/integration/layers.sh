@@ -73,3 +73,37 @@ for want in "bench/rdb_sweep.c: bench/ includes remote/rdr_line.h from remote/, 
 done
 [ "$(wc -l <<< "$out")" = 3 ] || t_fail "expected 3 findings, got: $(echo "$out" | tr '\n' '|')"
 t_end
+
+# Threads: every thread of lib/ is started with rd_thread_create (it records into its owner's
+# error context) unless it does a stranger's work and is listed here; nothing is cancelled.
+STRANGER_THREADS="transport/rd_waiting.c transport/rd_verbs_accept.c transport/rd_stripe.c"
+thread_violations() {   # LIBDIR: one line per violation
+    local d=$1 f rel
+    grep -rln 'pthread_cancel' "$d" --include='*.c' | sed "s|^$d/||; s|\$|: cancels a thread|"
+    for f in $(grep -rl '\bpthread_create(' "$d" --include='*.c'); do
+        rel=${f#$d/}
+        [ "$rel" = util/rd_error.c ] && continue
+        case " $STRANGER_THREADS " in *" $rel "*) continue ;; esac
+        echo "$rel: starts a thread outside its owner's error context (use rd_thread_create)"
+    done
+    grep -rn 'static[^(]*\b\(err_code\|err_msg\)\b' "$d" --include='*.c' | sed "s|^$d/||; s|:.*|: a process-wide error slot|"
+}
+
+t_begin "threads of lib/ record into their transfer's error context, nothing cancels one"
+out=$(thread_violations "$LIB")
+[ -z "$out" ] || t_fail "$(echo "$out" | tr '\n' '|')"
+t_end
+
+t_begin "the check catches a bare pthread_create, a pthread_cancel and a process-wide error slot"
+rm -rf "$C/lib"; cp -r "$LIB" "$C/lib"
+sed -i 's/\brd_thread_create(/pthread_create(/' "$C/lib/engine/rd_lanes.c"
+echo 'static void stop(pthread_t t) { pthread_cancel(t); }' >> "$C/lib/engine/rd_relay.c"
+echo 'static int err_code;' >> "$C/lib/util/rd_clock.c"
+out=$(thread_violations "$C/lib")
+for want in "engine/rd_lanes.c: starts a thread outside its owner's error context" \
+            "engine/rd_relay.c: cancels a thread" \
+            "util/rd_clock.c: a process-wide error slot"; do
+    grep -qF "$want" <<< "$out" || t_fail "not caught: $want (got: $(echo "$out" | tr '\n' '|'))"
+done
+[ "$(wc -l <<< "$out")" = 3 ] || t_fail "expected 3 findings, got: $(echo "$out" | tr '\n' '|')"
+t_end

@@ -429,7 +429,7 @@ static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_
     struct rd_key k;
     memset(c, 0, sizeof *c);
     memset(s, 0, sizeof *s);
-    if (mem_pair(&c->tp, &s->tp) != RD_OK || pthread_create(th, NULL, server_main, s))
+    if (mem_pair(&c->tp, &s->tp) != RD_OK || rd_thread_create(th, NULL, server_main, s))
         return -1;
     rd_key_derive(&k, secret, strlen(secret));
     struct rd_params want = { .chunk_size = size, .depth = depth, .streams = 1 };

@@ -133,9 +133,9 @@ static int xfer_start(struct xfer *x)
         return -1;
     mem_set_faults(x->a, &x->send_faults);
     mem_set_faults(x->b, &x->recv_faults);
-    if (pthread_create(&g_receiver, NULL, receiver_main, x))
+    if (rd_thread_create(&g_receiver, NULL, receiver_main, x))
         return -1;
-    if (pthread_create(&g_sender, NULL, sender_main, x))
+    if (rd_thread_create(&g_sender, NULL, sender_main, x))
         return -1;
     return 0;
 }
@@ -313,8 +313,8 @@ static void t_pipe_to_pipe(void)
     struct feeder f = { .fd = pin[1], .data = data, .n = n };
     struct drainer d = { .fd = pout[0] };
     pthread_t tf, td;
-    pthread_create(&tf, NULL, feeder_main, &f);
-    pthread_create(&td, NULL, drainer_main, &d);
+    rd_thread_create(&tf, NULL, feeder_main, &f);
+    rd_thread_create(&td, NULL, drainer_main, &d);
     struct xfer x;
     xfer_init(&x, in, out);
     CHECK(xfer_run(&x) == 0);
@@ -517,7 +517,7 @@ static void t_link_killed_with_stalled_input(void)
     snprintf(in, sizeof in, "/dev/fd/%d", pin[0]);
     struct feeder f = { .fd = pin[1], .data = data, .n = n, .keep_open = 1 };
     pthread_t tf;
-    pthread_create(&tf, NULL, feeder_main, &f);
+    rd_thread_create(&tf, NULL, feeder_main, &f);
     struct xfer x;
     xfer_init(&x, in, out);
     CHECK_OR(xfer_start(&x) == 0, goto out);
@@ -689,7 +689,7 @@ static void fake_sender_case(enum fake_send mode, int want_rc, const char *want_
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
     struct real_recv r = { .tp = b, .out = out, .session_rc = -1, .rc = -1 };
     pthread_t th;
-    CHECK_OR(pthread_create(&th, NULL, real_recv_main, &r) == 0, goto close);
+    CHECK_OR(rd_thread_create(&th, NULL, real_recv_main, &r) == 0, goto close);
     struct rd_key k;
     rd_key_derive(&k, secret, strlen(secret));
     struct rd_params want = { .chunk_size = CHUNK, .depth = 4 }, agreed;
@@ -844,7 +844,7 @@ static void fake_receiver_case(enum fake_confirm mode, int want_rc, const char *
     CHECK_OR(mem_pair(&a, &b) == RD_OK, { case_files_remove(&cf); return; });
     struct real_send s = { .tp = a, .in = cf.in, .session_rc = -1, .rc = -1 };
     pthread_t th;
-    CHECK_OR(pthread_create(&th, NULL, real_send_main, &s) == 0, goto close);
+    CHECK_OR(rd_thread_create(&th, NULL, real_send_main, &s) == 0, goto close);
     struct rd_key k;
     rd_key_derive(&k, secret, strlen(secret));
     struct rd_params limits = { .chunk_size = CHUNK, .depth = 4 }, agreed;
@@ -1059,7 +1059,7 @@ static void hello_offers(unsigned vmin, unsigned vmax)
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
     struct recv_only r = { .tp = b, .rc = -1 };
     pthread_t t;
-    pthread_create(&t, NULL, recv_only_main, &r);
+    rd_thread_create(&t, NULL, recv_only_main, &r);
     struct rd_hello h = { .version_min = (uint16_t)vmin, .version_max = (uint16_t)vmax, .chunk_size = CHUNK, .depth = 4 };
     uint8_t out[RD_HELLO_LEN];
     CHECK_EQ_I(rd_send_ctrl(a, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out)), RD_OK);

@@ -342,8 +342,8 @@ static int chain_run(struct chain *c)
     tap_wrap(&c->recv_tap, c->b2);
     pthread_t t_recv, t_relay, t_origin;
     double t0 = now_s();
-    if (pthread_create(&t_recv, NULL, receiver_main, c) || pthread_create(&t_relay, NULL, relay_main, c) ||
-        pthread_create(&t_origin, NULL, origin_main, c)) {
+    if (rd_thread_create(&t_recv, NULL, receiver_main, c) || rd_thread_create(&t_relay, NULL, relay_main, c) ||
+        rd_thread_create(&t_origin, NULL, origin_main, c)) {
         fprintf(stderr, "pthread_create failed\n");
         exit(2);
     }

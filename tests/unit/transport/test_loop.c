@@ -111,7 +111,7 @@ static void t_flow_control(void)
     }
     struct blocked g = { .tp = a };
     pthread_t t;
-    CHECK_OR(pthread_create(&t, NULL, blocked_main, &g) == 0, goto out);
+    CHECK_OR(rd_thread_create(&t, NULL, blocked_main, &g) == 0, goto out);
     sleep_ms(50);
     CHECK(!atomic_load(&g.done));      /* both frames are in the receiver's hands */
     CHECK_OR(b->ops->recv(b, &r, 1000) == RD_OK, goto join);
@@ -164,7 +164,7 @@ static void t_shutdown_wakes_both_ends(void)
     pthread_t t[3];
     int started = 0;
     for (int i = 0; i < 3; i++)
-        started += pthread_create(&t[i], NULL, blocked_main, &g[i]) == 0;
+        started += rd_thread_create(&t[i], NULL, blocked_main, &g[i]) == 0;
     CHECK_OR(started == 3, goto out);
     sleep_ms(50);
     for (int i = 0; i < 3; i++)
@@ -257,9 +257,9 @@ static int xfer_start(struct xfer *x, pthread_t *ts, pthread_t *tr)
     x->send_rc = x->recv_rc = -1;
     if (rd_loop_pair(&x->a, &x->b) != RD_OK)
         return -1;
-    if (pthread_create(tr, NULL, receiver_main, x))
+    if (rd_thread_create(tr, NULL, receiver_main, x))
         return -1;
-    if (pthread_create(ts, NULL, sender_main, x)) {
+    if (rd_thread_create(ts, NULL, sender_main, x)) {
         x->b->ops->shutdown(x->b);
         pthread_join(*tr, NULL);
         return -1;

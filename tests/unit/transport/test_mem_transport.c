@@ -139,7 +139,7 @@ static void blocked_case(struct rd_transport *tp, int op, void (*wake)(struct rd
     struct blocked bl = { .tp = tp, .op = op, .rc = -1 };
     pthread_mutex_init(&bl.lock, NULL);
     pthread_t t;
-    pthread_create(&t, NULL, blocked_main, &bl);
+    rd_thread_create(&t, NULL, blocked_main, &bl);
     sleep_ms(100);
     if (is_done(&bl))
         check_fail_at(__FILE__, line, "op %d returned %d without waiting", op, bl.rc);
@@ -202,7 +202,7 @@ static void t_send_blocks_until_peer_releases(void)
     struct blocked bl = { .tp = a, .op = 1, .rc = -1 };
     pthread_mutex_init(&bl.lock, NULL);
     pthread_t t;
-    pthread_create(&t, NULL, blocked_main, &bl);
+    rd_thread_create(&t, NULL, blocked_main, &bl);
     sleep_ms(100);
     CHECK(!is_done(&bl));
     CHECK_EQ_I(recv_tag(b, NULL, 0), 0);   /* frees one buffer */
@@ -459,8 +459,8 @@ static void t_concurrent_senders(void)
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
     struct pounder p1 = { a, 1, 200, 0 }, p2 = { a, 2, 200, 0 };
     pthread_t t1, t2;
-    pthread_create(&t1, NULL, pounder_main, &p1);
-    pthread_create(&t2, NULL, pounder_main, &p2);
+    rd_thread_create(&t1, NULL, pounder_main, &p1);
+    rd_thread_create(&t2, NULL, pounder_main, &p2);
     int next[3] = { 0, 0, 0 }, bad = 0;
     for (int i = 0; i < 400; i++) {
         struct rd_buf *x;

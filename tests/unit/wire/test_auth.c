@@ -616,7 +616,7 @@ static void run_fake_session(struct fake_session *s, const struct rd_key *recv_k
         return;
     s->r = (struct recv_side){ .tp = b, .key = *recv_key, .rc = -1 };
     pthread_t t;
-    if (pthread_create(&t, NULL, receiver_main, &s->r)) {
+    if (rd_thread_create(&t, NULL, receiver_main, &s->r)) {
         a->ops->close(a);
         b->ops->close(b);
         return;
@@ -752,7 +752,7 @@ static void t_session_malformed_auth_rejected(void)
         CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
         struct recv_side r = { .tp = b, .key = k, .rc = -1 };
         pthread_t t;
-        CHECK_OR(pthread_create(&t, NULL, receiver_main, &r) == 0, break);
+        CHECK_OR(rd_thread_create(&t, NULL, receiver_main, &r) == 0, break);
         struct rd_hello h;
         struct rd_challenge c;
         init_hello(&h);
@@ -957,7 +957,7 @@ static int join_both(uint32_t streams, const uint8_t send_key[32], uint32_t inde
     r->got = 0xdeadbeefu;
     r->rc = -1;
     pthread_t th;
-    if (pthread_create(&th, NULL, accept_join_main, r)) {
+    if (rd_thread_create(&th, NULL, accept_join_main, r)) {
         a->ops->close(a);
         b->ops->close(b);
         return -100;
@@ -1032,7 +1032,7 @@ static int sender_vs(uint32_t ask, uint32_t grant, enum accept_mode mode, uint32
     s->want = (struct rd_params){ .chunk_size = 65536, .depth = 4, .streams = ask };
     s->rc = -1;
     pthread_t th;
-    if (pthread_create(&th, NULL, sender_main, s)) {
+    if (rd_thread_create(&th, NULL, sender_main, s)) {
         a->ops->close(a);
         b->ops->close(b);
         return -100;
@@ -1163,7 +1163,7 @@ static void t_session_streams_not_tcp(void)
     struct recv_side2 r = { .tp = b, .key = key_of(secret),
                             .limits = { .chunk_size = 65536, .depth = 4, .streams = 16 }, .rc = -1 };
     pthread_t th;
-    CHECK_OR(pthread_create(&th, NULL, receiver2_main, &r) == 0, goto out);
+    CHECK_OR(rd_thread_create(&th, NULL, receiver2_main, &r) == 0, goto out);
     struct rd_key k = key_of(secret);
     struct rd_params want = { .chunk_size = 65536, .depth = 4, .streams = 8 }, agreed;
     memset(&agreed, 0, sizeof agreed);
@@ -1236,7 +1236,7 @@ static void t_session_tcp_grants_streams(void)
         struct recv_side2 r = { .tp = b, .key = k, .rc = -1,
                                 .limits = { .chunk_size = 65536, .depth = 4, .streams = cases[i][1] } };
         pthread_t th;
-        CHECK_OR(pthread_create(&th, NULL, receiver2_main, &r) == 0, break);
+        CHECK_OR(rd_thread_create(&th, NULL, receiver2_main, &r) == 0, break);
         struct rd_hello h;
         init_hello(&h);
         h.streams = cases[i][0];
