@@ -21,6 +21,8 @@
 #   rdsend zeros FILE      rdsend HOST PORT KEY SPARSE         sparse file = size-limited /dev/zero, no pipe
 #   rdsend, stdin piped    head -c N /dev/zero | rdsend ...    /dev/zero through a pipe (one extra copy)
 #   rdsend --streams 2     rdsend --streams 2 HOST PORT KEY FILE   the file striped over 2 TCP connections
+#   rdsend --lanes 1, 2    rdsend --lanes N ... FILE, rdrecv --lanes N: N threads per end for the
+#                          per-chunk work (tags; with BENCH_RD_OUT the receiver's file writes)
 #   iperf3                 iperf3 -c -n N -J                   single stream, sends from memory (reads no file)
 #   iperf3 -P 2            iperf3 -c -n N -J -P 2              two streams (what --streams is to rdsend)
 #   nc                     nc -l PORT >/dev/null ; nc -N HOST PORT < FILE      (netcat-openbsd)
@@ -28,6 +30,7 @@
 #   mbuffer                mbuffer -q -I PORT -o /dev/null -m 64M ; mbuffer -q -i FILE -O HOST:PORT -m 64M
 #   rd_base                rdsend FILE with the binaries in BENCH_BASE_BIN (e.g. the previous
 #                          commit's build): a change's cost measured in the same run
+#   rd_base_lanes2         rd_lanes2 with the binaries in BENCH_BASE_BIN
 #
 # Environment:
 #   BENCH_BYTES=2147483648   bytes per transfer (the test file's size)
@@ -40,7 +43,10 @@
 #   BENCH_VETH_MTU=1500      MTU of the veth pair
 #   BENCH_TIMEOUT=300        seconds before one transfer is given up
 #   RDSEND, RDRECV           binaries (default: bin/rdsend, bin/rdrecv of this checkout)
-#   BENCH_BASE_BIN=dir       rdsend and rdrecv to compare against (the rd_base row; off if unset)
+#   BENCH_BASE_BIN=dir       rdsend and rdrecv to compare against (the rd_base rows; off if unset)
+#   BENCH_RD_OUT=path        rdrecv (every rd_* row) writes this file instead of /dev/null
+#                            (e.g. /dev/shm/out: a file in the page cache), removed after each
+#                            transfer; the other tools still write /dev/null
 #
 # Also reported: CPU seconds (user+sys, sender+receiver) per GB, from /usr/bin/time (package
 # time), which stays meaningful when the machine is shared and wall-clock figures are noisy.
@@ -52,9 +58,9 @@ root=$(cd "$here/.." && pwd)
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 write_file=1 out_file="" nets="loopback veth"
-tools_all="rd_file rd_stdin rd_sparse rd_pipe rd_streams2 iperf3 iperf3_p2 nc socat mbuffer"
+tools_all="rd_file rd_stdin rd_sparse rd_pipe rd_streams2 rd_lanes1 rd_lanes2 iperf3 iperf3_p2 nc socat mbuffer"
 BASE_BIN=${BENCH_BASE_BIN:-}
-[ -n "$BASE_BIN" ] && tools_all="rd_file rd_base ${tools_all#rd_file }"
+[ -n "$BASE_BIN" ] && tools_all="rd_file rd_base ${tools_all#rd_file }" && tools_all=${tools_all/rd_lanes2 /rd_lanes2 rd_base_lanes2 }
 tools="$tools_all"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -72,6 +78,7 @@ BYTES=${BENCH_BYTES:-2147483648}
 REPS=${BENCH_REPS:-3}
 TRANSPORT=${BENCH_TRANSPORT:-tcp}
 RDARGS=${BENCH_RDPIPE_ARGS:-}
+RDOUT=${BENCH_RD_OUT:-}
 MTU=${BENCH_VETH_MTU:-1500}
 TMO=${BENCH_TIMEOUT:-300}
 RDSEND=${RDSEND:-$root/bin/rdsend}
@@ -84,13 +91,15 @@ label() {
         rd_file) echo "rdsend FILE" ;;  rd_stdin) echo "rdsend <FILE" ;;
         rd_sparse) echo "rdsend zeros FILE" ;;  rd_pipe) echo "rdsend, stdin piped from head" ;;
         rd_streams2) echo "rdsend --streams 2 FILE" ;;  iperf3_p2) echo "iperf3 -P 2" ;;
+        rd_lanes1) echo "rdsend --lanes 1 FILE" ;;  rd_lanes2) echo "rdsend --lanes 2 FILE" ;;
         rd_base) echo "rdsend FILE, base build" ;;
+        rd_base_lanes2) echo "rdsend --lanes 2 FILE, base build" ;;
         *) echo "$1" ;;
     esac
 }
 source_of() {
     case "$1" in
-        rd_file|rd_base|rd_streams2|nc|socat|mbuffer) echo "page-cached file" ;;
+        rd_file|rd_base|rd_base_lanes2|rd_streams2|rd_lanes1|rd_lanes2|nc|socat|mbuffer) echo "page-cached file" ;;
         rd_stdin) echo "same file as stdin" ;;
         rd_sparse) echo "sparse file (zeros, no pipe)" ;;
         rd_pipe) echo "head -c N /dev/zero (pipe)" ;;
@@ -109,7 +118,7 @@ need ip iproute2; need ss iproute2; need timeout coreutils
 have_ip=1; command -v ip >/dev/null && command -v ss >/dev/null || have_ip=0
 for t in $tools; do
     case "$t" in
-        rd_base) if [ -x "$BASE_BIN/rdsend" ] && [ -x "$BASE_BIN/rdrecv" ]; then avail="$avail $t"
+        rd_base|rd_base_lanes[0-9]*) if [ -x "$BASE_BIN/rdsend" ] && [ -x "$BASE_BIN/rdrecv" ]; then avail="$avail $t"
                  else echo "bench.sh: no rdsend/rdrecv in BENCH_BASE_BIN=$BASE_BIN; skipping rd_base" >&2; fi ;;
         rd_*) if [ -x "$RDSEND" ] && [ -x "$RDRECV" ]; then avail="$avail $t"
               else echo "bench.sh: $RDSEND or $RDRECV missing: run make first; skipping $t" >&2; fi ;;
@@ -231,10 +240,12 @@ run_one() {
     local rdopt=(--transport "$TRANSPORT" --no-progress --json)
     # shellcheck disable=SC2206
     local extra=($RDARGS)
-    local rrecv=$RDRECV
-    [ "$t" = rd_base ] && rrecv=$BASE_BIN/rdrecv
+    local rrecv=$RDRECV rxopt=() rxout=()
+    case "$t" in rd_base*) rrecv=$BASE_BIN/rdrecv ;; esac
+    case "$t" in rd_lanes[0-9]*|rd_base_lanes[0-9]*) rxopt=(--lanes "${t##*_lanes}") ;; esac
+    [ -n "$RDOUT" ] && rxout=("$RDOUT")
     case "$t" in
-        rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$rrecv" "${rdopt[@]}" "${extra[@]}" "$p" "$KEY" > /dev/null 2> "$log.rx" & ;;
+        rd_*) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" "$rrecv" "${rdopt[@]}" "${extra[@]}" "${rxopt[@]}" "$p" "$KEY" "${rxout[@]}" > /dev/null 2> "$log.rx" & ;;
         iperf3|iperf3_p2) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" iperf3 -s -1 -p "$p" > /dev/null 2> "$log.rx" & ;;
         nc) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" nc -l "$p" > /dev/null 2> "$log.rx" & ;;
         socat) "${RXEXEC[@]}" "${TIMERX[@]}" timeout "$TMO" socat -b1048576 -u "TCP-LISTEN:$p,reuseaddr" OPEN:/dev/null 2> "$log.rx" & ;;
@@ -254,6 +265,8 @@ run_one() {
         rd_sparse) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" "$sparse" 2> "$log.tx" ;;
         rd_pipe) head -c "$BYTES" /dev/zero | "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "$HOST" "$p" "$KEY" 2> "$log.tx" ;;
         rd_streams2) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" --streams 2 "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
+        rd_lanes[0-9]*) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$RDSEND" "${rdopt[@]}" "${extra[@]}" "${rxopt[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
+        rd_base_lanes[0-9]*) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" "$BASE_BIN/rdsend" "${rdopt[@]}" "${extra[@]}" "${rxopt[@]}" "$HOST" "$p" "$KEY" "$file" 2> "$log.tx" ;;
         iperf3) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J > "$log.tx" 2>&1 ;;
         iperf3_p2) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" iperf3 -c "$HOST" -p "$p" -n "$BYTES" -J -P 2 > "$log.tx" 2>&1 ;;
         nc) "${TXEXEC[@]}" "${TIMETX[@]}" timeout "$TMO" nc -N "$HOST" "$p" < "$file" 2> "$log.tx" ;;
@@ -265,6 +278,7 @@ run_one() {
     wait "$rx"; rx_rc=$?
     t1=$EPOCHREALTIME
     pids=${pids/ $rx/}
+    [ -n "$RDOUT" ] && rm -f "$RDOUT"
     if [ $tx_rc -ne 0 ] || [ $rx_rc -ne 0 ]; then
         echo "bench.sh: $t failed (sender exit $tx_rc, receiver exit $rx_rc): $(grep -v 'No controlling terminal' "$log.tx" "$log.rx" | head -c 400)" >&2
         return 1
@@ -343,7 +357,7 @@ rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")
 [ -n "$(git -C "$root" status --porcelain -- lib tools Makefile 2>/dev/null)" ] && rev="$rev + uncommitted changes in lib/tools"
 [ "$RDSEND" = "$root/bin/rdsend" ] || rev="$rev; binaries $RDSEND, $RDRECV"
 notes="$BYTES bytes per transfer, median of $REPS (min-max in brackets), GB/s = 1e9 bytes/s, wall clock from sender start to receiver exit.
-rdpipe $rev, --transport $TRANSPORT${RDARGS:+ $RDARGS}; veth MTU $MTU; $(nproc) CPUs; kernel $(uname -r); load average $load_before at start, $load_after at end.
+rdpipe $rev, --transport $TRANSPORT${RDARGS:+ $RDARGS}${RDOUT:+; rdrecv writes the file $RDOUT (the other tools /dev/null)}; veth MTU $MTU; $(nproc) CPUs; kernel $(uname -r); load average $load_before at start, $load_after at end.
 'self-reported' is rdsend's --json gb_per_s and iperf3's JSON sum_received; iperf3 sends from memory and reads no file.
 CPU s per GB = user+sys seconds of sender and receiver together (from /usr/bin/time) per 1e9 bytes: robust to a busy machine where wall clock is not (not counted: head in the pipe row, softirq work the kernel charges to no task)."
 

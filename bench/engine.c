@@ -2,8 +2,12 @@
  * (transport/rd_loop: frames change hands by pointer), so the machine's memory is the only
  * wire: what the engines reach on an infinitely fast NIC. bench/engine.sh drives it.
  *
- *   engine --source file:PATH|zero:BYTES|stdin --sink null|stdout [--lanes N]
- *          [--chunk BYTES] [--depth N] [-v]
+ *   engine --source file:PATH|zero:BYTES|stdin --sink null|stdout|file:PATH [--lanes N]
+ *          [--chunk BYTES] [--depth N] [--direct] [-v]
+ *
+ * --sink file:PATH writes a regular file (created or truncated, not synced: the page cache is
+ * the disk here), which the receiver's lanes write in parallel with pwrite at their offsets;
+ * --direct writes its whole aligned blocks with O_DIRECT, as rdrecv --direct does.
  *
  * One transfer: the handshake (a fixed long key) and the two engines on two threads. Prints
  * on stderr one line
@@ -54,6 +58,7 @@ static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static int have_exit_key;
 static int verbose;   /* -v: one line per thread as it exits */
+static int direct;    /* --direct: the file sink with O_DIRECT */
 
 static enum side side_of(const char *name)
 {
@@ -221,8 +226,8 @@ static int parse_size(const char *s, unsigned long long *out)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: engine --source file:PATH|zero:BYTES|stdin --sink null|stdout [--lanes N]\n"
-                    "              [--chunk BYTES] [--depth N] [-v]\n");
+    fprintf(stderr, "usage: engine --source file:PATH|zero:BYTES|stdin --sink null|stdout|file:PATH [--lanes N]\n"
+                    "              [--chunk BYTES] [--depth N] [--direct] [-v]\n");
     return RD_EUSAGE;
 }
 
@@ -246,6 +251,10 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-v") == 0) {
             verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "--direct") == 0) {
+            direct = 1;
             continue;
         }
         if (!v)
@@ -293,10 +302,14 @@ int main(int argc, char **argv)
     } else {
         return usage();
     }
-    if (strcmp(sink, "null") != 0 && strcmp(sink, "stdout") != 0)
+    const char *out = strcmp(sink, "null") == 0 ? "/dev/null" : strcmp(sink, "stdout") == 0 ? NULL
+                    : strncmp(sink, "file:", 5) == 0 && sink[5] ? sink + 5 : "";
+    if (out && !*out)
         return usage();
-    if (rd_sink_open(&rcv.dst, strcmp(sink, "null") == 0 ? "/dev/null" : NULL))
+    if (rd_sink_open(&rcv.dst, out))
         return rd_report();
+    if (direct)
+        rd_sink_use_direct(&rcv.dst);   /* as rdrecv --direct: aligned blocks with O_DIRECT */
     if (rd_loop_pair(&snd.tp, &rcv.tp))
         return rd_report();
 

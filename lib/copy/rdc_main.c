@@ -61,6 +61,8 @@ static const char usage_text[] =
     "      --json          one JSON summary on stderr\n"
     "      --ssh CMD       how to reach a host (default: ssh -o BatchMode=yes)\n"
     "      --transport T   auto (default), tcp or rdma\n"
+    "      --encrypt       encrypt the stream end to end (rdsend/rdrecv --encrypt)\n"
+    "      --compress[=auto|LEVEL]  compress it with zstd on the lanes (rdsend --compress)\n"
     "      --remote-path P rdpipe's path on remote hosts (rdcp must be next to it)\n"
     "  -H, --hostname A    the address other hosts reach this machine at\n"
     "  -h, --help, -V, --version\n"
@@ -368,6 +370,8 @@ static int run_copy(struct run *r)
         flags[nf++] = "--no-sync";
     char nsrc[32];
     snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc);
+    char codecs[32];
+    rdr_codecs_word(&r->o, codecs, sizeof codecs);
     {
         char *v[16];
         int n = 0;
@@ -377,8 +381,8 @@ static int run_copy(struct run *r)
         v[n++] = "--";
         v[n++] = r->dst;
         char *h = args_hex(v, n);
-        say(&r->e[1], "%s\nseg %s recv none %s %d %s -", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
-            r->o.transport, r->verbose, h);
+        say(&r->e[1], "%s\nseg %s recv none %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
+            r->o.transport, r->verbose, h, codecs);
         free(h);
         rdr_hop_key(r->key);
         say(&r->e[1], "key %s", r->key);
@@ -396,8 +400,8 @@ static int run_copy(struct run *r)
             v[n++] = r->srcs[k];
         char *h = args_hex(v, n);
         free(v);
-        say(&r->e[0], "%s\nseg %s none send %s %d %s -", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_SEND].name,
-            r->o.transport, r->verbose, h);
+        say(&r->e[0], "%s\nseg %s none send %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_SEND].name,
+            r->o.transport, r->verbose, h, codecs);
         free(h);
         say(&r->e[0], "setup");
     }

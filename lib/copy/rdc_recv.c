@@ -1,7 +1,9 @@
 /* rdc_recv.c - the tree receiver's filesystem side: what each record makes under DST (the
  * stream is parsed in rdc_recv_stream.c). Every file is written under a temporary name in its
- * directory (.rdcp.NAME.XXXXXX), preallocated, and renamed into place only once its whole-file
- * XXH3-128 matched; a failed file leaves nothing under its final name and no temporary file.
+ * directory (.rdcp.NAME.XXXXXX) and renamed into place only once all of it arrived (and, for a
+ * file sent with its whole-file XXH3-128, once that matched: rdc_tree.h, RDC_F_NOHASH); a failed
+ * file leaves nothing under its final name and no temporary file. Small files are written by
+ * worker threads (rdc_recv_pool.c), big ones here, preallocated.
  *
  * The stream may be hostile (scp's CVE-2019-6111 class: "a -> /etc", then "a/passwd"). So
  * every filesystem call is relative to a directory fd beneath DST opened without following
@@ -76,18 +78,27 @@ static void refuse_raw(struct rdc_rcv *r, const char *name, size_t n, const char
     r->errors++;
 }
 
-/* The directory of the records (kept open); -1 with errno if it cannot be reached safely. */
+/* The directory of the records (kept open, and shared with the jobs that write into it); -1
+ * with errno if it cannot be reached safely. */
 static int parent_fd(struct rdc_rcv *r, const char *dir)
 {
     if (r->pfd >= 0 && strcmp(r->pdir, dir) == 0)
         return r->pfd;
-    if (r->pfd >= 0)
-        close(r->pfd);
+    rdc_dir_put(r->pdh);
+    r->pdh = NULL;
+    r->pfd = -1;
     free(r->pdir);
     r->pdir = NULL;
-    r->pfd = rdc_open_beneath(r->base, dir);
-    if (r->pfd >= 0)
-        r->pdir = strdup(dir);
+    int fd = rdc_open_beneath(r->base, dir);
+    if (fd < 0)
+        return -1;
+    r->pdh = malloc(sizeof *r->pdh);
+    if (!r->pdh)
+        abort();
+    r->pdh->fd = fd;
+    atomic_init(&r->pdh->refs, 1);
+    r->pfd = fd;
+    r->pdir = strdup(dir);
     return r->pfd;
 }
 
@@ -139,6 +150,8 @@ static void drop_file(struct rdc_rcv *r)
 
 static void clear_file(struct rdc_rcv *r)
 {
+    rdc_job_free(r->job);
+    r->job = NULL;
     free(r->final);
     free(r->name);
     free(r->tmp);
@@ -165,7 +178,15 @@ static void set_times_at(int dfd, const char *name, const struct rdc_meta *m)
     utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
-/* Open the file's temporary (new, or the partial one the sender continues) in pfd. */
+/* A file for the pool: sent whole and unhashed (the tags cover it), small, no holes. */
+static int pooled(const struct rdc_rcv *r, uint64_t size, uint64_t start, uint8_t flags)
+{
+    return r->workers > 0 && (flags & RDC_F_NOHASH) && !(flags & RDC_F_SPARSE) && start == 0 &&
+           size <= RDC_POOL_MAX_FILE && size <= r->max_file;
+}
+
+/* Open the file's temporary (new, or the partial one the sender continues) in pfd; or, for the
+ * pool, start gathering its data. */
 static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struct rdc_meta *m, uint64_t size,
                        uint64_t start, uint8_t flags, const char *tmpname, size_t tmplen)
 {
@@ -176,6 +197,22 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     r->size = size;
     r->hpos = 0;
     r->fd = -1;
+    /* a continued file is always hashed: the prefix already here was never in a tagged frame */
+    r->hashed = !(flags & RDC_F_NOHASH) || start > 0;
+    if (pooled(r, size, start, flags)) {
+        struct rdc_job *j = calloc(1, sizeof *j);
+        if (!j || !(j->data = malloc(size ? (size_t)size : 1)))
+            abort();
+        j->final = strdup(f);
+        j->name = strdup(name);
+        j->key = rdc_pool_key(f);
+        j->m = *m;
+        j->size = size;
+        j->dir = r->pdh;
+        atomic_fetch_add(&r->pdh->refs, 1);
+        r->job = j;
+        return;
+    }
     XXH3_128bits_reset(r->hs);
     if (start > 0 && tmplen) {
         char *t = strndup(tmpname, tmplen);
@@ -230,21 +267,35 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
 
 void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char want[16])
 {
+    if (r->job) {   /* all of it is here: a worker writes it (or nobody: the source failed) */
+        struct rdc_job *j = r->job;
+        r->job = NULL;
+        if (status) {
+            rdc_job_free(j);
+        } else {
+            memset(j->data + r->hpos, 0, (size_t)(j->size - r->hpos));
+            rdc_pool_submit(r, j);
+        }
+        clear_file(r);
+        return;
+    }
     if (r->discard || status) {
         if (status && !r->discard)
             drop_file(r);   /* the sender said why */
         clear_file(r);
         return;
     }
-    unsigned char got[16];
-    rdc_hash_zeros(r->hs, r->size - r->hpos);
-    rdc_hash_final(r->hs, got);
+    unsigned char got[16] = { 0 };
+    if (r->hashed) {
+        rdc_hash_zeros(r->hs, r->size - r->hpos);
+        rdc_hash_final(r->hs, got);
+    }
     int fd = r->fd;
     if (ftruncate(fd, (off_t)r->size)) {
         rdc_rcv_err(r, "cannot write", r->final, errno);
         goto fail;
     }
-    if (memcmp(got, want, 16)) {
+    if (r->hashed && memcmp(got, want, 16)) {
         char *p = rdc_rcv_disp(r, r->final);
         rd_warn("whole-file hash mismatch, not copied: '%s'", p);
         free(p);
@@ -284,18 +335,98 @@ fail:
     clear_file(r);
 }
 
+/* A worker: the job's file, the same calls (less the hash and the preallocation, which one
+ * write of at most RDC_POOL_MAX_FILE bytes does not need) as the stream thread makes for a
+ * file it writes itself; the outcome stays in the job for rdc_rcv_job_done. */
+void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
+{
+    int dfd = j->dir->fd;
+    char *tmp = NULL;
+    int fd = rdc_create_tmp(dfd, j->name, &tmp);
+    if (fd < 0) {
+        j->what = "cannot create a file in the directory of";
+        j->err = errno;
+        return;
+    }
+    size_t done = 0;
+    while (done < j->size) {
+        ssize_t w = pwrite(fd, j->data + done, (size_t)j->size - done, (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            j->what = "cannot write";
+            j->err = w < 0 ? errno : ENOSPC;
+            goto fail;
+        }
+        done += (size_t)w;
+    }
+    if (r->preserve) {
+        if (r->owners && fchown(fd, j->m.uid, j->m.gid))
+            j->owner_err = errno;
+        fchmod(fd, j->m.mode & 07777);
+    } else {
+        fchmod(fd, j->m.mode & 0777 & ~r->umask);
+    }
+    if (r->times) {
+        struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
+        futimens(fd, ts);
+    }
+    int c = close(fd);
+    fd = -1;
+    if (c) {
+        j->what = "cannot write";
+        j->err = errno;
+        goto fail;
+    }
+    if (renameat(dfd, tmp, dfd, j->name)) {
+        j->what = "cannot rename into place";
+        j->err = errno;
+        goto fail;
+    }
+    free(tmp);
+    return;
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlinkat(dfd, tmp, 0);
+    free(tmp);
+}
+
+void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
+{
+    if (j->owner_err)
+        rdc_rcv_err(r, "cannot set the owner of", j->final, j->owner_err);
+    if (j->what) {
+        rdc_rcv_err(r, j->what, j->final, j->err);
+        return;
+    }
+    rdc_set_add(&r->made_files, j->final);
+    r->files++;
+}
+
 void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
+    if (r->job) {   /* record() kept [data_off, +n) inside the file and after hpos */
+        memset(r->job->data + r->hpos, 0, (size_t)(r->data_off - r->hpos));
+        memcpy(r->job->data + r->data_off, p, n);
+        r->hpos = r->data_off + n;
+        r->bytes += n;
+        r->data_off += n;
+        r->data_left -= n;
+        return;
+    }
     if (r->discard || r->fd < 0) {
         r->data_off += n;
         r->data_left -= n;
         return;
     }
     if (r->data_off > r->hpos) {
-        rdc_hash_zeros(r->hs, r->data_off - r->hpos);
+        if (r->hashed)
+            rdc_hash_zeros(r->hs, r->data_off - r->hpos);
         r->hpos = r->data_off;
     }
-    XXH3_128bits_update(r->hs, p, n);
+    if (r->hashed)
+        XXH3_128bits_update(r->hs, p, n);
     r->hpos += n;
     size_t done = 0;
     while (done < n) {
@@ -415,6 +546,8 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
         skip_subtree(r, path, pl);
         return;
     }
+    if (rdc_pool_pending(r, f))   /* a job still writes that name: it comes first, as sent */
+        rdc_pool_reap(r, 1);
     struct stat st;
     if (mkdirat(pfd, name, r->preserve ? 0700 : 0777) &&
         !(errno == EEXIST && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
@@ -442,6 +575,8 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         discard_file(r, size, flags);
         return;
     }
+    if (rdc_pool_pending(r, f))
+        rdc_pool_reap(r, 1);
     if (!(flags & RDC_F_SKIP)) {
         begin_file(r, f, name, m, size, start, flags, t, tl);   /* takes f */
         return;
@@ -472,6 +607,8 @@ void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struc
     char *f = place(r, path, pl, &pfd, &name);
     if (!f)
         return;
+    if (rdc_pool_pending(r, f))
+        rdc_pool_reap(r, 1);
     if (memchr(t, '\0', tl)) {
         refuse(r, f, "NUL byte in the link target");
         free(f);
@@ -509,6 +646,8 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
         char *tt = strndup(t, tl);
         tf = rdc_join(r->roots[root], tt);
         free(tt);
+        if (rdc_pool_pending(r, tf) || rdc_pool_pending(r, f))   /* the target is being written */
+            rdc_pool_reap(r, 1);
         if (!rdc_set_has(&r->made_files, tf))
             why = "its target is not a file this copy made";
         else if (strcmp(tf, f) == 0)

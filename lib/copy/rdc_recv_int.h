@@ -1,5 +1,6 @@
-/* rdc_recv_int.h - the tree receiver's state, shared by its two halves: rdc_recv_stream.c
- * parses the record stream, rdc_recv.c makes what each record says under DST. */
+/* rdc_recv_int.h - the tree receiver's state, shared by its parts: rdc_recv_stream.c parses
+ * the record stream, rdc_recv.c makes what each record says under DST, rdc_recv_pool.c writes
+ * small files on worker threads. */
 #ifndef RDC_RECV_INT_H
 #define RDC_RECV_INT_H
 
@@ -7,9 +8,55 @@
 #include "copy/rdc_set.h"
 #include "copy/rdc_tree.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <xxhash.h>
+
+/* A directory fd beneath DST (opened by rdc_safe), shared by the record stream's cache and
+ * the file jobs that still write into it: closed when the last of them lets go. */
+struct rdc_dir {
+    int fd;
+    atomic_int refs;
+};
+void rdc_dir_put(struct rdc_dir *d);
+
+/* A small file whose records all arrived: its data in memory, written, renamed into place and
+ * closed by a worker (rdc_recv_pool.c), in any order with the other jobs. The stream thread
+ * checked its path exactly as for a file it writes itself (place(): beneath DST, in a
+ * directory this stream made); the worker only creates the temporary in dir, writes, renames.
+ * Its outcome goes back to the stream thread, which says it (the same lines as when the
+ * stream thread writes the file) and counts it. */
+struct rdc_job {
+    struct rdc_job *next;
+    struct rdc_dir *dir;
+    char *final, *name;       /* final: relative to base; name: in dir */
+    uint64_t key;             /* hash of final: the stream thread's pending check */
+    struct rdc_meta m;
+    uint64_t size;
+    unsigned char *data;      /* size bytes (holes of the stream already zeros) */
+    /* outcome: what failed (NULL: renamed into place), errno; owner_err: fchown's errno */
+    const char *what;
+    int err, owner_err;
+};
+
+/* The worker pool: at most RDC_POOL_JOBS jobs and RDC_POOL_BYTES bytes in flight (queued,
+ * being written, or done and not yet reaped by the stream thread). */
+#define RDC_POOL_MAX_FILE (1u << 20)   /* bigger files are written by the stream thread */
+#define RDC_POOL_JOBS 256
+#define RDC_POOL_BYTES (64u << 20)
+struct rdc_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work, done_cv;
+    struct rdc_job *queue, **qtail, *done;
+    int nthreads, stop, started;
+    pthread_t th[8];
+    /* the stream thread's own: jobs not yet reaped, with their keys */
+    struct rdc_job *pending[RDC_POOL_JOBS];
+    size_t npending;
+    uint64_t bytes;
+};
 
 struct dirmeta {
     char *path;               /* relative to base */
@@ -31,11 +78,17 @@ struct rdc_rcv {
     /* the directory of the last record, kept open (records come directory by directory) */
     char *pdir;
     int pfd;
+    struct rdc_dir *pdh;      /* pfd, shared with the jobs writing into it */
+    /* the worker pool (RDCP_RECV_WORKERS=0: none, every file on the stream thread) */
+    struct rdc_pool pool;
+    int workers;
+    struct rdc_job *job;      /* the current file, when it goes to the pool */
     /* the current file */
     int in_file, fd, discard;
     char *final, *name, *tmp; /* final: relative to base; name, tmp: in pfd */
     uint64_t size, hpos;
     struct rdc_meta m;
+    int hashed;               /* its end record's hash is checked (not RDC_F_NOHASH) */
     XXH3_state_t *hs;
     /* a 'D' record being consumed */
     uint64_t data_left, data_off;
@@ -64,5 +117,22 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
 /* the current file: n bytes of a 'D' record, and its 'e' record */
 void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n);
 void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char want[16]);
+
+/* the pool (rdc_recv_pool.c), driven by the stream thread only */
+uint64_t rdc_pool_key(const char *final);
+void rdc_pool_init(struct rdc_rcv *r);
+/* queue a job (waits while the pool is full, reaping what is done meanwhile) */
+void rdc_pool_submit(struct rdc_rcv *r, struct rdc_job *j);
+/* say and count the finished jobs; all = wait until every submitted job finished */
+void rdc_pool_reap(struct rdc_rcv *r, int all);
+/* 1 if a job not yet reaped writes final (a record about it must wait for it) */
+int rdc_pool_pending(struct rdc_rcv *r, const char *final);
+/* every job finished and reaped, the workers joined */
+void rdc_pool_stop(struct rdc_rcv *r);
+void rdc_job_free(struct rdc_job *j);
+/* what a worker does with one job (rdc_recv.c) */
+void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j);
+/* the stream thread's side of a finished job: its lines, its counts (rdc_recv.c) */
+void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j);
 
 #endif

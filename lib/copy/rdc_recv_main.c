@@ -25,6 +25,8 @@ int rdc_tree_recv_main(int argc, char **argv)
         { "resume", no_argument, NULL, 'R' },
         { "nsrc", required_argument, NULL, 'n' },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { "encrypt", no_argument, NULL, 'E' },
+        { "compress", optional_argument, NULL, 'Z' },   /* the sender's: a receiver follows */
         { NULL, 0, NULL, 0 },
     };
     struct rd_opts o;
@@ -37,6 +39,8 @@ int rdc_tree_recv_main(int argc, char **argv)
         switch (c) {
         case 't': o.transport = rdc_end_transport(optarg); break;
         case 'F': o.ready_fd = atoi(optarg); break;
+        case 'E': o.encrypt = 1; break;
+        case 'Z': break;
         case 'R': resume = 1; break;
         case 'n': nsrc = atoi(optarg); break;
         case 'p': preserve = 1; break;

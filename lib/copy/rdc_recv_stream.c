@@ -165,6 +165,7 @@ int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
 int rdc_rcv_finish(void *ctx)
 {
     struct rdc_rcv *r = ctx;
+    rdc_pool_reap(r, 1);   /* every file in place before directory metadata and the sync */
     if (!r->ended || r->in_file || r->data_left || r->pend.len)
         return rd_fail(RD_ESTREAM, "tree stream ended inside a record");
     for (size_t i = r->ndirs; i-- > 0;) {   /* deepest first: a read-only dir last */
@@ -199,6 +200,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int nosync)
     struct rdc_rcv *r = calloc(1, sizeof *r);
     if (!r)
         abort();
+    rdc_pool_init(r);
     r->fd = r->pfd = r->base = -1;
     r->dst = dst;
     r->nsrc = nsrc;
@@ -264,6 +266,7 @@ uint64_t rdc_rcv_errors(const struct rdc_rcv *r)
 
 void rdc_rcv_report(struct rdc_rcv *r, double secs)
 {
+    rdc_pool_reap(r, 1);   /* the files whose records all arrived are complete: in place */
     if (r->in_file && !r->discard && r->fd >= 0) {
         /* the stream broke inside a file: what the temporary file holds was verified chunk by
          * chunk, so it stays for --resume (never under the final name) */
@@ -285,6 +288,8 @@ void rdc_rcv_free(struct rdc_rcv *r)
 {
     if (!r)
         return;
+    rdc_pool_stop(r);
+    rdc_job_free(r->job);
     for (size_t i = 0; i < r->ndirs; i++)
         free(r->dirs[i].path);
     free(r->dirs);
@@ -302,8 +307,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     free(r->pre);
     if (r->fd >= 0)
         close(r->fd);
-    if (r->pfd >= 0)
-        close(r->pfd);
+    rdc_dir_put(r->pdh);
     if (r->base >= 0)
         close(r->base);
     if (r->hs)

@@ -55,11 +55,14 @@ struct snd {
     int fd;
     char *fpath;
     uint64_t size, pos, ext_end;
-    int sparse;
+    int sparse, hashed;        /* hashed: the end record carries the file's XXH3-128 */
     XXH3_state_t *hs;
-    /* hard links */
+    /* hard links: the files seen with st_nlink > 1, found by (dev, ino) through an open
+     * addressing table of indexes + 1 into links (0 = empty), kept at most half full */
     struct link_ent *links;
     size_t nlinks, caplinks;
+    size_t *lslot;
+    size_t nslots;
     /* resume manifest, sorted by path */
     struct rdc_manifest_entry *man;
     size_t nman;
@@ -133,12 +136,53 @@ static void pop_dir(struct snd *s)
     free(f->rel);
 }
 
+static size_t link_hash(dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32) ^ ((uint64_t)dev >> 32)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
 static struct link_ent *find_link(struct snd *s, dev_t dev, ino_t ino)
 {
-    for (size_t i = 0; i < s->nlinks; i++)   /* few files have several links */
-        if (s->links[i].dev == dev && s->links[i].ino == ino)
-            return &s->links[i];
-    return NULL;
+    if (!s->nslots)
+        return NULL;
+    for (size_t i = link_hash(dev, ino) & (s->nslots - 1);; i = (i + 1) & (s->nslots - 1)) {
+        size_t k = s->lslot[i];
+        if (!k)
+            return NULL;
+        if (s->links[k - 1].dev == dev && s->links[k - 1].ino == ino)
+            return &s->links[k - 1];
+    }
+}
+
+static void slot_link(struct snd *s, size_t k)
+{
+    size_t i = link_hash(s->links[k].dev, s->links[k].ino) & (s->nslots - 1);
+    while (s->lslot[i])
+        i = (i + 1) & (s->nslots - 1);
+    s->lslot[i] = k + 1;
+}
+
+static void add_link(struct snd *s, dev_t dev, ino_t ino, const char *rel)
+{
+    if (s->nlinks == s->caplinks) {
+        s->caplinks = s->caplinks ? s->caplinks * 2 : 64;
+        s->links = realloc(s->links, s->caplinks * sizeof *s->links);
+        if (!s->links)
+            abort();
+    }
+    s->links[s->nlinks++] = (struct link_ent){ dev, ino, s->root, strdup(rel) };
+    if (2 * s->nlinks > s->nslots) {   /* grow: rehash every entry */
+        free(s->lslot);
+        s->nslots = s->nslots ? 2 * s->nslots : 128;
+        s->lslot = calloc(s->nslots, sizeof *s->lslot);
+        if (!s->lslot)
+            abort();
+        for (size_t k = 0; k < s->nlinks; k++)
+            slot_link(s, k);
+    } else {
+        slot_link(s, s->nlinks - 1);
+    }
 }
 
 static int cmp_man(const void *a, const void *b)
@@ -201,13 +245,8 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
         close(fd);
         return;
     }
-    if (st.st_nlink > 1) {
-        if (s->nlinks == s->caplinks) {
-            s->caplinks = s->caplinks ? s->caplinks * 2 : 64;
-            s->links = realloc(s->links, s->caplinks * sizeof *s->links);
-        }
-        s->links[s->nlinks++] = (struct link_ent){ st.st_dev, st.st_ino, s->root, strdup(rel) };
-    }
+    if (st.st_nlink > 1 && !find_link(s, st.st_dev, st.st_ino))
+        add_link(s, st.st_dev, st.st_ino, rel);
     struct rdc_meta m;
     meta_of(&st, &m);
     uint64_t size = (uint64_t)st.st_size, start = 0;
@@ -246,6 +285,8 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     int sparse = (uint64_t)st.st_blocks * 512 < size;
     if (sparse)
         flags |= RDC_F_SPARSE;
+    if (start == 0)
+        flags |= RDC_F_NOHASH;   /* the frame tags cover it (rdc_tree.h) */
     rdc_put_u8(&s->pend, 'f');
     rdc_put_str(&s->pend, rel, strlen(rel));
     rdc_put_meta(&s->pend, &m);
@@ -266,6 +307,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     s->pos = start;
     s->ext_end = start;
     s->sparse = sparse;
+    s->hashed = !(flags & RDC_F_NOHASH);
 }
 
 
@@ -385,8 +427,9 @@ static void walk(struct snd *s)
 
 static void end_file(struct snd *s, int failed)
 {
-    unsigned char h[16];
-    rdc_hash_final(s->hs, h);
+    unsigned char h[16] = { 0 };
+    if (s->hashed)
+        rdc_hash_final(s->hs, h);
     rdc_put_u8(&s->pend, 'e');
     rdc_put_u8(&s->pend, (uint8_t)failed);
     rdc_put(&s->pend, h, 16);
@@ -438,7 +481,8 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
                     if (end > s->size)
                         end = s->size;
                 }
-                rdc_hash_zeros(s->hs, data - s->pos);
+                if (s->hashed)
+                    rdc_hash_zeros(s->hs, data - s->pos);
                 s->holes += data - s->pos;
                 s->pos = data;
                 s->ext_end = end;
@@ -470,7 +514,8 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
             rdc_put_u64(&hb, (uint64_t)n);
             memcpy(out + got, hb.p, 17);
             rdc_buf_free(&hb);
-            XXH3_128bits_update(s->hs, out + got + 17, (size_t)n);
+            if (s->hashed)
+                XXH3_128bits_update(s->hs, out + got + 17, (size_t)n);
             got += 17 + (size_t)n;
             s->pos += (uint64_t)n;
             s->bytes += (uint64_t)n;
@@ -550,6 +595,7 @@ static void snd_free(struct snd *s)
     for (size_t i = 0; i < s->nlinks; i++)
         free(s->links[i].rel);
     free(s->links);
+    free(s->lslot);
     for (size_t i = 0; i < s->nman; i++) {
         free(s->man[i].path);
         free(s->man[i].tmp);
@@ -571,6 +617,8 @@ int rdc_tree_send_main(int argc, char **argv)
         { "dst-dir", required_argument, NULL, 'D' },
         { "count", no_argument, NULL, 'c' },
         { "no-sync", no_argument, NULL, 'S' },   /* the receiver's */
+        { "encrypt", no_argument, NULL, 'E' },
+        { "compress", optional_argument, NULL, 'Z' },
         { NULL, 0, NULL, 0 },
     };
     struct snd s;
@@ -589,6 +637,11 @@ int rdc_tree_send_main(int argc, char **argv)
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.port = optarg; break;
+        case 'E': o.encrypt = 1; break;
+        case 'Z':
+            if (rd_parse_compress(optarg, &o))
+                return rd_report();
+            break;
         case 't': o.transport = rdc_end_transport(optarg); break;
         case 'R': s.resume = 1; break;
         case 'D': s.dst_is_dir = atoi(optarg); break;

@@ -11,6 +11,7 @@
  *                 str tmp (the partial file to continue, "" = new temporary file)
  *   'D' data      u64 offset, u64 len, then len bytes of the current file
  *   'e' end       u8 status (0 ok, 1 the source failed: discard), 16 bytes XXH3-128 of the file
+ *                 (zeros under RDC_F_NOHASH)
  *   'l' symlink   str path, meta, str target
  *   'h' hardlink  str path, u32 root, str target path (inside root)
  *   'Z' end of tree
@@ -32,6 +33,12 @@
 
 #define RDC_F_SKIP 1u
 #define RDC_F_SPARSE 2u            /* the source has holes: no fallocate */
+/* The end record's hash is not computed (sent as zeros), for a file sent whole (start 0): the
+ * engine's frame tags authenticate every byte of the stream, in order and end to end, so a
+ * whole-file hash of the same bytes on both sides could only agree. A file continued from a
+ * partial one (start > 0) is always hashed: its hash also covers the prefix the destination
+ * already holds, which no tag saw; the receiver ignores the flag there. */
+#define RDC_F_NOHASH 4u
 #define RDC_MAX_HDR (1u << 17)     /* biggest non-data record */
 #define RDC_TMP_PREFIX ".rdcp."
 

@@ -3,8 +3,10 @@
  * Sender: a reader thread fills the transport's send buffers straight from the source and
  * seals them (checksum), while the calling thread posts them, so reading the next chunk
  * overlaps sending the previous one. Receiver: the calling thread receives frames and checks
- * their headers and order; a writer thread verifies each checksum and writes the payload out
- * of the buffer it arrived in, then hands the buffer back to the transport.
+ * their headers and order; lanes check each frame's tag, and into a regular file write its
+ * payload with pwrite at its offset, all lanes at once, out of the buffer it arrived in; the
+ * writer thread takes the frames back in order, writes the payload itself where the output
+ * needs the order (pipes, sockets, terminals, O_APPEND), and hands the buffer back.
  */
 #ifndef RD_ENGINE_H
 #define RD_ENGINE_H
@@ -19,6 +21,7 @@
 struct rd_counters {
     _Atomic uint64_t bytes;    /* stream bytes read (sender) or written (receiver) so far */
     _Atomic uint64_t frames;
+    _Atomic uint64_t wire_bytes;   /* DATA payload bytes on the wire (compressed or not) */
 };
 
 /* Returns RD_OK only once the receiver confirmed every byte. */

@@ -1,4 +1,6 @@
 #include "engine/rd_engine.h"
+#include "wire/rd_compress.h"
+#include "wire/rd_seal.h"
 
 #include "engine/rd_lanes.h"
 #include "util/rd_error.h"
@@ -6,8 +8,22 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* A frame whose header and order the network thread checked, for the lanes. */
+struct recv_job {
+    struct rd_buf *b;
+    uint64_t off;        /* parallel: where a DATA frame's payload goes in the file */
+    int bad_tag;         /* the lane found its tag wrong (the writer says where it was) */
+    int bad_zstd;        /* ...or its compressed payload does not decompress to its raw length */
+    uint8_t *raw;        /* --compress: this slot's chunk, decompressed (chunk size bytes) */
+    const uint8_t *write_data;   /* parallel: what the lane writes at off, once checked */
+    uint32_t write_len;
+    uint64_t n;          /* the job's number in the stream (under order_mu) */
+    int verdict;         /* parallel, under order_mu: 0 not checked yet, 1 passed, -1 failed */
+};
 
 struct recv_ctx {
     struct rd_transport *tp;
@@ -15,9 +31,23 @@ struct recv_ctx {
     const struct rd_params *p;
     struct rd_counters *cnt;
     struct rd_lanes *lanes;    /* frames whose header and order were checked: tags checked
-                                * there, then written in order */
+                                * there (and with parallel, written there), then taken back in
+                                * order by the writer */
+    /* the network thread fills job n before the window lets it submit it, while the writer
+     * may still hold job n - window - 1: two slots more than the window (as the sender's) */
+    struct recv_job *jobs;
+    unsigned njobs;
+    int parallel;              /* a regular file: the lanes pwrite each chunk at its offset */
+    pthread_mutex_t order_mu;  /* parallel: which jobs passed their checks, in stream order */
+    pthread_cond_t order_cv;
+    uint64_t checked;          /* jobs 0 .. checked-1 all passed */
+    int order_broken;          /* job `checked` failed: no job after it is written */
     struct rd_tagger *tagger;  /* the writer's: END under the stream key */
     struct rd_tagger *lane_tagger[RD_MAX_LANES];   /* the lanes': DATA */
+    struct rd_decompressor *dec[RD_MAX_LANES];     /* the sender compresses: one per lane */
+    struct rd_sealer *opener[RD_MAX_LANES][2];     /* --encrypt: the lanes' decryption, by cipher
+                                                    * (the frame names it: through a relay the
+                                                    * origin may have agreed AES-GCM, we not) */
     unsigned nlanes;
     int confirmed;
     atomic_int stop;           /* the stream is lost: the writer's output may give up */
@@ -56,27 +86,91 @@ static int finish(struct recv_ctx *c, const uint8_t *hdr, const struct rd_frame 
 
 /* Write one chunk. A stuck consumer of our output must not keep a failed transfer alive: the
  * engine then sets c->stop and wakes this thread out of its write (rd_wake). */
-static int write_chunk(struct recv_ctx *c, const struct rd_frame *f)
+static int write_chunk(struct recv_ctx *c, const struct recv_job *j, const struct rd_frame *f)
 {
+    if (f->flags & RD_FLAG_COMPRESSED)
+        return rd_sink_write(c->dst, j->raw, f->raw_length);
     return rd_sink_write(c->dst, f->payload, f->length);
 }
 
 /* A lane's work: check one DATA frame's tag, off the thread that receives (measured: checking
  * each TCP read as it arrived, on the receiving thread, cost as much CPU and serialised the
- * tag with the copy). The verdict goes to the writer, which knows where in the stream the
- * chunk is and says so. */
-static int check_job(void *ctx, unsigned lane, void *job)
+ * tag with the copy), and with parallel write it to the file at its offset (check_job), so
+ * the chunks of one file are written by all lanes at once. A wrong tag goes to the writer,
+ * which knows where in the stream the chunk is and says so; a failed write is recorded in
+ * check_job (rd_fail) and ends the transfer there. */
+static int open_job(struct recv_ctx *c, unsigned lane, struct recv_job *j)
 {
-    struct recv_ctx *c = ctx;
-    struct rd_buf *b = job;
+    struct rd_buf *b = j->b;
     struct rd_frame f;
     if (rd_frame_parse(b->data, b->len, c->p->chunk_size, &f) != RD_P_OK || f.type != RD_DATA)
         return RD_OK;   /* the writer judges everything else itself */
-    return rd_frame_check(c->lane_tagger[lane], RD_TAG_DOWN, b->data, &f) == RD_P_OK ? RD_OK : RD_ESTREAM;
+    /* an encrypted stream's chunks all are, a plain one's none: the flags are under the tag */
+    int bad = c->p->caps & RD_FLAG_ENCRYPTED
+                  ? !(f.flags & RD_FLAG_ENCRYPTED) ||
+                        rd_open_payload(c->opener[lane][rd_cipher_of_flags(f.flags)], RD_TAG_DOWN, b->data,
+                                        b->data + RD_FRAME_HDR, f.length) != 0
+                  : (f.flags & ~RD_FLAG_COMPRESSED) ||
+                        rd_frame_check(c->lane_tagger[lane], RD_TAG_DOWN, b->data, &f) != RD_P_OK;
+    if (bad || ((f.flags & RD_FLAG_COMPRESSED) && !c->dec[0])) {   /* compressed, not agreed */
+        j->bad_tag = 1;
+        return RD_ESTREAM;
+    }
+    const uint8_t *data = f.payload;
+    if (f.flags & RD_FLAG_COMPRESSED) {   /* then decompressed: it was compressed, then sealed */
+        if (rd_decompress_chunk(c->dec[lane], b->data + RD_FRAME_HDR, f.length, j->raw, f.raw_length)) {
+            j->bad_zstd = 1;
+            return RD_ESTREAM;
+        }
+        data = j->raw;
+    }
+    j->write_data = data;
+    j->write_len = f.raw_length;
+    return RD_OK;
 }
 
-/* Writer thread: the checked chunks in order, written from the buffer they landed in, then
- * given back. */
+/* Parallel: record job j's verdict, then wait until every job before it passed its checks
+ * too. 1: j may be written; 0: j or a job before it failed. So the file never holds a chunk
+ * that follows a bad frame, as with the ordered writer, yet the writes still overlap: a lane
+ * waits for the checks of the chunks before its own, never for their writes. No lane waits
+ * for ever: the lanes start jobs in order, so every job before j is already on a lane. */
+static int in_order(struct recv_ctx *c, struct recv_job *j, int ok)
+{
+    pthread_mutex_lock(&c->order_mu);
+    j->verdict = ok ? 1 : -1;
+    for (;;) {
+        struct recv_job *k = &c->jobs[c->checked % c->njobs];
+        if (c->order_broken || k->n != c->checked || !k->verdict)
+            break;
+        if (k->verdict < 0)
+            c->order_broken = 1;
+        else
+            c->checked++;
+    }
+    pthread_cond_broadcast(&c->order_cv);
+    while (ok && !c->order_broken && c->checked <= j->n)
+        pthread_cond_wait(&c->order_cv, &c->order_mu);
+    int go = ok && c->checked > j->n;
+    pthread_mutex_unlock(&c->order_mu);
+    return go;
+}
+
+static int check_job(void *ctx, unsigned lane, void *arg)
+{
+    struct recv_ctx *c = ctx;
+    struct recv_job *j = arg;
+    int rc = open_job(c, lane, j);
+    if (!c->parallel)
+        return rc;
+    if (!in_order(c, j, rc == RD_OK))
+        return rc ? rc : RD_ESTREAM;   /* never taken: the writer stops at the failed one */
+    if (j->write_len && rd_sink_write_at(c->dst, j->write_data, j->write_len, j->off))
+        return rd_error_or(RD_EIO);
+    return RD_OK;
+}
+
+/* Writer thread: the checked chunks in order, written from the buffer they landed in (with
+ * parallel, already written by the lanes), then given back. */
 static void *writer_main(void *arg)
 {
     struct recv_ctx *c = arg;
@@ -85,31 +179,37 @@ static void *writer_main(void *arg)
     rd_wake_unblock();
     rd_stream_hash_init(&hash);
     for (;;) {
-        int tag_rc = RD_OK;
-        struct rd_buf *b = rd_lanes_take(c->lanes, &tag_rc);
-        if (!b)
+        int job_rc = RD_OK;
+        struct recv_job *j = rd_lanes_take(c->lanes, &job_rc);
+        if (!j)
             break;   /* the network side failed and said why */
+        struct rd_buf *b = j->b;
         struct rd_frame f;
         int rc = rd_frame_parse(b->data, b->len, c->p->chunk_size, &f);
         if (rc == RD_P_OK && f.type == RD_DATA) {
-            if (tag_rc) {
-                rd_fail(RD_ESTREAM, "stream corrupt: chunk %llu (bytes %llu..%llu) fails its authentication tag",
+            if (job_rc && (j->bad_tag || j->bad_zstd)) {
+                rd_fail(RD_ESTREAM, "stream corrupt: chunk %llu (bytes %llu..%llu) %s",
                         (unsigned long long)f.seq, (unsigned long long)total,
-                        (unsigned long long)(total + f.length));
+                        (unsigned long long)(total + f.raw_length),
+                        j->bad_tag ? "fails its authentication tag"
+                                   : "does not decompress to the length it names (a zstd bomb or a sender bug)");
                 c->tp->ops->release(c->tp, b);
                 abort_transfer(c);
                 break;
             }
             rd_stream_hash_add(&hash, f.tag);
-            rc = write_chunk(c, &f);
+            rc = c->parallel ? job_rc : write_chunk(c, j, &f);   /* parallel: the lane wrote it */
             c->tp->ops->release(c->tp, b);
             if (rc) {
                 abort_transfer(c);
                 break;
             }
-            total += f.length;
+            if (c->parallel)
+                c->dst->offset += f.raw_length;   /* in order: rd_sink_finish leaves stdout after it */
+            total += f.raw_length;
             frames++;
-            atomic_fetch_add(&c->cnt->bytes, f.length);
+            atomic_fetch_add(&c->cnt->bytes, f.raw_length);
+            atomic_fetch_add(&c->cnt->wire_bytes, f.length);
             atomic_fetch_add(&c->cnt->frames, 1);
             continue;
         }
@@ -132,15 +232,26 @@ static void *writer_main(void *arg)
         }
         break;
     }
-    rd_lanes_shut(c->lanes);   /* whatever is still in the lanes will not be written */
+    /* whatever is still in the lanes is not taken (with parallel, a lane may have written a
+     * later chunk when an earlier chunk's write failed; never a chunk after a bad frame) */
+    rd_lanes_shut(c->lanes);
     return NULL;
 }
 
+/* the taggers and the job ring */
 static void free_taggers(struct recv_ctx *c)
 {
     for (unsigned i = 0; i < c->nlanes; i++)
         rd_tagger_free(c->lane_tagger[i]);
+    for (unsigned i = 0; i < c->nlanes; i++)
+        for (unsigned k = 0; k < 2; k++)
+            rd_sealer_free(c->opener[i][k]);
+    for (unsigned i = 0; i < c->nlanes; i++)
+        rd_decompressor_free(c->dec[i]);
+    for (unsigned i = 0; c->jobs && i < c->njobs; i++)
+        free(c->jobs[i].raw);
     rd_tagger_free(c->tagger);
+    free(c->jobs);
 }
 
 static int start_lanes(struct recv_ctx *c)
@@ -151,11 +262,29 @@ static int start_lanes(struct recv_ctx *c)
     int ok = (c->tagger = rd_tagger_new(c->p->stream_key)) != NULL;
     for (unsigned i = 0; ok && i < c->nlanes; i++)
         ok = (c->lane_tagger[i] = rd_tagger_new(c->p->stream_key)) != NULL;
+    for (unsigned i = 0; ok && (c->p->caps & RD_FLAG_ENCRYPTED) && i < c->nlanes; i++)
+        ok = (c->opener[i][RD_CIPHER_CHACHA20_POLY1305] =
+                  rd_sealer_new(c->p->stream_key, RD_CIPHER_CHACHA20_POLY1305, 0)) != NULL &&
+             (c->opener[i][RD_CIPHER_AES_256_GCM] = rd_sealer_new(c->p->stream_key, RD_CIPHER_AES_256_GCM, 0)) != NULL;
     if (!ok) {
         free_taggers(c);
         return rd_fail(RD_EIO, "out of memory");
     }
-    c->lanes = rd_lanes_new(c->nlanes, c->p->depth + 2, check_job, c);
+    unsigned window = c->p->depth + 2;
+    c->njobs = window + 2;
+    c->jobs = calloc(c->njobs, sizeof *c->jobs);
+    int ok_jobs = c->jobs != NULL;
+    /* the sender may compress: room for each slot's chunk decompressed, allocated here from
+     * the agreed chunk size, never from what a frame claims */
+    for (unsigned i = 0; ok_jobs && (c->p->caps & RD_FLAG_COMPRESSED) && i < c->nlanes; i++)
+        ok_jobs = (c->dec[i] = rd_decompressor_new()) != NULL;
+    for (unsigned i = 0; ok_jobs && (c->p->caps & RD_FLAG_COMPRESSED) && i < c->njobs; i++)
+        ok_jobs = (c->jobs[i].raw = malloc(c->p->chunk_size)) != NULL;
+    if (!ok_jobs) {
+        free_taggers(c);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    c->lanes = rd_lanes_new(c->nlanes, window, check_job, c);
     if (!c->lanes) {
         free_taggers(c);
         return rd_error_or(RD_EIO);
@@ -166,12 +295,17 @@ static int start_lanes(struct recv_ctx *c)
 int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd_params *p,
                    struct rd_counters *cnt)
 {
-    struct recv_ctx c = { .tp = tp, .dst = dst, .p = p, .cnt = cnt };
+    struct recv_ctx c = { .tp = tp, .dst = dst, .p = p, .cnt = cnt, .order_mu = PTHREAD_MUTEX_INITIALIZER,
+                          .order_cv = PTHREAD_COND_INITIALIZER };
     pthread_t writer;
     uint64_t expect_seq = 0;
     int rc = start_lanes(&c);
     if (rc)
         return rc;
+    /* one lane: it checks, the writer writes, two threads at once (measured: one lane doing
+     * both was slower); more: each lane writes what it checked */
+    c.parallel = c.nlanes > 1 && rd_sink_parallel(dst);
+    uint64_t next_off = dst->offset;   /* parallel: where the next DATA frame's payload goes */
     rd_wake_install();
     dst->stop = &c.stop;
     if (rd_thread_create(&writer, NULL, writer_main, &c)) {
@@ -198,8 +332,14 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
             rd_send_reason(tp, RD_ABORT, RD_ESTREAM, rd_error_msg());
             break;
         }
+        struct recv_job *j = &c.jobs[expect_seq % c.njobs];
+        pthread_mutex_lock(&c.order_mu);   /* lanes read n and verdict of other jobs' slots */
+        *j = (struct recv_job){ .b = b, .off = next_off, .raw = j->raw, .n = expect_seq };
+        pthread_mutex_unlock(&c.order_mu);
+        if (f.type == RD_DATA)
+            next_off += f.raw_length;
         expect_seq++;
-        if (rd_lanes_submit(c.lanes, b)) {
+        if (rd_lanes_submit(c.lanes, j)) {
             tp->ops->release(tp, b);
             break;
         }

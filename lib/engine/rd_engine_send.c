@@ -1,6 +1,10 @@
 #include "engine/rd_engine.h"
 
 #include "engine/rd_lanes.h"
+#include "engine/rd_adapt.h"
+#include "wire/rd_compress.h"
+#include "wire/rd_seal.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_wake.h"
 
@@ -18,6 +22,10 @@ struct send_ctx {
     struct rd_lanes *lanes;  /* sealed frames in stream order: tagged there, then posted */
     struct rd_tagger *tagger[RD_MAX_LANES];   /* one per lane: DATA under the stream key */
     struct rd_tagger *end_tagger;             /* the network thread's: END */
+    struct rd_sealer *sealer[RD_MAX_LANES];   /* --encrypt: one per lane, DATA encrypted */
+    uint16_t data_flags;                      /* DATA frames' flags: the cipher, if any */
+    struct rd_compressor *comp[RD_MAX_LANES]; /* --compress: one per lane */
+    struct rd_adapt adapt;                    /* the level the lanes use (auto: adapted) */
     unsigned nlanes;
     /* what each frame in flight is waiting for. The reader fills the slot of job `seq` before
      * the lanes' window lets it submit: jobs seq - window - 1 (just taken by the network
@@ -26,6 +34,8 @@ struct send_ctx {
         struct rd_buf *b;
         uint64_t read_off;   /* a file chunk the lane reads itself (read_len > 0) */
         uint32_t read_len;
+        uint32_t raw_len;    /* DATA: the chunk's bytes before compression */
+        int level;           /* the zstd level the lane used (0: none) */
     } *jobs;
     unsigned njobs;
     struct rd_end end;       /* what END announced (written by the network thread before it posts END) */
@@ -68,6 +78,22 @@ static int tag_job(void *ctx, unsigned lane, void *arg)
         if ((size_t)n < j->read_len)
             return rd_fail(RD_EIO, "%s shrank while it was being sent", c->src->name);
     }
+    j->raw_len = (uint32_t)(b->len - RD_FRAME_HDR);
+    int level = j->level = c->comp[0] ? rd_adapt_level(&c->adapt) : 0;
+    if (level && !b->ref && j->raw_len) {   /* compress, then encrypt or tag */
+        long z = rd_compress_chunk(c->comp[lane], level, b->data + RD_FRAME_HDR, j->raw_len);
+        if (z < 0)
+            return rd_fail(RD_EIO, "zstd cannot compress a chunk");
+        if ((uint32_t)z < j->raw_len) {
+            rd_frame_set_compressed(b->data, (uint32_t)z, j->raw_len);
+            b->len = RD_FRAME_HDR + (size_t)z;
+        }
+    }
+    if (c->data_flags)   /* --encrypt: in place, and the AEAD's tag is the frame's */
+        return rd_seal_payload(c->sealer[lane], RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR,
+                               b->len - RD_FRAME_HDR)
+                   ? rd_fail(RD_EIO, "libcrypto cannot encrypt a chunk")
+                   : RD_OK;
     if (b->ref)   /* a mapping: a file that shrinks under it is an error, not a SIGBUS death */
         return rd_tag_mapped(c->src, c->tagger[lane], RD_TAG_DOWN, b->data, b->ref, b->ref_len) ? RD_EIO : RD_OK;
     if (rd_frame_tag(c->tagger[lane], RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR))
@@ -87,7 +113,7 @@ static int lane_reads(struct send_ctx *c, struct send_job *j, uint64_t seq)
     j->read_len = left < c->p->chunk_size ? (uint32_t)left : c->p->chunk_size;
     j->read_off = s->offset;
     s->offset += j->read_len;
-    j->b->len = rd_frame_seal(j->b->data, RD_DATA, 0, j->read_len, seq);
+    j->b->len = rd_frame_seal(j->b->data, RD_DATA, c->data_flags, j->read_len, seq);
     return 1;
 }
 
@@ -99,7 +125,7 @@ static ssize_t next_chunk(struct send_ctx *c, struct send_job *j, uint64_t seq)
 {
     struct rd_buf *b = j->b;
     b->ref = NULL;
-    if (c->tp->ops->send_ref &&
+    if (c->tp->ops->send_ref && !c->data_flags && !c->comp[0] &&   /* codecs work on our copy */
         (b->ref = rd_source_map(c->src, c->p->chunk_size, &b->ref_len, &b->ref_off))) {
         b->ref_fd = c->src->fd;
         b->len = rd_frame_seal(b->data, RD_DATA, 0, (uint32_t)b->ref_len, seq);
@@ -109,7 +135,7 @@ static ssize_t next_chunk(struct send_ctx *c, struct send_job *j, uint64_t seq)
         return j->read_len;
     ssize_t n = read_chunk(c, b);
     if (n > 0)
-        b->len = rd_frame_seal(b->data, RD_DATA, 0, (uint32_t)n, seq);
+        b->len = rd_frame_seal(b->data, RD_DATA, c->data_flags, (uint32_t)n, seq);
     return n;
 }
 
@@ -185,6 +211,10 @@ static void free_taggers(struct send_ctx *c)
 {
     for (unsigned i = 0; i < c->nlanes; i++)
         rd_tagger_free(c->tagger[i]);
+    for (unsigned i = 0; i < c->nlanes; i++) {
+        rd_sealer_free(c->sealer[i]);
+        rd_compressor_free(c->comp[i]);
+    }
     rd_tagger_free(c->end_tagger);
 }
 
@@ -197,6 +227,16 @@ static int start_lanes(struct send_ctx *c)
     int ok = (c->end_tagger = rd_tagger_new(c->p->stream_key)) != NULL;
     for (unsigned i = 0; ok && i < c->nlanes; i++)
         ok = (c->tagger[i] = rd_tagger_new(c->p->stream_key)) != NULL;
+    if (c->p->caps & RD_FLAG_ENCRYPTED) {
+        enum rd_cipher cipher = rd_cipher_of_flags((uint16_t)c->p->caps);
+        c->data_flags = rd_cipher_flags(cipher);
+        for (unsigned i = 0; ok && i < c->nlanes; i++)
+            ok = (c->sealer[i] = rd_sealer_new(c->p->stream_key, cipher, 1)) != NULL;
+    }
+    if ((c->p->caps & RD_FLAG_COMPRESSED) && c->p->compress_mode)
+        for (unsigned i = 0; ok && i < c->nlanes; i++)
+            ok = (c->comp[i] = rd_compressor_new(c->p->chunk_size)) != NULL;
+    rd_adapt_init(&c->adapt, c->comp[0] ? c->p->compress_mode : 0, c->p->compress_level);
     if (!ok) {
         free_taggers(c);
         return rd_fail(RD_EIO, "out of memory");
@@ -286,12 +326,15 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         } else if (type == RD_DATA) {
             rd_stream_hash_add(&hash, b->data + RD_HDR_TAG);
             frames++;
-            total += b->len - RD_FRAME_HDR;
+            total += j->raw_len;
         } else if (type == RD_END && (rc = seal_end(&c, b, frames, total, hash.state))) {
             seal_abort(&c, b);
             type = RD_ABORT;
         }
         size_t payload = b->len - RD_FRAME_HDR;   /* b is the transport's once it is sent */
+        uint32_t raw = j->raw_len;
+        int level = j->level;
+        double t_send = rd_now();
         if (b->ref) {
             const uint8_t *ref = b->ref;
             size_t ref_len = b->ref_len;
@@ -303,8 +346,10 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         if (rc)
             break;
         if (type == RD_DATA) {
-            atomic_fetch_add(&c.cnt->bytes, (uint64_t)payload);
+            atomic_fetch_add(&c.cnt->bytes, (uint64_t)raw);
+            atomic_fetch_add(&c.cnt->wire_bytes, (uint64_t)payload);
             atomic_fetch_add(&c.cnt->frames, 1);
+            rd_adapt_chunk(&c.adapt, level, raw, (uint32_t)payload, rd_now() - t_send, rd_now());
         }
         if (type == RD_ABORT) {
             rc = rd_error_or(RD_EIO);

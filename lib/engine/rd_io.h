@@ -35,8 +35,9 @@ struct rd_sink {
     int fd;
     int fd_direct;       /* --direct on a regular file: the same file opened O_DIRECT, or -1 */
     int dir_fd;          /* a file this sink created: its directory, fsynced with it; or -1 */
-    int positioned;      /* every write is a pwrite at offset (set with --direct) */
+    int positioned;      /* every write is a pwrite at offset (--direct, rd_sink_parallel) */
     uint64_t offset;     /* with positioned: where the next byte goes */
+    atomic_int direct_refused;   /* the file refused an O_DIRECT write: buffered from then on */
     int is_regular;
     int syncable;        /* a regular file or a block device: fdatasync makes it durable */
     int sync;            /* syncable: fdatasync (and a new file's directory) before confirming */
@@ -84,6 +85,17 @@ void rd_sink_use_direct(struct rd_sink *s);
 int rd_sink_begin(struct rd_sink *s);
 /* All n bytes or an error (rd_fail recorded); a short or failed write is never skipped. */
 int rd_sink_write(struct rd_sink *s, const void *buf, size_t n);
+/* May the stream's chunks be written by many threads at once, each at its own offset, in any
+ * order (the receiver's lanes)? Yes (1) for a regular file, FILE or stdout redirected to one,
+ * unless it was opened O_APPEND (a shell's >>: every write goes to wherever the end is then):
+ * the sink is then positioned and s->offset is where the stream's first byte goes (stdout may
+ * be a file opened mid-way). No (0) for pipes, sockets, terminals, block devices and custom
+ * sinks: rd_sink_write in order. */
+int rd_sink_parallel(struct rd_sink *s);
+/* Thread-safe: all n bytes at offset off, as rd_sink_write writes them (with --direct: the
+ * whole aligned blocks with O_DIRECT), or an error (rd_fail recorded). s->offset is left to the
+ * caller: advance it in order, so that rd_sink_finish leaves a shared stdout after our bytes. */
+int rd_sink_write_at(struct rd_sink *s, const void *buf, size_t n, uint64_t off);
 /* Make durable (with sync: fdatasync a regular file, fsync a new file's directory) and close;
  * error if anything failed. */
 int rd_sink_finish(struct rd_sink *s);

@@ -56,6 +56,8 @@ struct agent {
     enum rdr_out out;
     char transport[16];
     int verbose;
+    int encrypt;         /* the seg said "encrypt": every rdsend/rdrecv here gets --encrypt */
+    char compress[24];   /* the seg said "compress=L": every rdsend here gets --compress=L */
     char *cmd, *path;
     size_t cmd_len;
     int manifest_fd;     /* a sending role: the manifest lines received so far (memfd), -1 if none */
@@ -394,6 +396,17 @@ static void open_file(struct agent *a)
     free(p);
 }
 
+/* The stream's options a role's tool gets (rdr_role.h), NULL-terminated in opts[3]. */
+static void role_opts(const struct agent *a, const char *opts[3])
+{
+    int n = 0;
+    if (a->encrypt)
+        opts[n++] = "--encrypt";
+    if (a->compress[0])
+        opts[n++] = a->compress;
+    opts[n] = NULL;
+}
+
 static void common_args(struct agent *a, char **v, int *n)
 {
     v[(*n)++] = "--json";
@@ -402,6 +415,8 @@ static void common_args(struct agent *a, char **v, int *n)
         v[(*n)++] = "-v";
     v[(*n)++] = "--transport";
     v[(*n)++] = a->transport;
+    if (a->encrypt)   /* rdsend encrypts, rdrecv (a relay too) refuses plaintext */
+        v[(*n)++] = "--encrypt";
 }
 
 /* The receiving tool (rdrecv or a receiving role) said its port: tell the initiator we are
@@ -438,7 +453,9 @@ static void setup_role_recv(struct agent *a)
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    char **v = rdr_role_argv(a->role, a->transport, NULL, NULL, a->cmd, a->cmd_len);
+    const char *opts[3];
+    role_opts(a, opts);
+    char **v = rdr_role_argv(a->role, a->transport, opts, NULL, NULL, a->cmd, a->cmd_len);
     int rc = v ? start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
     rdr_role_argv_free(v);
     close(rdy[1]);
@@ -479,7 +496,9 @@ static void setup_role_recv(struct agent *a)
 /* A sending role, once the next hop is known: the manifest lines on its stdin. */
 static void start_role_send(struct agent *a)
 {
-    char **v = rdr_role_argv(a->role, a->transport, a->next_host, a->next_port, a->cmd, a->cmd_len);
+    const char *opts[3];
+    role_opts(a, opts);
+    char **v = rdr_role_argv(a->role, a->transport, opts, a->next_host, a->next_port, a->cmd, a->cmd_len);
     int in = -1;
     if (a->manifest_fd >= 0) {
         lseek(a->manifest_fd, 0, SEEK_SET);
@@ -686,6 +705,8 @@ static void do_start(struct agent *a)
         int n = 0;
         v[n++] = tool;
         common_args(a, v, &n);
+        if (a->compress[0])   /* the seg named a level */
+            v[n++] = a->compress;
         v[n++] = a->next_host;
         v[n++] = a->next_port;
         v[n] = NULL;
@@ -701,78 +722,6 @@ static void do_start(struct agent *a)
     }
 }
 
-static int parse_enum(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m)
-{
-    char *w[10];
-    int n = rdr_split(line, w, 10);
-    memset(m, 0, sizeof *m);
-    if (n == 0 || strcmp(w[0], RDR_PROTO) == 0)
-        return m->op = RDP_OP_IGNORE;
-    if (strcmp(w[0], "seg") == 0 && n == 8) {
-        static const char *const kinds[] = { "cmd", "read", "write", "append", "pass" };
-        static const char *const ins[] = { "none", "stdin", "recv" };
-        static const char *const outs[] = { "none", "stdout", "send" };
-        int k = parse_enum(w[1], kinds, 5), i = parse_enum(w[2], ins, 3), o = parse_enum(w[3], outs, 3);
-        const struct rdr_role *role = k < 0 ? rdr_role_find(w[1]) : NULL;   /* not ours: a role? */
-        if ((k < 0 && !role) || i < 0 || o < 0)
-            return m->op = RDP_OP_BAD;
-        if (role) {
-            /* a role's in and out are those of its end */
-            int recv = role->end == RDR_ROLE_RECEIVES;
-            if (i != (recv ? RDR_IN_RECV : RDR_IN_NONE) || o != (recv ? RDR_OUT_NONE : RDR_OUT_SEND))
-                return m->op = RDP_OP_BAD;
-            k = RDR_ROLE;
-        }
-        m->kind = (enum rdr_kind)k;
-        m->in = (enum rdr_in)i;
-        m->out = (enum rdr_out)o;
-        m->transport = w[4];
-        m->verbose = atoi(w[5]);
-        m->cmd = rdr_unhex(w[6], &m->cmd_len);
-        m->path = rdr_unhex(w[7], NULL);
-        if (!m->cmd || !m->path) {
-            free(m->cmd);
-            free(m->path);
-            m->cmd = m->path = NULL;
-            return m->op = RDP_OP_BAD;
-        }
-        m->role = role;   /* only with a seg that is kept (a refused one holds nothing) */
-        return m->op = RDP_OP_SEG;
-    }
-    if (strcmp(w[0], "key") == 0 && (n == 2 || n == 3)) {
-        m->arg[0] = w[1];
-        m->arg[1] = n == 3 ? w[2] : NULL;   /* the stream key, when this end is the sink */
-        return m->op = RDP_OP_KEY;
-    }
-    if (strcmp(w[0], "manifest") == 0 && n == 2) {
-        m->arg[0] = w[1];
-        return m->op = w[0][0] == 'k' ? RDP_OP_KEY : RDP_OP_MANIFEST;
-    }
-    if (strcmp(w[0], "next") == 0 && (n == 4 || n == 5)) {
-        m->arg[0] = w[1];
-        m->arg[1] = w[2];
-        m->arg[2] = w[3];
-        m->arg[3] = n == 5 ? w[4] : NULL;   /* the stream key, when this end is the origin */
-        return m->op = RDP_OP_NEXT;
-    }
-    if (strcmp(w[0], "setup") == 0)
-        return m->op = RDP_OP_SETUP;
-    if (strcmp(w[0], "start") == 0)
-        return m->op = RDP_OP_START;
-    if (strcmp(w[0], "abort") == 0)
-        return m->op = RDP_OP_ABORT;
-    return m->op = RDP_OP_IGNORE;   /* unknown lines: ignore (newer initiator) */
-}
-
-/* One control line. Returns 0, or -1 when the agent must go down. */
 static int handle(struct agent *a, char *line)
 {
     struct rdp_agent_msg m;
@@ -786,6 +735,8 @@ static int handle(struct agent *a, char *line)
         a->out = m.out;
         snprintf(a->transport, sizeof a->transport, "%s", m.transport);
         a->verbose = m.verbose;
+        a->encrypt = m.encrypt;
+        snprintf(a->compress, sizeof a->compress, "%s%s", m.compress[0] ? "--compress=" : "", m.compress);
         free(a->cmd);   /* a repeated seg line replaces the first */
         free(a->path);
         a->cmd = m.cmd;

@@ -50,6 +50,9 @@ static const char usage_text[] =
     "  -v, --verbose          per-hop bytes and bandwidth on stderr (-vv: rdsend/rdrecv -v too)\n"
     "      --ssh CMD          how to reach a host (default: ssh -o BatchMode=yes)\n"
     "      --transport T      auto (default), tcp or rdma: passed to every rdsend/rdrecv\n"
+    "      --encrypt          encrypt every hop's stream end to end (rdsend/rdrecv --encrypt;\n"
+    "                         relays pass the ciphertext on)\n"
+    "      --compress[=auto|LEVEL]  every hop's rdsend compresses (rdsend --compress)\n"
     "      --remote-path P    rdpipe's path on the remote hosts (default: rdpipe from PATH);\n"
     "                         rdsend and rdrecv are taken from the same directory\n"
     "  -H, --hostname ADDR    the address other hosts reach this machine at (default: the\n"
@@ -200,6 +203,13 @@ static int spawn_node(struct run *r, struct node *x)
 static void send_to(struct node *x, const char *fmt, const char *a, const char *b, const char *c)
 {
     if (x->l.wfd >= 0 && rdr_send(x->l.wfd, fmt, a, b, c) < 0)
+        rdr_link_close(&x->l);
+}
+
+static void send_to4(struct node *x, const char *fmt, const char *a, const char *b, const char *c,
+                     const char *d)
+{
+    if (x->l.wfd >= 0 && rdr_send(x->l.wfd, fmt, a, b, c, d) < 0)
         rdr_link_close(&x->l);
 }
 
@@ -364,7 +374,10 @@ static int run_pipeline(struct run *r)
         char head[200];
         snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDR_PROTO, rdr_kind_name(x->s.kind),
                  in_name(x->s.in), out_name(x->s.out), r->o.transport, r->verbose);
-        send_to(x, "%s %s %s", head, cmd, path);
+        /* --encrypt, --compress: a ninth word; without them the line is what it always was */
+        char codecs[32];
+        rdr_codecs_word(&r->o, codecs, sizeof codecs);
+        send_to4(x, "%s %s %s%s", head, cmd, path, codecs);
         free(cmd);
         free(path);
         if (x->s.in == RDR_IN_RECV) {

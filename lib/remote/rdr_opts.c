@@ -6,7 +6,16 @@
 #include "remote/rdr_warn.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (o->encrypt || o->compress[0])
+        snprintf(out, n, " %s%s%s%s", o->encrypt ? "encrypt" : "", o->encrypt && o->compress[0] ? "," : "",
+                 o->compress[0] ? "compress=" : "", o->compress);
+}
 
 void rdr_init_opts_default(struct rdr_init_opts *o)
 {
@@ -28,6 +37,17 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
         o->transport = arg;
         return RDR_OPT_TAKEN;
     case RDR_OPT_REMOTE_PATH: o->reach.remote_path = arg; return RDR_OPT_TAKEN;
+    case RDR_OPT_ENCRYPT: o->encrypt = 1; return RDR_OPT_TAKEN;
+    case RDR_OPT_COMPRESS: {
+        char *end = NULL;
+        long lv = arg ? strtol(arg, &end, 10) : 0;
+        if (arg && strcmp(arg, "auto") && (end == arg || *end || lv < -7 || lv > 19 || lv == 0)) {
+            rdr_warnx(tool, "--compress must be auto or a zstd level from -7 to 19 (not 0), not '%s'", arg);
+            return 1;
+        }
+        snprintf(o->compress, sizeof o->compress, "%s", arg ? arg : "auto");
+        return RDR_OPT_TAKEN;
+    }
     case 'H': o->hostname = arg; return RDR_OPT_TAKEN;
     case 'h': fputs(usage, stdout); return 0;
     case 'V': rd_print_version(stdout, tool); return 0;

@@ -19,8 +19,8 @@ const struct rdr_role *rdr_role_find(const char *name)
     return NULL;
 }
 
-char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *host,
-                     const char *port, const char *words, size_t len)
+char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *const *opts,
+                     const char *host, const char *port, const char *words, size_t len)
 {
     if (r->end == RDR_ROLE_SENDS && (!host || !port))
         return NULL;
@@ -29,7 +29,10 @@ char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char
         if (i == 0 || words[i - 1] == '\0')
             nwords++;   /* a word starts here */
     /* tool, arg, --transport T, at most 4 more, the words, NULL */
-    char **v = calloc(nwords + 9, sizeof *v);
+    size_t nopts = 0;
+    while (opts && opts[nopts])
+        nopts++;
+    char **v = calloc(nwords + nopts + 9, sizeof *v);
     if (!v)
         return NULL;
     int n = 0;
@@ -41,6 +44,8 @@ char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char
     v[n++] = (char *)r->arg;
     v[n++] = "--transport";
     v[n++] = (char *)transport;
+    for (size_t i = 0; i < nopts; i++)
+        v[n++] = (char *)opts[i];
     if (r->end == RDR_ROLE_RECEIVES) {
         v[n++] = "--ready-fd";
         v[n++] = "3";

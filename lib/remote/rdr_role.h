@@ -10,7 +10,7 @@
  *
  * Calling convention (rdr_role_argv builds the argv; CMD = the seg line's NUL-terminated
  * words, passed on as the role's arguments):
- *   receiving end: TOOL ARG --transport T --ready-fd 3 WORDS...
+ *   receiving end: TOOL ARG --transport T [OPTS...] --ready-fd 3 WORDS...
  *     env RDPIPE_KEY (the key line's hop key). It writes on fd 3 what it has to report
  *     before the stream starts, one line each: "m WORD" for each manifest line (one word,
  *     hex: passed to the initiator as "manifest WORD", which gives them to the sending end),
@@ -46,12 +46,14 @@ extern const struct rdr_role rdr_roles[RDR_NROLES];
 
 /* The row named name, or NULL. */
 const struct rdr_role *rdr_role_find(const char *name);
-/* argv for role r (see above); host and port only for a sending end (not NULL there).
+/* argv for role r (see above); host and port only for a sending end (not NULL there); opts:
+ * NULL or a NULL-terminated list of the stream's options (--encrypt, --compress=L), which
+ * every role accepts. 
  * words: len bytes of NUL-separated words, and words[len] == '\0' (a last word without its
  * own NUL counts too). Returns a NULL-terminated array whose strings but v[0] point into
  * words, transport, host and port; free it with rdr_role_argv_free. NULL when out of memory. */
-char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *host,
-                     const char *port, const char *words, size_t len);
+char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *const *opts,
+                     const char *host, const char *port, const char *words, size_t len);
 void rdr_role_argv_free(char **v);
 
 #endif

@@ -34,6 +34,9 @@ struct rd_opts {
     int progress;           /* 1 on, 0 off, -1 = on when stderr is a terminal */
     int json;
     int direct;             /* --direct: O_DIRECT on FILE */
+    int encrypt;            /* --encrypt: rdsend encrypts every chunk; rdrecv requires it */
+    int compress_mode;      /* --compress: 0 off, 1 auto, 2 the fixed compress_level */
+    int compress_level;
     int sync;               /* rdrecv: make a regular-file output durable before confirming (default 1; --no-sync 0) */
     int ready_fd;           /* rdrecv --ready-fd N: write the listening port to fd N, close it */
     int relay_fd;           /* rdrecv --relay-fd N: forward the stream to "HOST PORT KEY" read from fd N */
@@ -47,8 +50,11 @@ struct rd_opts {
 #define RD_CLI_EXIT_OK (-1)   /* --help or --version was printed: exit 0 */
 
 /* --lanes when given, else enough for a fast link and no more than half the cores (the other
- * half reads and writes): 1 on a 2-core machine, 8 from 16 cores. */
+ * half reads and writes): 1 on a 2-core machine, 8 from 16 cores; rdsend --compress takes
+ * every core (at most 8), compression being 5-20 times the work of a tag. */
 uint32_t rd_lanes_default(const struct rd_opts *o);
+/* --compress's value (NULL: auto) into o; RD_OK, or RD_EUSAGE with the error recorded. */
+int rd_parse_compress(const char *arg, struct rd_opts *o);
 
 /* Parse argv. Returns RD_OK, RD_CLI_EXIT_OK, or RD_EUSAGE / RD_EIO (message recorded). */
 int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o);

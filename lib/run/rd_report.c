@@ -98,6 +98,10 @@ void rd_print_bandwidth(const struct rd_summary *s)
     double gbs = s->seconds > 0 ? s->bytes / s->seconds / 1e9 : 0;
     fprintf(stderr, "%s: %llu bytes (%s) in %.3f s\n", s->tool, (unsigned long long)s->bytes, b, s->seconds);
     fprintf(stderr, "Bandwidth %.3f GB/s\n", gbs);
+    if (s->compression)
+        fprintf(stderr, "%s: %llu bytes as %llu on the wire (ratio %.2f, %s)\n", s->tool,
+                (unsigned long long)s->bytes, (unsigned long long)s->wire_bytes,
+                s->wire_bytes ? (double)s->bytes / (double)s->wire_bytes : 1.0, s->compression);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -126,8 +130,12 @@ void rd_print_json(const struct rd_summary *s)
     fprintf(f, ",\"peer\":");
     if (s->peer && *s->peer) json_string(f, s->peer); else fputs("null", f);
     fprintf(f, ",\"bytes\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.4f,\"chunk_size\":%u,\"depth\":%u,"
-               "\"exit_code\":%d,\"error\":",
-            (unsigned long long)s->bytes, s->seconds, gbs, s->chunk_size, s->depth, s->exit_code);
+               "\"lanes\":%u,\"cipher\":",
+            (unsigned long long)s->bytes, s->seconds, gbs, s->chunk_size, s->depth, s->lanes);
+    if (s->cipher) json_string(f, s->cipher); else fputs("null", f);
+    fprintf(f, ",\"wire_bytes\":%llu,\"compression\":", (unsigned long long)s->wire_bytes);
+    if (s->compression) json_string(f, s->compression); else fputs("null", f);
+    fprintf(f, ",\"exit_code\":%d,\"error\":", s->exit_code);
     if (s->error) json_string(f, s->error); else fputs("null", f);
     fputs("}\n", f);
 }

@@ -27,8 +27,12 @@ struct rd_summary {
     const char *transport;    /* tp->desc or NULL */
     const char *peer;
     uint64_t bytes;
+    uint64_t wire_bytes;      /* DATA payload bytes on the wire (fewer when compressed) */
+    const char *compression;  /* "zstd auto", "zstd level N", "zstd" (the receiver) or NULL */
     double seconds;
     uint32_t chunk_size, depth;
+    uint32_t lanes;           /* threads of the per-chunk work */
+    const char *cipher;       /* --encrypt: the AEAD in use, else NULL */
     int exit_code;
     const char *error;        /* NULL on success */
 };

@@ -4,6 +4,7 @@
 #include "wire/rd_auth.h"
 #include "engine/rd_engine.h"
 #include "engine/rd_relay.h"
+#include "wire/rd_seal.h"
 #include "util/rd_error.h"
 #include "run/rd_report.h"
 #include "transport/rd_select.h"
@@ -18,13 +19,25 @@
 #include <string.h>
 #include <unistd.h>
 
-static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
-                      const struct rd_params *p, uint64_t bytes, double seconds, int rc)
+/* The AEAD that encrypts the stream's chunks (--encrypt), else NULL. */
+static const char *cipher_name(const struct rd_params *p)
 {
+    return p->caps & RD_FLAG_ENCRYPTED ? rd_cipher_name(rd_cipher_of_flags((uint16_t)p->caps)) : NULL;
+}
+
+static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
+                      const struct rd_params *p, const struct rd_counters *cnt, double seconds, int rc)
+{
+    char zstd[32] = "";
+    if (p && (p->caps & RD_FLAG_COMPRESSED))
+        snprintf(zstd, sizeof zstd, p->compress_mode == 2 ? "zstd level %d" : p->compress_mode ? "zstd auto" : "zstd",
+                 p->compress_level);
     struct rd_summary s = {
         .tool = tool, .transport = tp ? tp->desc : NULL, .peer = tp ? tp->peer : NULL,
-        .bytes = bytes, .seconds = seconds, .chunk_size = p ? p->chunk_size : 0,
+        .bytes = cnt ? atomic_load(&cnt->bytes) : 0, .wire_bytes = cnt ? atomic_load(&cnt->wire_bytes) : 0,
+        .compression = zstd[0] ? zstd : NULL, .seconds = seconds, .chunk_size = p ? p->chunk_size : 0,
         .depth = p ? p->depth : 0, .exit_code = rc, .error = rc ? rd_error_msg() : NULL,
+        .lanes = p ? p->lanes : 0, .cipher = p ? cipher_name(p) : NULL,
     };
     if (o->verbose && rc == RD_OK)
         rd_print_bandwidth(&s);
@@ -37,6 +50,13 @@ static int derive(const struct rd_opts *o, struct rd_key *k)
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
 }
 
+/* What this end offers when encryption is on: AES-GCM only where this CPU runs it in
+ * hardware (the agreed caps keep it only when both ends do). */
+static uint32_t encrypt_caps(void)
+{
+    return RD_FLAG_ENCRYPTED | (rd_cpu_prefers_aes() ? RD_FLAG_AES_GCM : 0);
+}
+
 /* What this end decides alone: through relays the frames are tagged with rdpipe's
  * end-to-end key (not the key of the hop it shares with a relay), and how many lanes do the
  * per-chunk work. */
@@ -45,13 +65,17 @@ static void set_local_params(const struct rd_opts *o, struct rd_params *agreed)
     if (o->has_stream_key)
         memcpy(agreed->stream_key, o->stream_key, sizeof agreed->stream_key);
     agreed->lanes = rd_lanes_default(o);   /* local, like the key: here, after the handshake */
+    agreed->compress_mode = o->is_sender ? o->compress_mode : 0;   /* a receiver follows the sender */
+    agreed->compress_level = o->compress_level;
 }
 
 int rd_send_source(const struct rd_opts *o, struct rd_source *src)
 {
     struct rd_key key;
     struct rd_transport *tp = NULL;
-    struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth, .streams = o->streams },
+    struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth, .streams = o->streams,
+                              .caps = (o->encrypt ? encrypt_caps() : 0) |
+                                      (o->compress_mode ? RD_FLAG_COMPRESSED : 0) },
                      agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
@@ -73,8 +97,9 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         goto close_transport;
     set_local_params(o, &agreed);
     if (o->verbose)
-        rd_warn("sending %s to %s over %s (chunk %u, depth %u)", src->name, tp->peer, tp->desc,
-                agreed.chunk_size, agreed.depth);
+        rd_warn("sending %s to %s over %s (chunk %u, depth %u); lanes %u%s%s", src->name, tp->peer,
+                tp->desc, agreed.chunk_size, agreed.depth, agreed.lanes, cipher_name(&agreed) ? ", encrypted with " : "",
+                cipher_name(&agreed) ? cipher_name(&agreed) : "");
     t0 = rd_now();
     if (o->progress)
         rd_progress_start(&rep, &cnt, src->size);
@@ -95,8 +120,7 @@ wipe_key:
 out:
     if (rc)
         rd_report();
-    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL,
-              atomic_load(&cnt.bytes), t1 - t0, rc);
+    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -107,7 +131,7 @@ int rd_run_send(const struct rd_opts *o)
     if (rc) {
         rd_report();
         if (o->json)
-            summarize(o, "rdsend", NULL, NULL, 0, 0, rc);
+            summarize(o, "rdsend", NULL, NULL, NULL, 0, rc);
         return rc;
     }
     rc = rd_send_source(o, &src);
@@ -148,8 +172,9 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     set_local_params(o, &agreed);
     struct rd_transport *tp = *tpp;
     if (o->verbose)
-        rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s", tp->peer, tp->desc,
-                agreed.chunk_size, agreed.depth, dst->name);
+        rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s; lanes %u%s%s", tp->peer, tp->desc,
+                agreed.chunk_size, agreed.depth, dst->name, agreed.lanes,
+                cipher_name(&agreed) ? ", encrypted with " : "", cipher_name(&agreed) ? cipher_name(&agreed) : "");
     rc = rd_sink_begin(dst);
     if (rc)
         return rc;
@@ -161,7 +186,7 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     double t1 = rd_now();
     if (o->verbose && dst->synced)
         rd_warn("flushed %s to the disk in %.2f s (--no-sync skips this)", dst->name, dst->sync_seconds);
-    summarize(o, "rdrecv", tp, &agreed, atomic_load(&cnt.bytes), t1 - t0, rc);
+    summarize(o, "rdrecv", tp, &agreed, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -195,6 +220,8 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
             .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
             .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
+            .caps = encrypt_caps() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
+            .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
         },
     };
     rd_throttle_init(&throttle);
@@ -224,7 +251,7 @@ out:
     if (rc) {
         rd_report();
         if (!served)
-            summarize(o, "rdrecv", NULL, NULL, 0, 0, rc);
+            summarize(o, "rdrecv", NULL, NULL, NULL, 0, rc);
     }
     return rc;
 }
@@ -292,6 +319,10 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     if (!rc && down_agreed.chunk_size < agreed.chunk_size)
         rc = rd_fail(RD_ESTREAM, "downstream %s takes chunks of at most %u bytes, the sender sends %u",
                      down->peer, down_agreed.chunk_size, agreed.chunk_size);
+    uint32_t codecs = RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED;   /* frames pass on as they are */
+    if (!rc && (agreed.caps & codecs & ~down_agreed.caps))
+        rc = rd_fail(RD_ESTREAM, "downstream %s cannot take the sender's %s chunks", down->peer,
+                     agreed.caps & codecs & ~down_agreed.caps & RD_FLAG_ENCRYPTED ? "encrypted" : "compressed");
     if (rc)
         goto close_down;
     if (o->verbose)
@@ -310,7 +341,7 @@ wipe_key:
 tell_upstream:
     if (rc && !t0)
         rd_send_reason(up, RD_ABORT, rd_error_code(), rd_error_msg());
-    summarize(o, "rdrecv", up, &agreed, atomic_load(&cnt.bytes), t1 - t0, rc);
+    summarize(o, "rdrecv", up, &agreed, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -326,7 +357,7 @@ int rd_run_recv(const struct rd_opts *o)
     if (rc) {
         rd_report();
         if (o->json)
-            summarize(o, "rdrecv", NULL, NULL, 0, 0, rc);
+            summarize(o, "rdrecv", NULL, NULL, NULL, 0, rc);
         return rc;
     }
     dst.sync = o->sync;

@@ -40,8 +40,47 @@ static int try_connect(const struct rd_transport_ops *ops, const struct rd_addr 
     return RD_OK;
 }
 
-int rd_connect_any(const struct rd_reach *o, struct rd_transport **out)
+unsigned rd_list_len(const char *list)
 {
+    if (!list)
+        return 0;
+    unsigned n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+/* Entry i mod the count of a comma list into buf (truncated to n - 1); NULL for NULL. */
+static const char *entry(const char *list, unsigned i, char *buf, size_t n)
+{
+    if (!list)
+        return NULL;
+    i %= rd_list_len(list);
+    const char *p = list;
+    while (i--)
+        p = strchr(p, ',') + 1;
+    size_t len = strcspn(p, ",");
+    if (len >= n)
+        len = n - 1;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    return buf;
+}
+
+struct rd_reach rd_reach_rail(const struct rd_reach *o, unsigned i, struct rd_rail *r)
+{
+    struct rd_reach d = *o;
+    d.host = entry(o->host, i, r->host, sizeof r->host);
+    d.bind = entry(o->bind, i, r->bind, sizeof r->bind);
+    d.device = entry(o->device, i, r->device, sizeof r->device);
+    return d;
+}
+
+int rd_connect_any(const struct rd_reach *rails, struct rd_transport **out)
+{
+    struct rd_rail r;
+    struct rd_reach one = rd_reach_rail(rails, 0, &r);
+    const struct rd_reach *o = &one;
     int timeout_ms = o->timeout_s >= 0 ? o->timeout_s * 1000 : -1;
     struct rd_addr a = make_addr(o, timeout_ms);
     if (o->transport == RD_T_TCP)
@@ -83,6 +122,9 @@ int rd_listen_any(const struct rd_reach *o, struct rd_listener *l)
     struct rd_addr a = make_addr(o, -1);
     a.host = NULL;
     memset(l, 0, sizeof *l);
+    if (rd_list_len(o->bind) > 1)
+        return rd_fail(RD_EUSAGE, "a receiver listens on one --bind address, or on all without "
+                       "--bind (-d DEV1,DEV2 picks the RDMA devices)");
     if (o->transport == RD_T_RDMA) {
         if (!rd_verbs_available())
             return rd_fail(RD_ENODEV, "no RDMA device");

@@ -231,6 +231,10 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
         rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "granted parameters the sender did not ask for");
         return rd_fail(RD_ESTREAM, "receiver %s granted parameters we did not ask for", tp->peer);
     }
+    if ((want->caps & RD_FLAG_ENCRYPTED) && !(c.caps & RD_FLAG_ENCRYPTED)) {   /* --encrypt */
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "sender requires --encrypt, and this receiver cannot decrypt");
+        return rd_fail(RD_EAUTH, "receiver %s cannot decrypt, and --encrypt was given", tp->peer);
+    }
     if (rd_auth_sender_prove(k, &h, &c, &proof, &keys)) {
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "invalid key share");
         return rd_fail(RD_EAUTH, "authentication failed: receiver %s sent an invalid key share", tp->peer);
@@ -286,14 +290,18 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "chunk size or depth out of range");
         return rd_fail(RD_ESTREAM, "sender %s asked for chunk %u depth %u", tp->peer, h.chunk_size, h.depth);
     }
-    /* striping is for TCP, where one connection is bound to one core; RDMA needs none */
-    uint32_t max_streams = tp->ops == &rd_tcp_ops && limits->streams ? limits->streams : 1;
+    /* striping over TCP (a core per connection) and RDMA (a QP each, on one or more rails) */
+    uint32_t max_streams = (tp->ops == &rd_tcp_ops || tp->ops == &rd_verbs_ops) && limits->streams ? limits->streams : 1;
     struct rd_challenge c = {
         .caps = h.caps & limits->caps,
         .chunk_size = min_u32(h.chunk_size, limits->chunk_size),
         .depth = min_u32(h.depth, limits->depth),
         .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
+    if ((h.caps & limits->require_caps) != limits->require_caps) {   /* rdrecv --encrypt */
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "receiver requires --encrypt, and this sender does not encrypt");
+        return rd_fail(RD_EAUTH, "sender %s does not encrypt, and this receiver requires --encrypt", tp->peer);
+    }
     struct rd_pake st;
     struct rd_proof proof;
     struct rd_session_keys keys;

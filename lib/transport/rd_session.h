@@ -19,11 +19,15 @@
 struct rd_params {
     uint32_t chunk_size;   /* payload bytes per DATA frame */
     uint32_t depth;        /* frames in flight */
-    uint32_t caps;         /* RD_FLAG_* in use */
+    uint32_t caps;         /* RD_FLAG_* in use (ENCRYPTED: the sender encrypts; AES_GCM: both
+                            * ends have AES instructions) */
+    uint32_t require_caps; /* receiver's limits only: caps a sender must use (--encrypt) */
     uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
     uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_mac) */
     uint8_t stream_key[RD_KEY_LEN];   /* agreed only: tags DATA, END and CONFIRM (rd_tag.h) */
     uint32_t lanes;        /* local, never negotiated: threads for the per-chunk work (0 = 1) */
+    int compress_mode;     /* local, the sender's: 0 off, 1 auto, 2 fixed at compress_level */
+    int compress_level;
 };
 
 /* Sender: HELLO, check CHALLENGE, AUTH, wait for ACCEPT, set up the send ring.

@@ -1,4 +1,5 @@
-/* rd_stripe.c - one stream striped over several TCP connections (--streams N).
+/* rd_stripe.c - one stream striped over several connections (--streams N): TCP below, with
+ * a thread per connection; RDMA in the direct mode further down, on each connection's ring.
  *
  * A TCP connection is copied by one core on each end; when that core is the limit, more
  * connections carry more. Frame k of the striped direction travels on connection k % N, so
@@ -29,7 +30,7 @@ struct stripe;
 struct worker {
     struct stripe *s;
     struct rd_transport *conn;
-    int err;                /* why this connection stopped (held, see rd_error_hold), 0 if not */
+    int err;                /* why this connection stopped (held, see rd_errctx_bind), 0 if not */
     char err_msg[512];
     struct rd_queue q;      /* send: frames to write; recv: frames read, in arrival order */
     struct rd_pool pool;    /* recv: this connection's buffers */
@@ -49,6 +50,12 @@ struct stripe {
     pthread_cond_t idle;
     unsigned in_flight;        /* send: frames queued or being written */
     int failed;
+    /* direct mode (connections that own registered rings: RDMA): no workers; each
+     * connection has its own ring and the engine's frames are its frames */
+    int direct;
+    unsigned gnext;            /* sending: the connection of the next frame lent out */
+    struct lent { struct rd_buf *b; unsigned conn; } *lent;   /* frames out, and whose */
+    unsigned nlent, caplent;
 };
 
 static struct rd_transport *conn0(struct stripe *s)
@@ -324,9 +331,200 @@ static const struct rd_transport_ops stripe_ops = {
     .close = stripe_close,
 };
 
+/* ---- direct mode ----
+ * A connection that owns registered buffers (RDMA) cannot send from another's, and needs no
+ * thread to copy: its sends are posted and its receives land by themselves. So frame k is
+ * borrowed from connection k % N's own ring and sent on it, and the receiver takes frame k
+ * from connection k % N's ring; the stripe only remembers whose each lent frame is. The
+ * engine borrows frames in the order it sends them, so they match; a frame that does not (a
+ * transport user that borrows ahead out of order) is copied into the right connection's. */
+
+/* Remember that b, lent out, belongs to connection i. */
+static int lend(struct stripe *s, struct rd_buf *b, unsigned i)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->nlent == s->caplent) {
+        unsigned cap = s->caplent ? s->caplent * 2 : 64;
+        struct lent *l = realloc(s->lent, cap * sizeof *l);
+        if (!l) {
+            pthread_mutex_unlock(&s->lock);
+            return rd_fail(RD_EIO, "out of memory");
+        }
+        s->lent = l;
+        s->caplent = cap;
+    }
+    s->lent[s->nlent++] = (struct lent){ b, i };
+    pthread_mutex_unlock(&s->lock);
+    return RD_OK;
+}
+
+/* The connection b was lent from, forgotten now; -1: none of the striped ones (connection
+ * 0's control frames, which go both ways outside the stripe). */
+static int returned(struct stripe *s, struct rd_buf *b)
+{
+    int i = -1;
+    pthread_mutex_lock(&s->lock);
+    for (unsigned k = 0; k < s->nlent; k++)
+        if (s->lent[k].b == b) {
+            i = (int)s->lent[k].conn;
+            s->lent[k] = s->lent[--s->nlent];
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    return i;
+}
+
+static int direct_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
+{
+    struct stripe *s = tp->priv;
+    unsigned per = (depth + s->n - 1) / s->n;   /* each connection's share of the ring */
+    if (per < 2)
+        per = 2;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct rd_transport *c = s->w[i].conn;
+        int rc = c->ops->setup_ring(c, dir, frame_size, per);
+        if (rc)
+            return rc;
+    }
+    s->dir = dir;
+    return RD_OK;
+}
+
+static int direct_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_SEND)
+        return conn0(s)->ops->get_send_buf(conn0(s), out);
+    pthread_mutex_lock(&s->lock);
+    unsigned i = s->gnext++ % s->n;
+    pthread_mutex_unlock(&s->lock);
+    struct rd_transport *c = s->w[i].conn;
+    int rc = c->ops->get_send_buf(c, out);
+    if (!rc && (rc = lend(s, *out, i)))
+        c->ops->release(c, *out);
+    return rc;
+}
+
+static int direct_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    int i = returned(s, b);
+    if (i < 0)
+        return conn0(s)->ops->send(conn0(s), b);
+    pthread_mutex_lock(&s->lock);
+    unsigned want = s->next++ % s->n;
+    pthread_mutex_unlock(&s->lock);
+    struct rd_transport *c = s->w[i].conn;
+    if ((unsigned)i == want)
+        return c->ops->send(c, b);
+    struct rd_transport *to = s->w[want].conn;
+    struct rd_buf *o;
+    int rc = to->ops->get_send_buf(to, &o);
+    if (!rc && o->cap < b->len) {
+        to->ops->release(to, o);
+        rc = rd_fail(RD_EIO, "a frame of %zu bytes does not fit stream %u's buffers", b->len, want);
+    }
+    if (!rc) {
+        memcpy(o->data, b->data, b->len);
+        o->len = b->len;
+    }
+    c->ops->release(c, b);
+    return rc ? rc : to->ops->send(to, o);
+}
+
+static int direct_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_RECV)
+        return conn0(s)->ops->recv(conn0(s), out, timeout_ms);
+    unsigned i = s->next % s->n;   /* only the network thread receives */
+    struct rd_transport *c = s->w[i].conn;
+    int rc = c->ops->recv(c, out, timeout_ms);
+    if (rc)
+        return rc;
+    s->next++;
+    if ((rc = lend(s, *out, i)))
+        c->ops->release(c, *out);
+    return rc;
+}
+
+static void direct_release(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    int i = returned(s, b);
+    struct rd_transport *c = i < 0 ? conn0(s) : s->w[i].conn;
+    c->ops->release(c, b);
+}
+
+static int direct_drain(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    if (s->dir != RD_DIR_SEND)
+        return conn0(s)->ops->drain(conn0(s));
+    int rc = RD_OK;
+    for (unsigned i = 0; i < s->n && !rc; i++)
+        rc = s->w[i].conn->ops->drain(s->w[i].conn);
+    return rc;
+}
+
+static void direct_shutdown(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    if (atomic_exchange(&s->down, 1))
+        return;
+    for (unsigned i = 0; i < s->n; i++)
+        s->w[i].conn->ops->shutdown(s->w[i].conn);
+}
+
+static void direct_close(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    direct_shutdown(tp);
+    for (unsigned i = 0; i < s->n; i++)
+        s->w[i].conn->ops->close(s->w[i].conn);
+    free(s->lent);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    free(tp);
+}
+
+static const struct rd_transport_ops direct_ops = {
+    .name = "rdma",
+    .setup_ring = direct_setup_ring,
+    .get_send_buf = direct_get_send_buf,
+    .send = direct_send,
+    .recv = direct_recv,
+    .release = direct_release,
+    .drain = direct_drain,
+    .shutdown = direct_shutdown,
+    .close = direct_close,
+};
+
+/* What -v names: each distinct connection's description once, then the count. */
+static void describe(struct rd_transport *tp, struct rd_transport **conns, unsigned n)
+{
+    size_t len = 0;
+    tp->desc[0] = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = 0;
+        while (k < i && strcmp(conns[k]->desc, conns[i]->desc))
+            k++;
+        if (k < i)
+            continue;
+        int w = snprintf(tp->desc + len, sizeof tp->desc - len, "%s%s", i ? " + " : "", conns[i]->desc);
+        if (w < 0 || (size_t)w >= sizeof tp->desc - len)
+            break;
+        len += (size_t)w;
+    }
+    if (len < sizeof tp->desc)
+        snprintf(tp->desc + len, sizeof tp->desc - len, ", %u streams", n);
+}
+
 struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n)
 {
-    struct rd_transport *tp = rd_transport_new(&stripe_ops);
+    int direct = n && !rd_tcp_is(conns[0]);
+    struct rd_transport *tp = rd_transport_new(direct ? &direct_ops : &stripe_ops);
     struct stripe *s = calloc(1, sizeof *s);
     if (!tp || !s || n < 2 || n > RD_MAX_STREAMS) {
         free(tp);
@@ -336,6 +534,7 @@ struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n)
         return NULL;
     }
     s->n = n;
+    s->direct = direct;
     for (unsigned i = 0; i < n; i++)
         s->w[i] = (struct worker){ .s = s, .conn = conns[i] };
     pthread_mutex_init(&s->lock, NULL);
@@ -344,6 +543,6 @@ struct rd_transport *rd_stripe_new(struct rd_transport **conns, unsigned n)
     snprintf(tp->peer, sizeof tp->peer, "%s", conns[0]->peer);
     memcpy(tp->hop_key, conns[0]->hop_key, sizeof tp->hop_key);   /* the session's, from stripe 0 */
     tp->hop_dir = conns[0]->hop_dir;
-    snprintf(tp->desc, sizeof tp->desc, "tcp, %u streams", n);
+    describe(tp, conns, n);
     return tp;
 }

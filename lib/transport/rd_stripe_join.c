@@ -31,12 +31,14 @@
 int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const struct rd_params *agreed)
 {
     struct rd_transport *conns[RD_MAX_STREAMS] = { *tp };
-    struct rd_reach d = *o;
-    d.transport = RD_T_TCP;
+    enum rd_transport_choice same = rd_tcp_is(*tp) ? RD_T_TCP : RD_T_RDMA;   /* as connection 0 */
     unsigned n = 1;
     int rc = RD_OK;
     double t0 = rd_now(), pause = JOIN_RETRY_FIRST_S;
     while (!rc && n < agreed->streams) {
+        struct rd_rail rail;
+        struct rd_reach d = rd_reach_rail(o, n, &rail);   /* connection n's rail */
+        d.transport = same;
         rc = rd_connect_any(&d, &conns[n]);
         if (rc)
             break;
@@ -80,6 +82,7 @@ struct claims {
 
 struct join_arg {
     struct rd_params agreed;
+    const struct rd_transport_ops *ops;    /* connection 0's: every stripe's kind */
     unsigned char taken[RD_MAX_STREAMS];   /* each JOIN gets a copy as it was when it arrived */
     struct claims *claims;                 /* shared by every copy */
 };
@@ -94,8 +97,9 @@ struct joining {
 static int join(struct rd_transport *c, void *arg, void *index)
 {
     const struct join_arg *a = arg;
-    if (!rd_tcp_is(c))
-        return rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over TCP", c->peer);
+    if (c->ops != a->ops)
+        return rd_fail(RD_ESTREAM, "connection from %s: a stripe must come over %s like the first",
+                       c->peer, a->ops->name);
     uint32_t idx;
     int rc = rd_session_read_join(c, &a->agreed, &idx);
     if (rc)
@@ -110,21 +114,49 @@ static int join(struct rd_transport *c, void *arg, void *index)
     return rd_send_ctrl(c, RD_ACCEPT, NULL, 0);
 }
 
-/* Connection 0 spoke while stripes were due. An ABORT, or nothing but a hang-up, means the
- * sender gave up or went away. Anything else means it has its stripes' ACCEPTs already, sent
- * by JOIN threads an instant before this loop saw them finish (rd_waiting): 0, keep
- * gathering. Peeked, so the frame stays for sender_gone or the stream. TCP frames start with
- * a 4-byte length, then the header: magic at 0, type at 5 (rd_proto.h). */
-static int sender_gave_up(struct rd_transport *tp)
+/* What connection 0 holds, looked at without taking it (the transport's peek; TCP's frames
+ * start with a 4-byte length, then the header): n bytes of the next frame's header, 0 when
+ * nothing came, -1 when the peer hung up. */
+static int peek(struct rd_transport *tp, uint8_t *head, size_t n)
 {
-    uint8_t head[4 + 6];
+    if (tp->ops->peek)
+        return tp->ops->peek(tp, head, n);
+    uint8_t buf[4 + 16];
     ssize_t got;
+    if (!rd_tcp_is(tp) || n > sizeof buf - 4)
+        return 0;
     do
-        got = recv(rd_tcp_fd(tp), head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+        got = recv(rd_tcp_fd(tp), buf, 4 + n, MSG_PEEK | MSG_DONTWAIT);
     while (got < 0 && errno == EINTR);
     if (got == 0 || (got < 0 && errno != EAGAIN))
-        return 1;
-    return got == (ssize_t)sizeof head && !memcmp(head + 4, RD_MAGIC, 4) && head[4 + 5] == RD_ABORT;
+        return -1;
+    if (got <= 4)
+        return 0;
+    memcpy(head, buf + 4, (size_t)got - 4);
+    return (int)got - 4;
+}
+
+static int watch_fd(struct rd_transport *tp)
+{
+    return tp->ops->watch_fd ? tp->ops->watch_fd(tp) : rd_tcp_is(tp) ? rd_tcp_fd(tp) : -1;
+}
+
+enum { QUIET, SPOKE, GAVE_UP };
+
+/* Connection 0 may have spoken while stripes were due. An ABORT, or nothing but a hang-up,
+ * means the sender gave up or went away. Anything else means it has its stripes' ACCEPTs
+ * already, sent by JOIN threads an instant before this loop saw them finish (rd_waiting):
+ * keep gathering. Peeked, so the frame stays for sender_gone or the stream: magic at 0, type
+ * at 5 (rd_proto.h). QUIET: nothing yet (a transport whose watch fired for its own traffic). */
+static int sender_gave_up(struct rd_transport *tp)
+{
+    uint8_t head[6];
+    int got = peek(tp, head, sizeof head);
+    if (got < 0)
+        return GAVE_UP;
+    if (got == 0)   /* TCP's socket polled readable: a frame's first bytes at least */
+        return tp->ops->peek ? QUIET : SPOKE;
+    return got == (int)sizeof head && !memcmp(head, RD_MAGIC, 4) && head[5] == RD_ABORT ? GAVE_UP : SPOKE;
 }
 
 /* Connection 0 spoke while stripes were due: the sender gave up (ABORT) or went away. */
@@ -147,7 +179,7 @@ static int sender_gone(struct rd_transport *tp)
 static int gather_stripes(struct rd_listener *lis, struct joining *j, const struct rd_params *agreed)
 {
     double deadline = rd_now() + RD_JOIN_WAIT_MS / 1000.0;
-    int watch = rd_tcp_fd(j->conns[0]);
+    int watch = watch_fd(j->conns[0]);
     while (j->got < agreed->streams) {
         double left = deadline - rd_now();
         struct rd_transport *c;
@@ -159,7 +191,10 @@ static int gather_stripes(struct rd_listener *lis, struct joining *j, const stru
             return rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
                            agreed->streams);
         }
-        if (!c && !sender_gave_up(j->conns[0])) {
+        int said = c ? QUIET : sender_gave_up(j->conns[0]);
+        if (!c && said == QUIET)
+            continue;
+        if (!c && said == SPOKE) {
             watch = -1;   /* the stripes it has are finishing here: the deadline still holds */
             continue;
         }
@@ -183,7 +218,8 @@ static int gather_stripes(struct rd_listener *lis, struct joining *j, const stru
 int rd_stripe_accept(struct rd_listener *lis, struct rd_transport **tpp, const struct rd_params *agreed)
 {
     struct claims claims = { .lock = PTHREAD_MUTEX_INITIALIZER, .claimed = { 1 } };
-    struct joining j = { .conns = { *tpp }, .arg = { .agreed = *agreed, .taken = { 1 }, .claims = &claims },
+    struct joining j = { .conns = { *tpp },
+                         .arg = { .agreed = *agreed, .ops = (*tpp)->ops, .taken = { 1 }, .claims = &claims },
                          .got = 1 };
     struct rd_waiting_cfg cfg = { .handshake = join, .arg = &j.arg, .arg_size = sizeof j.arg,
                                   .result_size = sizeof(uint32_t), .deadline_ms = RD_HANDSHAKE_MS };

@@ -101,6 +101,12 @@ struct rd_transport_ops {
      * checks, until a control frame went on or an error; payloads need not pass through user
      * space (TCP splices socket to socket). NULL: the relay copies buffer to buffer. */
     int (*forward)(struct rd_transport *tp, struct rd_transport *to, struct rd_forward *fw);
+    /* Optional, for watching a connection while nothing reads it (the receiver gathering the
+     * stripes of --streams): watch_fd polls readable when the peer may have sent something or
+     * left; peek copies up to n bytes of the next frame (from its header on), leaving it for
+     * recv: the count, 0 when nothing came, -1 when the peer is gone. */
+    int (*watch_fd)(struct rd_transport *tp);
+    int (*peek)(struct rd_transport *tp, uint8_t *head, size_t n);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */
     int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);

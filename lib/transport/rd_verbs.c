@@ -47,6 +47,7 @@ struct rd_v_conn *rd_v_conn_new(const struct rd_addr *a)
     if (!c)
         return NULL;
     c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    c->watch_ep = -1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     if (a && a->device)
@@ -87,20 +88,43 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeo
     }
 }
 
-int rd_v_device_is(struct rdma_cm_id *id, const char *want)
+/* Is name one of the comma list's entries? */
+static int listed(const char *list, const char *name)
 {
-    return !want[0] || !id->verbs || !strcmp(ibv_get_device_name(id->verbs->device), want);
+    size_t len = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+            return 1;
+    return 0;
 }
 
-static int device_exists(const char *name)
+/* want: "" for any, a device name, or a comma list of them (a multi-rail receiver). */
+int rd_v_device_is(struct rdma_cm_id *id, const char *want)
 {
-    int n = 0, found = 0;
+    return !want[0] || !id->verbs || listed(want, ibv_get_device_name(id->verbs->device));
+}
+
+/* NULL when every device named in the list exists, else the first that does not. */
+static const char *missing_device(const char *want, char *buf, size_t bn)
+{
+    int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
-    for (int i = 0; list && i < n; i++)
-        found |= !strcmp(ibv_get_device_name(list[i]), name);
+    const char *miss = NULL;
+    for (const char *p = want; p && !miss; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int i = 0; list && i < n; i++) {
+            const char *name = ibv_get_device_name(list[i]);
+            found |= strlen(name) == len && !strncmp(name, p, len);
+        }
+        if (!found) {
+            snprintf(buf, bn, "%.*s", (int)len, p);
+            miss = buf;
+        }
+    }
     if (list)
         ibv_free_device_list(list);
-    return found;
+    return miss;
 }
 
 void rd_v_describe(struct rd_transport *tp, struct rd_v_conn *c)
@@ -265,8 +289,11 @@ static int conn_start(struct rd_transport *tp, const struct rd_addr *a, struct r
 {
     if (!rd_verbs_available())
         return rd_fail(RD_ENODEV, "no RDMA device");
-    if (a->device && a->device[0] && !device_exists(a->device))
-        return rd_fail(RD_ENODEV, "no RDMA device named %s", a->device);
+    char miss[64];
+    if (a->device && a->device[0] && missing_device(a->device, miss, sizeof miss))
+        return rd_fail(RD_ENODEV, "no RDMA device named %s", miss);
+    if (a->device && strlen(a->device) >= sizeof ((struct rd_v_conn *)0)->device)
+        return rd_fail(RD_EUSAGE, "-d %s: too long a list", a->device);
     struct rd_v_conn *c = rd_v_conn_new(a);
     if (!c)
         return rd_fail(RD_EIO, "out of memory");
@@ -445,4 +472,6 @@ const struct rd_transport_ops rd_verbs_ops = {
     .drain = rd_v_drain,
     .shutdown = rd_v_shutdown,
     .close = v_close,
+    .watch_fd = rd_v_watch_fd,
+    .peek = rd_v_peek,
 };

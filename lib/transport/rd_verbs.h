@@ -86,6 +86,8 @@ struct rd_v_pool {
     size_t frame;                  /* bytes per frame (what a receive accepts) */
     size_t stride;                 /* distance between frames: whole pages */
     uint8_t *mem;
+    size_t mem_len;                /* the mapping's length (munmap) */
+    int huge;                      /* 2: hugetlbfs pages, 1: transparent huge pages asked, 0 */
     struct ibv_mr *mr;
     struct rd_buf *bufs;
     unsigned *free;                /* send pools: stack of free slots */
@@ -113,6 +115,7 @@ struct rd_v_conn {
     unsigned sq_cap, rq_cap;
     unsigned scq_events, rcq_events;   /* unacked CQ events */
     int wake_fd;                   /* eventfd: shutdown wakes pollers */
+    int watch_ep;                  /* epoll of the CM and receive channels (watch_fd), or -1 */
     struct rd_v_pool ctrl_send, ctrl_recv, ring_send, ring_recv;
 
     /* flow state (rd_verbs_flow.c), all under mu */
@@ -164,6 +167,8 @@ int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
 void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
 void rd_v_shutdown(struct rd_transport *tp);
+int rd_v_watch_fd(struct rd_transport *tp);
+int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);
 
 /* rd_verbs.c: connection management shared by both sides */
 void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,12 @@ int rd_v_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size,
         rc = rd_v_pool_create(c, &c->ring_send, K_RING_SEND, depth, frame_size);
     }
 out:
+    if (!rc && c->verbose > 1) {
+        const struct rd_v_pool *p = dir == RD_DIR_RECV ? &c->ring_recv : &c->ring_send;
+        static const char *const pages[] = { "small pages", "transparent huge pages asked", "hugetlbfs pages" };
+        fprintf(stderr, "%s: rdma: %s ring of %u x %zu bytes on %s\n", rd_progname(),
+                dir == RD_DIR_RECV ? "receive" : "send", p->n, p->frame, pages[p->huge]);
+    }
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -567,4 +574,51 @@ void rd_v_shutdown(struct rd_transport *tp)
     }
     if (!was && c->established)
         (void)rdma_disconnect(c->id);   /* the peer's blocked calls fail too; see v_close */
+}
+
+/* ops->watch_fd: an epoll set of the CM channel (the peer left) and the receive completion
+ * channel (a frame came). The CQ is armed at creation and re-armed whenever its events are
+ * taken, so a completion always makes it readable; peek takes the events. */
+int rd_v_watch_fd(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    pthread_mutex_lock(&c->mu);
+    if (c->watch_ep < 0 && c->ch && c->rcc) {
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event e1 = { .events = EPOLLIN, .data.fd = c->ch->fd };
+        struct epoll_event e2 = { .events = EPOLLIN, .data.fd = c->rcc->fd };
+        if (ep >= 0 && (epoll_ctl(ep, EPOLL_CTL_ADD, c->ch->fd, &e1) ||
+                        epoll_ctl(ep, EPOLL_CTL_ADD, c->rcc->fd, &e2))) {
+            close(ep);
+            ep = -1;
+        }
+        c->watch_ep = ep;
+    }
+    int fd = c->watch_ep;
+    pthread_mutex_unlock(&c->mu);
+    return fd;
+}
+
+/* ops->peek: what arrived, without waiting; the frame stays for recv. A peer that left after
+ * sending frames still shows them first (its ABORT, say). */
+int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n)
+{
+    struct rd_v_conn *c = tp->priv;
+    int got = 0;
+    pthread_mutex_lock(&c->mu);
+    if (!c->poller) {   /* the events are the sleeping poller's otherwise */
+        take_cq_events(c, c->rcc, &c->rcq_events);
+        cm_events(c);
+    }
+    progress(c);
+    if (c->rd_count) {
+        const struct rd_v_ready *r = &c->ready[c->rd_head];
+        size_t len = r->len < n ? r->len : n;
+        memcpy(head, r->pool->bufs[r->slot].data, len);
+        got = (int)len;
+    } else if (c->dead || c->shut) {
+        got = -1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return got;
 }

@@ -9,10 +9,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 static size_t round_frame(size_t n)
 {
@@ -43,6 +46,59 @@ static int reg_failed(size_t bytes)
                    strerror(e));
 }
 
+#define HUGE_PAGE (2u << 20)
+#define MPOL_PREFERRED_ 1   /* <numaif.h>'s MPOL_PREFERRED, without needing libnuma */
+
+/* The NUMA node of the device's PCI function (sysfs), -1 when unknown or not NUMA. */
+static int device_node(struct ibv_context *ctx)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/sys/class/infiniband/%s/device/numa_node",
+             ibv_get_device_name(ctx->device));
+    FILE *f = fopen(path, "r");
+    int node = -1;
+    if (f) {
+        if (fscanf(f, "%d", &node) != 1)
+            node = -1;
+        fclose(f);
+    }
+    return node;
+}
+
+/* A ring's memory (mapped, zero, faulted in only when registered): from hugetlbfs pages when
+ * some are reserved (vm.nr_hugepages), else asking for transparent huge pages, so the HCA
+ * translates and the kernel pins 2 MiB at a time; on the device's NUMA node where it has
+ * one, so DMA does not cross the socket interconnect. RDPIPE_RDMA_HUGE=0 turns huge pages
+ * off (to measure). Small pools (the control frames) take plain pages. In the Soft-RoCE VM
+ * (tests/rxe, RXE_ONLY=measure) huge pages measured no slower than small ones. */
+static uint8_t *pool_map(struct rd_v_conn *c, size_t bytes, size_t *len, int *huge)
+{
+    const char *env = getenv("RDPIPE_RDMA_HUGE");
+    int want = bytes >= HUGE_PAGE && !(env && env[0] == '0');
+    uint8_t *m = MAP_FAILED;
+    *huge = 0;
+    *len = bytes;
+    if (want) {
+        *len = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+        *huge = m != MAP_FAILED ? 2 : 0;
+    }
+    if (m == MAP_FAILED)
+        m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (want && !*huge && madvise(m, *len, MADV_HUGEPAGE) == 0)
+        *huge = 1;
+    else if (!want && bytes >= HUGE_PAGE)
+        (void)madvise(m, *len, MADV_NOHUGEPAGE);   /* off means off, also where THP is "always" */
+    int node = c->pd ? device_node(c->pd->context) : -1;
+    if (node >= 0 && node < 64) {
+        unsigned long mask = 1ul << node;
+        (void)syscall(SYS_mbind, m, *len, MPOL_PREFERRED_, &mask, 64ul, 0u);   /* a hint */
+    }
+    return m;
+}
+
 int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind kind,
                      unsigned n, size_t frame)
 {
@@ -54,7 +110,7 @@ int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind ki
     /* frame i starts RD_FRAME_HDR bytes before a page, so every payload is page aligned */
     size_t lead = RD_BUF_ALIGN - RD_FRAME_HDR;
     size_t bytes = lead + p->stride * n;
-    p->mem = rd_alloc_aligned(bytes);
+    p->mem = pool_map(c, bytes, &p->mem_len, &p->huge);
     p->bufs = calloc(n, sizeof *p->bufs);
     p->free = calloc(n, sizeof *p->free);
     if (!p->mem || !p->bufs || !p->free) {
@@ -95,7 +151,8 @@ int rd_v_pool_destroy(struct rd_v_pool *p)
             rc = -1;
         }
     }
-    free(p->mem);
+    if (p->mem)
+        munmap(p->mem, p->mem_len);
     free(p->bufs);
     free(p->free);
     memset(p, 0, sizeof *p);
@@ -279,6 +336,8 @@ void rd_v_conn_free(struct rd_v_conn *c)
         rdma_destroy_event_channel(c->lch);
     if (c->wake_fd >= 0)
         close(c->wake_fd);
+    if (c->watch_ep >= 0)
+        close(c->watch_ep);
     free(c->ready);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);

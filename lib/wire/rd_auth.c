@@ -7,7 +7,7 @@
 #include <openssl/rand.h>
 #include <string.h>
 
-static int hkdf(const void *ikm, size_t ikm_len, const char *info, uint8_t *out, size_t out_len)
+int rd_hkdf(const void *ikm, size_t ikm_len, const char *info, uint8_t *out, size_t out_len)
 {
     static const char salt[] = "rdpipe v2";
     int ok = 0;
@@ -29,7 +29,7 @@ static int hkdf(const void *ikm, size_t ikm_len, const char *info, uint8_t *out,
 
 int rd_key_derive(struct rd_key *k, const void *secret, size_t len)
 {
-    return hkdf(secret, len, "rdpipe v2 cpace prs", k->prs, sizeof k->prs);
+    return rd_hkdf(secret, len, "rdpipe v2 cpace prs", k->prs, sizeof k->prs);
 }
 
 void rd_key_wipe(struct rd_key *k)
@@ -87,11 +87,11 @@ static int generator(const struct rd_key *k, const struct rd_hello *h, const str
 /* Every key of the session from CPace's ISK. */
 static int session_keys(const uint8_t isk[RD_CPACE_ISK], struct rd_session_keys *out)
 {
-    if (hkdf(isk, RD_CPACE_ISK, "rdpipe v2 hop tags", out->hop, sizeof out->hop) ||
-        hkdf(isk, RD_CPACE_ISK, "rdpipe v2 stream tags", out->stream, sizeof out->stream) ||
-        hkdf(isk, RD_CPACE_ISK, "rdpipe v2 join", out->join, sizeof out->join) ||
-        hkdf(isk, RD_CPACE_ISK, "rdpipe v2 sender confirms", out->confirm_s, sizeof out->confirm_s) ||
-        hkdf(isk, RD_CPACE_ISK, "rdpipe v2 receiver confirms", out->confirm_r, sizeof out->confirm_r)) {
+    if (rd_hkdf(isk, RD_CPACE_ISK, "rdpipe v2 hop tags", out->hop, sizeof out->hop) ||
+        rd_hkdf(isk, RD_CPACE_ISK, "rdpipe v2 stream tags", out->stream, sizeof out->stream) ||
+        rd_hkdf(isk, RD_CPACE_ISK, "rdpipe v2 join", out->join, sizeof out->join) ||
+        rd_hkdf(isk, RD_CPACE_ISK, "rdpipe v2 sender confirms", out->confirm_s, sizeof out->confirm_s) ||
+        rd_hkdf(isk, RD_CPACE_ISK, "rdpipe v2 receiver confirms", out->confirm_r, sizeof out->confirm_r)) {
         rd_session_keys_wipe(out);
         return -1;
     }

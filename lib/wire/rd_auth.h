@@ -32,6 +32,8 @@ int rd_key_derive(struct rd_key *k, const void *secret, size_t len);
 void rd_key_wipe(struct rd_key *k);
 
 int rd_random(void *out, size_t n);   /* 0 on success */
+/* HKDF-SHA256 (salt "rdpipe v2") of ikm with the label info into out; 0 on success. */
+int rd_hkdf(const void *ikm, size_t ikm_len, const char *info, uint8_t *out, size_t out_len);
 
 /* What a finished handshake gives both ends. */
 struct rd_session_keys {

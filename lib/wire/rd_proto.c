@@ -57,6 +57,13 @@ size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length
     return RD_FRAME_HDR + (size_t)length;
 }
 
+void rd_frame_set_compressed(uint8_t *buf, uint32_t length, uint32_t raw)
+{
+    put16(buf + 6, (uint16_t)(get16(buf + 6) | RD_FLAG_COMPRESSED));
+    put32(buf + 8, length);
+    put32(buf + RD_HDR_RAW, raw);
+}
+
 int rd_frame_tag(struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *buf, const uint8_t *p)
 {
     return rd_tag_compute(t, dir, buf, p, get32(buf + 8), buf + RD_HDR_TAG);
@@ -93,11 +100,24 @@ int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame 
     f->flags = get16(buf + 6);
     if (f->flags & ~RD_FLAGS_KNOWN)
         return RD_P_FLAGS;
-    if (get32(buf + 12) != 0 || get64(buf + RD_HDR_TAG + RD_TAG_LEN) != 0)
+    /* only a DATA payload is ever compressed or encrypted; a cipher comes only with encryption */
+    if (f->flags && (f->type != RD_DATA || ((f->flags & RD_FLAG_AES_GCM) && !(f->flags & RD_FLAG_ENCRYPTED))))
+        return RD_P_FLAGS;
+    if (get32(buf + 12) != 0 || get32(buf + RD_HDR_RAW + 4) != 0)
         return RD_P_FLAGS;   /* reserved bytes: a later version's, not ours */
     f->length = get32(buf + 8);
     if (f->length > max_payload)
         return RD_P_LENGTH;
+    f->raw_length = f->length;
+    uint32_t raw = get32(buf + RD_HDR_RAW);
+    if (f->flags & RD_FLAG_COMPRESSED) {
+        /* what it decompresses to is bounded like any payload, before anyone allocates */
+        if (raw == 0 || raw > max_payload || f->length == 0)
+            return RD_P_LENGTH;
+        f->raw_length = raw;
+    } else if (raw != 0) {
+        return RD_P_FLAGS;
+    }
     f->seq = get64(buf + RD_HDR_SEQ);
     memcpy(f->tag, buf + RD_HDR_TAG, RD_TAG_LEN);
     f->payload = NULL;

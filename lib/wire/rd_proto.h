@@ -15,7 +15,9 @@
  *    24   16 tag       rd_tag.h: ChaCha20-Poly1305 over the rest of the header and the
  *                      payload; zero in the handshake frames, which the key-confirmation
  *                      MACs cover instead
- *    40    8 reserved  0 (room for the codecs: the raw length of a compressed chunk)
+ *    40    4 raw       a compressed DATA frame (RD_FLAG_COMPRESSED): the chunk's length before
+ *                      compression (1 .. the agreed chunk size); else 0
+ *    44    4 reserved  0
  */
 #ifndef RD_PROTO_H
 #define RD_PROTO_H
@@ -29,6 +31,7 @@
 #define RD_FRAME_HDR 48u
 #define RD_HDR_SEQ 16u    /* offsets inside the header */
 #define RD_HDR_TAG 24u
+#define RD_HDR_RAW 40u
 #define RD_MAGIC "RDP\xb1"
 #define RD_NONCE_LEN 32u
 #define RD_MAC_LEN 32u
@@ -50,16 +53,21 @@ enum rd_frame_type {
 };
 
 enum rd_frame_flags {
-    RD_FLAG_COMPRESSED = 1u << 0,   /* reserved for zstd payloads (not used in v1 yet) */
-    RD_FLAG_ENCRYPTED = 1u << 1,    /* reserved for AES-256-GCM payloads (not used in v1 yet) */
+    RD_FLAG_COMPRESSED = 1u << 0,   /* DATA: the payload is one zstd frame of `raw` bytes
+                                     * (wire/rd_compress.h); in the caps: the sender compresses */
+    RD_FLAG_ENCRYPTED = 1u << 1,    /* DATA: the payload is encrypted (wire/rd_seal.h); in the
+                                     * handshake's caps: the sender encrypts */
+    RD_FLAG_AES_GCM = 1u << 2,      /* with ENCRYPTED: AES-256-GCM, else ChaCha20-Poly1305; in
+                                     * the caps: this end's CPU has AES instructions */
 };
-#define RD_FLAGS_KNOWN 0u           /* flags this build understands: none of the reserved ones */
+#define RD_FLAGS_KNOWN (RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM)
 
 struct rd_frame {
     uint8_t type;
     uint16_t flags;
     uint32_t length;
     uint64_t seq;
+    uint32_t raw_length;      /* DATA: the chunk's bytes once decompressed (= length if not) */
     uint8_t tag[RD_TAG_LEN];
     const uint8_t *payload;   /* points into the buffer the frame was decoded from */
 };
@@ -138,6 +146,9 @@ size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length
 /* Compute the tag of the sealed frame in buf, whose payload is at p, and store it in the
  * header. Returns 0, or -1 if libcrypto failed. */
 int rd_frame_tag(struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *buf, const uint8_t *p);
+/* Mark the sealed DATA frame in buf as compressed: its payload is now `length` bytes of zstd
+ * that decompress to `raw` (before the tag is computed: the header is under it). */
+void rd_frame_set_compressed(uint8_t *buf, uint32_t length, uint32_t raw);
 /* Parse and validate the header of the frame in buf[0..len). Checks magic, version, type,
  * flags, that len == header + length, and length <= max_payload. Does NOT check the tag
  * (that is the expensive part, done by whichever thread writes the payload). */

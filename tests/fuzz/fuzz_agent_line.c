@@ -73,12 +73,18 @@ static void hex_round_trip(const char *w)
 static void role_argv(const struct rdp_agent_msg *m)
 {
     const struct rdr_role *r = m->role;
-    char **v = rdr_role_argv(r, m->transport, "host", "1", m->cmd, m->cmd_len);
+    static const char *const opts[] = { "--encrypt", "--compress=3", NULL };
+    char **v = rdr_role_argv(r, m->transport, m->encrypt ? opts : NULL, "host", "1", m->cmd, m->cmd_len);
     CHECK(v != NULL);
     const char *base = strrchr(v[0], '/');
     CHECK(strcmp(base ? base + 1 : v[0], r->tool) == 0);
     CHECK(strcmp(v[1], r->arg) == 0 && strcmp(v[2], "--transport") == 0 && v[3] == m->transport);
-    int n = r->end == RDR_ROLE_RECEIVES ? 6 : 8;
+    int n = 4;
+    if (m->encrypt) {   /* the stream's options come right after the transport */
+        CHECK(strcmp(v[4], "--encrypt") == 0 && strcmp(v[5], "--compress=3") == 0);
+        n = 6;
+    }
+    n += r->end == RDR_ROLE_RECEIVES ? 2 : 4;
     size_t words = 0;
     for (size_t i = 0; i < m->cmd_len; i++)
         if (i == 0 || m->cmd[i - 1] == '\0')

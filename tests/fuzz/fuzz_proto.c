@@ -46,11 +46,18 @@ static void frame_round_trip(const uint8_t *data, size_t size, size_t max_payloa
         else
             CHECK(rc == RD_P_OK || rc == RD_P_SHORT || rc == RD_P_LENGTH);
         if (hrc == RD_P_OK) {
-            /* reserved bytes are zero in whatever it accepts */
+            /* reserved bytes are zero in whatever it accepts; the raw length is set exactly
+             * for a compressed DATA frame, and bounded like a payload */
             for (size_t i = 12; i < 16; i++)
                 CHECK(data[i] == 0);
-            for (size_t i = RD_HDR_TAG + RD_TAG_LEN; i < RD_FRAME_HDR; i++)
+            for (size_t i = RD_HDR_RAW + 4; i < RD_FRAME_HDR; i++)
                 CHECK(data[i] == 0);
+            uint32_t raw = (uint32_t)data[40] | (uint32_t)data[41] << 8 | (uint32_t)data[42] << 16 |
+                           (uint32_t)data[43] << 24;
+            if (h.flags & RD_FLAG_COMPRESSED)
+                CHECK(h.type == RD_DATA && raw > 0 && raw <= max_payload && h.raw_length == raw);
+            else
+                CHECK(raw == 0 && h.raw_length == h.length);
             CHECK(h.payload == NULL);
         }
     }
@@ -79,9 +86,12 @@ static void frame_round_trip(const uint8_t *data, size_t size, size_t max_payloa
     memcpy(buf + RD_FRAME_HDR, data + RD_FRAME_HDR, f.length);
     size_t n = rd_frame_seal(buf, f.type, f.flags, f.length, f.seq);
     CHECK(n == size);
+    if (f.flags & RD_FLAG_COMPRESSED)
+        rd_frame_set_compressed(buf, f.length, f.raw_length);
     CHECK(memcmp(buf, data, RD_HDR_TAG) == 0);
     static const uint8_t zero[RD_FRAME_HDR];
-    CHECK(memcmp(buf + RD_HDR_TAG, zero, RD_FRAME_HDR - RD_HDR_TAG) == 0);
+    CHECK(memcmp(buf + RD_HDR_TAG, zero, RD_TAG_LEN) == 0);
+    CHECK(memcmp(buf + RD_HDR_RAW, data + RD_HDR_RAW, RD_FRAME_HDR - RD_HDR_RAW) == 0);
     /* tagging it makes it pass, and changes the tag field only */
     enum rd_tag_dir dir = dirs[f.type % 4];
     CHECK(rd_frame_tag(tagger, dir, buf, buf + RD_FRAME_HDR) == 0);

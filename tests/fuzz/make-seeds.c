@@ -8,6 +8,7 @@
  */
 #include "fz_input.h"
 
+#include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
 #include "wire/rd_tag.h"
 
@@ -420,6 +421,7 @@ static void seeds_agent_line(void)
     static const char session[] =
         "rdpipe-agent-1\n"
         "seg cmd recv send auto 1 7472206120207a2041205a -\n"
+        "seg cmd recv send tcp 0 636174 - encrypt,compress=auto\n"
         "key 0123456789abcdef0123456789abcdef\n"
         "setup\n"
         "next @initiator 40000 fedcba9876543210fedcba9876543210\n"
@@ -451,6 +453,33 @@ static void seeds_agent_line(void)
     save("agent_line", "specs", specs, sizeof specs - 1);
 }
 
+/* ---- codec: 2 bytes of raw length, then a payload (fuzz_codec.c) ---- */
+static void save_codec(const char *name, const uint8_t *raw, size_t n, int level)
+{
+    uint8_t buf[2 + 4096];
+    memcpy(buf + 2, raw, n);
+    struct rd_compressor *c = rd_compressor_new(4096);
+    long z = c ? rd_compress_chunk(c, level, buf + 2, n) : -1;
+    rd_compressor_free(c);
+    if (z <= 0)
+        return;
+    buf[0] = (uint8_t)n;
+    buf[1] = (uint8_t)(n >> 8);
+    save("codec", name, buf, 2 + (size_t)z);
+}
+
+static void seeds_codec(void)
+{
+    uint8_t text[4096];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (uint8_t)("the quick brown fox jumps over the lazy dog 0123456789\n"[i % 55]);
+    save_codec("text-l1", text, sizeof text, 1);
+    save_codec("text-l19", text, sizeof text, 19);
+    save_codec("text-fast", text, sizeof text, -5);
+    memset(text, 0, sizeof text);
+    save_codec("zeros", text, sizeof text, 3);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -466,6 +495,7 @@ int main(int argc, char **argv)
     seeds_handshake();
     seeds_relay();
     seeds_agent_line();
+    seeds_codec();
     printf("make-seeds: %d seeds in %s\n", written, root);
     return 0;
 }

@@ -5,7 +5,8 @@
 # a regular file), at random sizes (half of them edges: 0, 1, 4095, 4096, 4097, chunk-1, chunk,
 # chunk+1; the rest around chunk multiples or up to 3 MiB) with random --chunk-size (odd ones
 # too, so frames end off 4 KiB boundaries even from files) and --depth, asked by the sender,
-# capped by the receiver or both. The output's sha256 must be the input's, both exit 0,
+# capped by the receiver or both, with 1-4 lanes on both ends (a regular file with 2+ is
+# written by the lanes) and no codec, --compress, --encrypt or both. The output's sha256 must be the input's, both exit 0,
 # nothing on stderr. Catches the lost --direct writes of unaligned frames (issue 9).
 #
 # Reproducible: every case line names the seed and the case number; replay one with
@@ -67,7 +68,7 @@ pick_size() {
 
 # one case: sender mode, sink mode, size, chunk, depth, where the options go
 run_case() {
-    local id=$1 smode=$2 kmode=$3 size=$4 chunk=$5 depth=$6 who=$7
+    local id=$1 smode=$2 kmode=$3 size=$4 chunk=$5 depth=$6 who=$7 lanes=$8 codec=$9
     local port in=$RD_T/in.$id sopts=() ropts=() sfile=() rfile=() rout sin=/dev/null
     local feedp="" hashp="" sp rp src rrc want got replay
     replay="RDPIPE_SEED=$SEED RDPIPE_DIFF_CASE=$id"
@@ -77,6 +78,13 @@ run_case() {
         send) sopts+=(--chunk-size "$chunk" --depth "$depth") ;;
         recv) ropts+=(--chunk-size "$chunk" --depth "$depth") ;;
         *) sopts+=(--chunk-size "$chunk" --depth "$depth"); ropts+=(--chunk-size "$chunk" --depth "$depth") ;;
+    esac
+    # lanes on both ends (a regular file with 2+ is written by the lanes, pwrite at offsets)
+    sopts+=(--lanes "$lanes"); ropts+=(--lanes "$lanes")
+    case $codec in
+        compress) sopts+=(--compress=1) ;;
+        encrypt) sopts+=(--encrypt); ropts+=(--encrypt) ;;
+        both) sopts+=(--compress=auto --encrypt); ropts+=(--encrypt) ;;
     esac
     rout=$C/rstdout
     case $kmode in
@@ -122,10 +130,12 @@ for ((round = 0; round < ROUNDS; round++)); do
             rnd 16; depth=$((1 + R))
             pick_size "$chunk"; size=$SIZE
             rnd 3; who=(send recv both); who=${who[R]}
+            rnd 4; lanes=$((1 + R))
+            rnd 4; codec=(none compress encrypt both); codec=${codec[R]}
             id=$((id + 1))
             [ -n "$ONLY" ] && [ "$ONLY" != "$id" ] && continue
-            t_begin "seed $SEED case $id: $smode -> $kmode, $size bytes, chunk $chunk depth $depth ($who)"
-            run_case "$id" "$smode" "$kmode" "$size" "$chunk" "$depth" "$who"
+            t_begin "seed $SEED case $id: $smode -> $kmode, $size bytes, chunk $chunk depth $depth ($who), lanes $lanes, codec $codec"
+            run_case "$id" "$smode" "$kmode" "$size" "$chunk" "$depth" "$who" "$lanes" "$codec"
             t_end
         done
     done

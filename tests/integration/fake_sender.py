@@ -18,6 +18,10 @@ waits for CONFIRM, whose tag (stream key, direction UP, seq 0) it checks.
             these three expect the receiver's ABORT, whose hop tag (hop key, HOP_UP) is checked
   vanish    closes the connection right after ACCEPT, before any stripe joins
   idle      opens 4 connections that say nothing before it joins its stripes, expects CONFIRM
+  bomb      asks for compression; frame 1 is a COMPRESSED DATA frame (raw length: one chunk)
+            whose zstd frame claims 1 TiB of content (a zstd bomb), correctly tagged
+  bombhdr   the same, but the header itself claims a raw length of 4 GiB - 1
+            these two (like the first three) expect the receiver's ABORT
 Prints one line per step; exits 1 ("FAIL ...") at the first thing that is not as documented.
 """
 import ctypes
@@ -183,9 +187,10 @@ def cpace_isk(sid, k, ya, ada, yb, adb):   # initiator-responder: transcript_ir
 
 
 # ---------------------------------------------------------------- frames
-def header(typ, length, seq, tag=ZERO_TAG):
-    # magic, version, type, flags 0, length, reserved 0, seq, tag, reserved 0
-    return b"RDP\xb1" + struct.pack("<BBHII", VERSION, typ, 0, length, 0) + struct.pack("<Q", seq) + tag + bytes(8)
+def header(typ, length, seq, tag=ZERO_TAG, flags=0, raw=0):
+    # magic, version, type, flags, length, reserved 0, seq, tag, raw length (compressed), 0
+    return (b"RDP\xb1" + struct.pack("<BBHII", VERSION, typ, flags, length, 0) + struct.pack("<Q", seq) + tag +
+            struct.pack("<II", raw, 0))
 
 
 def frame_tag(key, direction, hdr, payload):
@@ -193,11 +198,11 @@ def frame_tag(key, direction, hdr, payload):
     return aead_tag(key, nonce, hdr[:24] + hdr[40:48] + payload)
 
 
-def frame(typ, payload, seq=0, key=None, direction=0):
+def frame(typ, payload, seq=0, key=None, direction=0, flags=0, raw=0):
     """A frame on TCP: u32 length, header, payload; tagged when key is given, else tag zero."""
-    hdr = header(typ, len(payload), seq)
+    hdr = header(typ, len(payload), seq, ZERO_TAG, flags, raw)
     if key is not None:
-        hdr = header(typ, len(payload), seq, frame_tag(key, direction, hdr, payload))
+        hdr = header(typ, len(payload), seq, frame_tag(key, direction, hdr, payload), flags, raw)
     return struct.pack("<I", len(hdr) + len(payload)) + hdr + payload
 
 
@@ -257,14 +262,15 @@ if sys.argv[1:] == ["--check"]:
 self_test()
 port, key, streams, path = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
 mode = sys.argv[5] if len(sys.argv) > 5 else "ok"
-if mode not in ("ok", "swap", "corrupt", "wrongkey", "vanish", "idle"):
+if mode not in ("ok", "swap", "corrupt", "wrongkey", "vanish", "idle", "bomb", "bombhdr"):
     die("unknown MODE " + mode)
 data = open(path, "rb").read()
 prs = hkdf(key, b"rdpipe v2", b"rdpipe v2 cpace prs")
 
 c0 = connect(port)
 ns = os.urandom(32)
-hello = struct.pack("<HHIIII", VERSION, VERSION, 0, 65536, 4, streams) + ns
+want_caps = 1 if mode.startswith("bomb") else 0   # RD_FLAG_COMPRESSED
+hello = struct.pack("<HHIIII", VERSION, VERSION, want_caps, 65536, 4, streams) + ns
 c0.sendall(frame(HELLO, hello))
 typ, _, chal = recv_frame(c0)
 if typ != CHALLENGE or len(chal) != 80:
@@ -272,7 +278,7 @@ if typ != CHALLENGE or len(chal) != 80:
 caps, chunk, depth, granted = struct.unpack_from("<IIII", chal)
 nr, yr = chal[16:48], chal[48:80]
 print("CHALLENGE chunk %d depth %d streams %d" % (chunk, depth, granted), flush=True)
-if caps or chunk < 4096 or chunk > 65536 or depth < 1 or depth > 4:
+if caps != want_caps or chunk < 4096 or chunk > 65536 or depth < 1 or depth > 4:
     die("granted caps %#x chunk %d depth %d: not what was asked" % (caps, chunk, depth))
 if granted != streams:
     die("asked for %d streams, granted %d" % (streams, granted))
@@ -356,6 +362,12 @@ frames, state, seq = [], 0, 0
 for off in range(0, len(data), chunk):
     piece = data[off:off + chunk]
     f = frame(DATA, piece, seq, hop_key if mode == "wrongkey" and seq == 1 else stream_key, TAG_DOWN)
+    if mode.startswith("bomb") and seq == 1:
+        # a zstd frame: magic, descriptor (single segment, 8-byte content size), content size
+        # 1 TiB, one last raw block of the 5 bytes that follow
+        z = b"\x28\xb5\x2f\xfd" + bytes([0xe0]) + struct.pack("<Q", 1 << 40) + bytes([(5 << 3) | 1, 0, 0]) + b"bomb!"
+        raw = 0xffffffff if mode == "bombhdr" else chunk
+        f = frame(DATA, z, seq, stream_key, TAG_DOWN, flags=1, raw=raw)
     if mode == "corrupt" and seq == 2:
         f = f[:-1] + bytes([f[-1] ^ 0x40])   # last payload byte; the header keeps the old tag
     state = xxh3(f[4 + 24:4 + 40], state)

@@ -224,6 +224,19 @@ f - X
 Z
 EOF
 
+# a file sent with its whole-file hash (not RDC_F_NOHASH) is checked against it
+EXPECT="^rdcp: whole-file hash mismatch, not copied: $D/bad'"
+case_ "a hashed file whose whole-file hash does not match: not copied, no temp file" 23 <<EOF
+R 0 d 1 x
+f good hello
+x bad hello
+f after @70000
+Z
+EOF
+r=1; [ "$(cat "$S/dst/good")" = hello ] && [ ! -e "$S/dst/bad" ] && [ "$(stat -c %s "$S/dst/after")" = 70000 ] &&
+    [ -z "$(find "$S/dst" -name '.rdcp.*')" ] && r=0
+[ $r = 0 ] && ok "  ... the others are copied" || bad "  ... the others are copied" "$(ls -la "$S/dst" | tr '\n' ' ')"
+
 # --resume: the manifest of DST (what it already holds) must not list what a symlink in DST
 # points to
 rm -rf "$S/dst" "$W/port" && mkdir -p "$S/dst/sub" && echo own > "$S/dst/sub/own" && ln -s "$CAN/dir" "$S/dst/out" && ln -s "$CAN" "$S/dst/sub/up"

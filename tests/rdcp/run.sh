@@ -45,9 +45,10 @@ no_temps() { [ -z "$(find "$1" -name '.rdcp.*' 2>/dev/null | head -1)" ]; }
 
 # a small tmpfs that fills up; mounted before the hosts start so that their mount namespaces
 # (copies made by `ip netns exec`) have it too
-mkdir -p "$T/full"
+mkdir -p "$T/full" "$T/full2"
 mount -t tmpfs -o size=8m rdcp-test "$T/full" || skip "cannot mount a tmpfs"
-trap 'umount "$T/full" 2>/dev/null; cleanup' EXIT
+mount -t tmpfs -o size=4m rdcp-test2 "$T/full2" || { umount "$T/full"; skip "cannot mount a tmpfs"; }
+trap 'umount "$T/full" 2>/dev/null; umount "$T/full2" 2>/dev/null; cleanup' EXIT
 rdp_setup_or_skip
 
 # ---------------------------------------------------------------------------------------
@@ -112,6 +113,18 @@ mkdir -p "$T/d3"
 rdcp_h0 -v -a h1:"$T/zoo" h2:"$T/d3" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d3/zoo" t > "$T/why" && grep -q "h1 -> h2 at ${ADDR[h2]}" "$T/err" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="--encrypt --compress: remote -> remote -a the zoo identical, both ends' roles told"
+# the agents start the roles through this rdcp, which logs their argv
+mkdir -p "$T/alt-enc" "$T/d-enc"
+cp "$BIN/rdpipe" "$T/alt-enc/"
+printf '#!/bin/sh\necho "$*" >> "%s"\nexec "%s" "$@"\n' "$T/alt-enc/argv.log" "$BIN/rdcp" > "$T/alt-enc/rdcp"
+chmod +x "$T/alt-enc/rdcp"
+rdcp_h0 --remote-path "$T/alt-enc/rdpipe" --encrypt --compress -a h1:"$T/zoo" h2:"$T/d-enc" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d-enc/zoo" t > "$T/why" &&
+    grep -q -- "--tree-send .*--encrypt --compress=auto" "$T/alt-enc/argv.log" &&
+    grep -q -- "--tree-recv .*--encrypt --compress=auto" "$T/alt-enc/argv.log" && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" "$T/alt-enc/argv.log" | head -5 | tr '\n' ' ')"
 
 name="cp -r semantics: into a missing dst makes dst; 'src/' puts the contents into dst"
 rdcp_h0 -r h1:"$T/zoo/sub" h2:"$T/d4" 2> "$T/err"; rc1=$?
@@ -277,13 +290,71 @@ r=1; [ $rc = 23 ] && [ "$(grep -c 'directory loop, not copied' "$T/err")" = 3 ] 
     [ "$(cd "$T/loop-copy" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./d ./d/e ./d/e/g ./f " ] && r=0
 check "$name" $r "rc=$rc $(head -4 "$T/err" | tr '\n' ' ') $(find "$T/loop-copy" 2>/dev/null | head -5 | tr '\n' ' ')"
 
-# a hostile source against the receiver (no hosts needed; see the script)
+# the receiver writes small files on worker threads (lib/copy/rdc_recv_pool.c; the agent's
+# RDCP_RECV_WORKERS sets how many, 0 = none, for local copies whose agents inherit it)
+# gen_small DIR N SEED: N files of 0 B - 64 KiB of random bytes, 150 to a directory
+gen_small() {
+    mkdir -p "$1"
+    (cd "$1" && perl -e 'srand($ARGV[1]); open(my $u, "<:raw", "/dev/urandom") or die;
+        for my $i (0 .. $ARGV[0] - 1) {
+            my $d = "d" . int($i / 150); mkdir $d if $i % 150 == 0;
+            my $sz = int(rand(65537)); my $b = "";
+            read($u, $b, $sz) == $sz or die if $sz;
+            open(my $o, ">:raw", "$d/f$i") or die; print $o $b; close $o or die;
+        }' "$2" "$3")
+}
+name="5000 small files, remote -> remote and local with 1, 2, 4 and no receiver workers: byte-identical"
+gen_small "$T/pool" 5000 5
+printf 'x' > "$T/pool/d0/one" && : > "$T/pool/d1/empty" && head -c $((1 << 20)) /dev/urandom > "$T/pool/d2/mib" &&
+    head -c $(((1 << 20) + 1)) /dev/urandom > "$T/pool/d3/mib1"   # the pool's limit, and one byte more
+rdcp_h0 -a h1:"$T/pool" h2:"$T/pool-r" 2> "$T/err"; rc=$?
+why=
+[ $rc = 0 ] && same_tree "$T/pool" "$T/pool-r" t > "$T/why" && no_temps "$T/pool-r" || why="remote: rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+for w in 1 2 4 0; do
+    [ -n "$why" ] && break
+    on_h0 env RDCP_RECV_WORKERS=$w timeout 120 rdcp --no-progress -a "$T/pool/" "$T/pool-$w" 2> "$T/err"; rc=$?
+    [ $rc = 0 ] && same_tree "$T/pool" "$T/pool-$w" t > "$T/why" && no_temps "$T/pool-$w" || why="$w workers: rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+done
+r=1; [ -z "$why" ] && r=0
+check "$name" $r "$why"
+rm -rf "$T"/pool-*
+
+name="hard links: 301 names of one inode across 30 dirs, 200 pairs, -a keeps the groups (remote -> remote)"
+mkdir -p "$T/hl/d0" && echo one > "$T/hl/d0/base"
+for d in $(seq 0 29); do
+    mkdir -p "$T/hl/d$d"
+    for i in $(seq 10); do ln "$T/hl/d0/base" "$T/hl/d$d/l$i"; done
+done
+for i in $(seq 200); do echo "pair $i" > "$T/hl/d$((i % 30))/p$i"; ln "$T/hl/d$((i % 30))/p$i" "$T/hl/d$(((i + 7) % 30))/q$i"; done
+rdcp_h0 -a h1:"$T/hl" h2:"$T/hl-copy" 2> "$T/err"; rc=$?
+groups() { (cd "$1" && find . -type f -printf '%i %p\n' | LC_ALL=C sort -k2 | awk '{ if (!($1 in g)) g[$1] = $2; print $2, g[$1] }'); }
+r=1; [ $rc = 0 ] && same_tree "$T/hl" "$T/hl-copy" > "$T/why" && [ "$(stat -c %h "$T/hl-copy/d0/base")" = "$(stat -c %h "$T/hl/d0/base")" ] &&
+    diff <(groups "$T/hl") <(groups "$T/hl-copy") > "$T/why" && r=0
+check "$name" $r "rc=$rc links $(stat -c %h "$T/hl-copy/d0/base" 2>&1) $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="small files fill the destination (4 MiB tmpfs, receiver workers): 'No space left' per file, no temp files, exit 23"
+gen_small "$T/fsmall" 300 9
+rdcp_h0 -r h1:"$T/fsmall/" h2:"$T/full2" 2> "$T/err"; rc=$?
+differ=$(cd "$T/full2" && find . -type f | while read -r f; do cmp -s "$f" "$T/fsmall/$f" || echo "$f"; done | head -3 | tr '\n' ' ')
+r=1; [ $rc = 23 ] && grep -q "h2: .*'.*full2/d[0-9]*/f[0-9]*': No space left on device" "$T/err" && no_temps "$T/full2" &&
+    [ -n "$(find "$T/full2" -type f | head -1)" ] && [ -z "$differ" ] && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(find "$T/full2" -name '.rdcp.*' | head -3 | tr '\n' ' ') differ: $differ"
+
+# a hostile source against the receiver (no hosts needed; see the script): its streams as
+# they are, then with every file flagged as rdcp's sender flags a whole file (RDC_F_NOHASH),
+# which the receiver writes on its worker pool
 while IFS= read -r line; do
     case $line in
         "ok   "*) ok "hostile: ${line#ok   }" ;;
         "FAIL "*) bad "hostile: ${line#FAIL }" "" ;;
     esac
 done < <(RDPIPE_BIN=$BIN "$ROOT/tests/rdcp/hostile.sh" 2>&1)
+while IFS= read -r line; do
+    case $line in
+        "ok   "*) ok "hostile (workers): ${line#ok   }" ;;
+        "FAIL "*) bad "hostile (workers): ${line#FAIL }" "" ;;
+    esac
+done < <(TREEGEN_NOHASH=1 RDPIPE_BIN=$BIN "$ROOT/tests/rdcp/hostile.sh" 2>&1)
 
 echo "$PASS passed, $FAILN failed"
 [ $FAILN = 0 ]

@@ -8,10 +8,14 @@
  *   f PATH DATA [MODE [MTIME]]     file with DATA ("-" empty, "@N" N bytes of a pattern),
  *                                  its data records and a correct end record
  *   s PATH SIZE [MODE [MTIME]]     file "complete at the destination" (--resume skip flag)
+ *   x PATH DATA [MODE [MTIME]]     file as f, hashed (never RDC_F_NOHASH), with a wrong hash
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   Z                              end of tree
  * A PATH of "-" is the empty path (the root itself).
+ * TREEGEN_NOHASH=1 in the environment: 'f' files are sent as rdcp's sender sends a whole file,
+ * flagged RDC_F_NOHASH (4) with a zero hash (the receiver writes them on its worker pool);
+ * otherwise they carry their XXH3-128 and no flag.
  * build: cc -O2 -o treegen treegen.c -lxxhash
  */
 #include <stdint.h>
@@ -56,6 +60,8 @@ static size_t unesc(char *w)
 
 int main(void)
 {
+    const char *nh = getenv("TREEGEN_NOHASH");
+    int nohash = nh && *nh && strcmp(nh, "0") != 0;
     char line[65536];
     while (fgets(line, sizeof line, stdin)) {
         char *w[8];
@@ -86,7 +92,7 @@ int main(void)
             u8('d');
             str(w[1], l[1]);
             meta(mode, mtime);
-        } else if ((c == 'f' || c == 's') && n >= 3) {
+        } else if ((c == 'f' || c == 's' || c == 'x') && n >= 3) {
             mode = n > 3 ? (uint32_t)strtoul(w[3], NULL, 8) : 0644;
             if (n > 4)
                 mtime = atoll(w[4]);
@@ -110,7 +116,7 @@ int main(void)
             meta(mode, mtime);
             u64(size);
             u64(0);
-            u8(c == 's' ? 1 : 0);
+            u8(c == 's' ? 1 : c == 'f' && nohash ? 4 : 0);
             str("", 0);
             if (c == 's')
                 continue;
@@ -123,6 +129,10 @@ int main(void)
             }
             XXH128_canonical_t h;
             XXH128_canonicalFromHash(&h, XXH3_128bits(data, size));
+            if (c == 'f' && nohash)
+                memset(h.digest, 0, 16);
+            if (c == 'x')
+                h.digest[0] ^= 1;
             u8('e');
             u8(0);
             out(h.digest, 16);

@@ -99,6 +99,18 @@ if [ $ra = 0 ] && [ $rb = 0 ] && [ "$(cut -d' ' -f1 "$T/p1")" = "$BIGSUM" ] &&
    [ "$(cut -d' ' -f1 "$T/p2")" = "$BIGSUM" ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$ra/$rb err=$(head -c 400 "$T/e1") $(head -c 400 "$T/e2")"; fi
 
+name="--encrypt --compress through two relays: each stream compressed and encrypted end to end, byte-identical"
+out=$(rdpipe_h0 -vv --encrypt --compress h1:"< $T/big.img" h2:'cat' h3:'cat' h1:'sha256sum' </dev/null 2>"$T/err"); rc=$?
+nenc=$(grep -c "encrypted with" "$T/err"); nzstd=$(grep -c "on the wire (ratio .*, zstd auto)" "$T/err")
+if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$nenc" -ge 2 ] && [ "$nzstd" -ge 1 ]; then
+    after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' 'encrypted with' lines: $nenc, 'zstd auto' lines: $nzstd err=$(head -c 800 "$T/err")"; fi
+
+name="--compress=abc is a usage error naming the value"
+rdpipe_h0 --compress=abc h1:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 1 ] && grep -q "^rdpipe: --compress must be auto or a zstd level from -7 to 19 (not 0), not 'abc'$" "$T/err"; then ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 300 "$T/err")"; fi
+
 name="the initiator as a middle hop (localhost:'cmd' and bare 'cmd')"
 out=$(echo abc | rdpipe_h0 h1:'tr a-z A-Z' localhost:'rev' h2:'tr A-Z a-z' 'tr c C' 2>"$T/err"); rc=$?
 if [ $rc = 0 ] && [ "$out" = Cba ]; then after "$name" && ok "$name"

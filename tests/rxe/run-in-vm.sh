@@ -7,9 +7,10 @@
 #   rdma-core, perftest, your compiled test...). Stdout/stderr stream back; the exit status is the command's
 #   (124 = command timed out in guest, 125 = VM/setup failure).
 # guest network: veth pair va(10.0.0.1, rxe_a) <-> vb(10.0.0.2, rxe_b), MTU 9000 (RoCE MTU 4096), RoCEv2
-#   GID index 1. Connecting to 10.0.0.1 with source 10.0.0.2 bound (rdma_resolve_addr src, rping -I,
+#   GID index 1; a second rail the same way, vc(10.0.1.1, rxe_c) <-> vd(10.0.1.2, rxe_d). Connecting to 10.0.0.1 with source 10.0.0.2 bound (rdma_resolve_addr src, rping -I,
 #   perftest --source_ip) goes over the veth via rxe_b; unbound it is same-device loopback on rxe_a.
-#   Exported: RXE_SERVER_IP RXE_CLIENT_IP RXE_SERVER_DEV RXE_CLIENT_DEV RXE_GID_INDEX.
+#   Exported: RXE_SERVER_IP RXE_CLIENT_IP RXE_SERVER_DEV RXE_CLIENT_DEV RXE_GID_INDEX, and the
+#   second rail's RXE_SERVER_IP2 RXE_CLIENT_IP2 RXE_SERVER_DEV2 RXE_CLIENT_DEV2.
 # env: RXE_TIMEOUT (s, default 600), RXE_MEM (MiB, 2048), RXE_CPUS (2), RXE_LAB (/tmp/rxe-lab), RXE_KEEP=1
 # host packages: qemu-system-x86 busybox-static kmod cpio (image build, cached in $RXE_LAB/cache)
 #   + whatever the command uses in the guest, e.g. rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
@@ -75,10 +76,20 @@ C=/run/rxe-ctl; . $C/env; export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/
   ip neigh add 10.0.0.2 lladdr "$(cat /sys/class/net/vb/address)" dev va nud permanent
   for i in all va vb; do echo 1 > /proc/sys/net/ipv4/conf/$i/accept_local; echo 0 > /proc/sys/net/ipv4/conf/$i/rp_filter; done
   rdma link add rxe_a type rxe netdev va; rdma link add rxe_b type rxe netdev vb
+  # a second rail, the same way: vc (10.0.1.1, rxe_c) <-> vd (10.0.1.2, rxe_d)
+  ip link add vc mtu 9000 type veth peer name vd mtu 9000
+  ip addr add 10.0.1.1/24 dev vc; ip addr add 10.0.1.2/24 dev vd; ip link set vc up; ip link set vd up
+  ip rule add pref 12 from 10.0.1.1 to 10.0.1.2 iif lo lookup 203; ip route add 10.0.1.2 dev vc src 10.0.1.1 table 203
+  ip rule add pref 13 from 10.0.1.2 to 10.0.1.1 iif lo lookup 204; ip route add 10.0.1.1 dev vd src 10.0.1.2 table 204
+  ip neigh add 10.0.1.1 lladdr "$(cat /sys/class/net/vc/address)" dev vd nud permanent
+  ip neigh add 10.0.1.2 lladdr "$(cat /sys/class/net/vd/address)" dev vc nud permanent
+  for i in vc vd; do echo 1 > /proc/sys/net/ipv4/conf/$i/accept_local; echo 0 > /proc/sys/net/ipv4/conf/$i/rp_filter; done
+  rdma link add rxe_c type rxe netdev vc; rdma link add rxe_d type rxe netdev vd
   rdma link ) > $C/setup.log 2>&1
 [ $? -eq 0 ] || { echo 125 > $C/rc; sync; echo o > /proc/sysrq-trigger; sleep 60; }
 ulimit -l unlimited; cd "$SHARE"
 export HOME=/root RXE_SERVER_IP=10.0.0.1 RXE_CLIENT_IP=10.0.0.2 RXE_SERVER_DEV=rxe_a RXE_CLIENT_DEV=rxe_b RXE_GID_INDEX=1
+export RXE_SERVER_IP2=10.0.1.1 RXE_CLIENT_IP2=10.0.1.2 RXE_SERVER_DEV2=rxe_c RXE_CLIENT_DEV2=rxe_d
 timeout -k 5 "$TIMEOUT" bash $C/cmd.sh > $C/out.log 2>&1 < /dev/null; echo $? > $C/rc
 sync; echo o > /proc/sysrq-trigger; sleep 60
 EOF

@@ -2,7 +2,9 @@
 # run.sh - the RDMA (Soft-RoCE) test suite, from the host: build, two host-side checks, then ONE
 # VM boot (tests/rxe/run-in-vm.sh) that runs the verbs smoke test and tests/rxe/tests.sh.
 # Exit 0 = all passed, 1 = failures, 77 = this host cannot run the VM (the reason is printed).
-# Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1
+# Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1,
+# RXE_ONLY=streams (only tests.sh's --streams and multi-rail cases, to iterate quickly),
+# RXE_ONLY=measure (1 stream against 2, small against huge pages; RXE_MEASURE_MB, _ROUNDS)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); TOP=$(cd "$HERE/../.." && pwd)
 npass=0; nfail=0
@@ -16,6 +18,7 @@ OUT=${RDPIPE_BUILD:-build}; [ "${SAN:-0}" = 1 ] && OUT=build-san
 case $OUT in
     build) mk=(SAN=0); BIN=$TOP/bin ;;
     build-san) mk=(SAN=1); BIN=$TOP/build-san/bin ;;
+    *-san) mk=(OUT="$OUT" BINDIR="$OUT/bin" SAN=1); BIN=$TOP/$OUT/bin ;;   # e.g. build-b-san
     *) mk=(OUT="$OUT" BINDIR="$OUT/bin"); BIN=$TOP/$OUT/bin ;;
 esac
 
@@ -55,7 +58,7 @@ fi
 VMLOG=$(mktemp /tmp/rxe-vm.XXXXXX)
 echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
 RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$TOP" \
-    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} bash $HERE/tests.sh" \
+    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} bash $HERE/tests.sh" \
     | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
 vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG")

@@ -3,7 +3,7 @@
 # Receiver on $RXE_SERVER_IP (rxe_a), sender bound to $RXE_CLIENT_IP (rxe_b): traffic crosses the
 # veth. Prints "PASS name" / "FAIL name: why" per case; exit status = number of failures.
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
-#      RXE_BIG_MB (200)
+#      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
 S=${RXE_SERVER_IP:-10.0.0.1}; C=${RXE_CLIENT_IP:-10.0.0.2}
@@ -35,7 +35,7 @@ echo "--- rdma cases: receiver $S, sender bound to $C"
 ibv_devices | grep -q rxe_a || { fail "setup" "no rxe devices in the VM"; exit 1; }
 
 # smoke test of the transport alone (no engine)
-if [ -n "${RDPIPE_SMOKE:-}" ]; then
+if [ -n "${RDPIPE_SMOKE:-}" ] && [ "${RXE_ONLY:-}" != streams ]; then
     if timeout 300 "$RDPIPE_SMOKE" "$S" "$C" > "$T/smoke.log" 2>&1; then pass "verbs_smoke (transport alone: $(grep -c '^ok' "$T/smoke.log") cases)"
     else fail "verbs_smoke" "$(grep -E 'FAIL|^  ' "$T/smoke.log" | tr '\n' '|')"; fi
 fi
@@ -65,6 +65,148 @@ xfer() {
     fi
 }
 
+# ---- --streams over RDMA: N QPs (N RDMA connections), frame k on connection k mod N, each
+# joined with its MAC; then two rails (rxe_b -> rxe_a and rxe_d -> rxe_c): -d, --bind and HOST
+# as comma lists, connection i on entry i mod the list's length. RO and SO: the receiver's and
+# the sender's options. Kept to tens of MB: the emulated CPU is slow.
+S2=${RXE_SERVER_IP2:-10.0.1.1}; C2=${RXE_CLIENT_IP2:-10.0.1.2}
+# xfer2 NAME SIZE MODE HOST: one transfer (file or pipe on both ends); 0 when both exited 0 and
+# the output's sha256 is the input's, else 1 with WHY set. XDT: the seconds it took.
+xfer2() {
+    local name=$1 size=$2 mode=$3 host=$4 rp src rrc t0
+    next_port; head -c "$size" "$T/big" > "$T/in"; rm -f "$T/out" "$T/rrc"
+    t0=$(now)
+    if [ "$mode" = file ]; then
+        { "$RECV" "${RO[@]}" $PORT key "$T/out" 2> "$T/rerr"; echo $? > "$T/rrc"; } & rp=$!
+        "$SEND" "${SO[@]}" $host $PORT key "$T/in" 2> "$T/serr"; src=$?
+    else
+        { "$RECV" "${RO[@]}" $PORT key 2> "$T/rerr"; echo $? > "$T/rrc"; } | cat > "$T/out" & rp=$!
+        cat "$T/in" | "$SEND" "${SO[@]}" $host $PORT key 2> "$T/serr"; src=${PIPESTATUS[1]}
+    fi
+    wait_exit $rp 60 > /dev/null; rrc=$(cat "$T/rrc" 2> /dev/null || echo "none (hung)")
+    XDT=$(since "$t0"); WHY=""
+    if [ $src != 0 ] || [ "$rrc" != 0 ]; then WHY="rdsend $src, rdrecv $rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"
+    elif [ "$(sha "$T/in")" != "$(sha "$T/out")" ]; then WHY="output differs from input ($(stat -c %s "$T/out") bytes)"; fi
+    [ -z "$WHY" ]
+}
+# named N: both ends' -v lines name N streams (and $2, $3 when given: what each end's says)
+named() {
+    grep -q "over .*, $1 streams" "$T/serr" && grep -q "over .*, $1 streams" "$T/rerr" || { WHY+="-v does not say $1 streams: $(grep -h ' over ' "$T/serr" "$T/rerr" | tr '\n' '|') "; return 1; }
+    [ -z "${2:-}" ] || grep -q "over $2, $1 streams" "$T/serr" || { WHY+="rdsend not over '$2': $(grep ' over ' "$T/serr") "; return 1; }
+    [ -z "${3:-}" ] || grep -q "over $3, $1 streams" "$T/rerr" || { WHY+="rdrecv not over '$3': $(grep ' over ' "$T/rerr") "; return 1; }
+}
+# kill_case NAME WHO HOST: a --streams transfer from /dev/zero (RO, SO), WHO (sender or
+# receiver) SIGKILLed mid-stream at 3 random points: the other end fails within 10 s, the
+# receiver with exit 4, the sender with any non-zero status
+kill_case() {
+    local name=$1 who=$2 host=$3 bad="" worst=0 i rp sp rc dt t0
+    for ((i = 1; i <= 3; i++)); do
+        next_port
+        "$RECV" -v "${RO[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+        "$SEND" -v "${SO[@]}" --chunk-size 256K $host $PORT key /dev/zero 2> "$T/serr" & sp=$!
+        wait_text "$T/rerr" 'receiving from' 20 || { bad+="#$i never started: $(cat "$T/rerr" "$T/serr" | tr '\n' '|') "; kill -9 $sp $rp; wait $sp $rp; continue; }
+        grep -q ", [0-9]* streams" "$T/rerr" || bad+="#$i: not striped: $(grep ' over ' "$T/rerr") "
+        sleep "$(awk -v r=$RANDOM 'BEGIN{printf "%.2f", 0.3 + (r % 120) / 100}')"
+        t0=$(now)
+        if [ "$who" = sender ]; then
+            kill -9 $sp; wait $sp 2> /dev/null; wait_exit $rp 10; rc=$?
+            [ $rc = 4 ] || bad+="#$i: rdrecv exit $rc: $(tr '\n' '|' < "$T/rerr") "
+        else
+            kill -9 $rp; wait $rp 2> /dev/null; wait_exit $sp 10; rc=$?
+            { [ $rc != 0 ] && [ $rc != 255 ]; } || bad+="#$i: rdsend exit $rc: $(tr '\n' '|' < "$T/serr") "
+        fi
+        dt=$(since "$t0")
+        awk -v a="$dt" -v b="$worst" 'BEGIN{exit !(a > b)}' && worst=$dt
+    done
+    if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 10)}'; then pass "$name: the other end exits $([ "$who" = sender ] && echo 4 || echo non-zero) (slowest ${worst}s)"
+    else fail "$name" "slowest ${worst}s $bad"; fi
+}
+# packets rxe_X: what the device has sent so far (Soft-RoCE's counters)
+packets() { cat /sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts 2> /dev/null || echo 0; }
+
+streams_cases() {
+    echo "--- --streams over RDMA"
+    RO=(-v "${RS[@]}"); SO=(-v "${SS[@]}" --streams 2)
+    if xfer2 x $((24 * 1048576 + 7)) file $S && named 2 "rdma rxe_b port 1" "rdma rxe_a port 1"; then
+        pass "--streams 2 on one device: 2 QPs, 24 MiB + 7 byte-identical, files (${XDT}s)"
+    else fail "--streams 2 on one device, files" "$WHY"; fi
+    RO=(-v "${RS[@]}" --chunk-size 64K); SO=(-v "${SS[@]}" --chunk-size 64K --streams 3)
+    if xfer2 x $((3 * 1048576 + 5)) pipe $S && named 3; then
+        pass "--streams 3 on one device: 3 QPs, 3 MiB + 5 in 64K chunks byte-identical, pipes (${XDT}s)"
+    else fail "--streams 3 on one device, pipes" "$WHY"; fi
+    RO=(-v "${RS[@]}" --streams 2); SO=(-v "${SS[@]}" --streams 4)
+    if xfer2 x $((1048576 + 1)) file $S && named 2; then pass "--streams 4 asked, rdrecv --streams 2 grants 2: data intact"
+    else fail "--streams 4 asked, 2 granted" "$WHY"; fi
+    RO=(-v "${RS[@]}" --chunk-size 64K); SO=(-v "${SS[@]}" --chunk-size 64K --streams 2)
+    if xfer2 x 0 file $S && xfer2 x 1 pipe $S && xfer2 x 65537 file $S; then pass "--streams 2: 0, 1 and 65537 bytes intact"
+    else fail "--streams 2, small sizes" "$WHY"; fi
+    RO=("${RS[@]}"); SO=("${SS[@]}" --streams 2)
+    kill_case "--streams 2 on one device, sender SIGKILLed mid-stream" sender $S
+    kill_case "--streams 2 on one device, receiver SIGKILLed mid-stream" receiver $S
+
+    # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
+    local r1 r2
+    RO=("${RS[@]}"); SO=(-v "${SS[@]}")
+    xfer2 x $((32 * 1048576)) file $S && r1=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
+    SO=(-v "${SS[@]}" --streams 2)
+    xfer2 x $((32 * 1048576)) file $S && r2=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
+    echo "  measured, 32 MiB file -> file over rxe_b -> rxe_a: 1 stream ${r1:-?} GB/s, 2 streams ${r2:-?} GB/s"
+
+    if ! ibv_devices | grep -q "${RXE_CLIENT_DEV2:-rxe_d}"; then
+        fail "two rails" "no second rxe pair in the VM"; return
+    fi
+    echo "--- two rails: rxe_b -> rxe_a and rxe_d -> rxe_c"
+    local b0 d0 b1 d1
+    RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 2)
+    b0=$(packets rxe_b); d0=$(packets rxe_d)
+    if xfer2 x $((24 * 1048576 + 3)) file $S,$S2 &&
+       named 2 "rdma rxe_b port 1 + rdma rxe_d port 1" "rdma rxe_a port 1 + rdma rxe_c port 1"; then
+        b1=$(packets rxe_b); d1=$(packets rxe_d)
+        if [ $((b1 - b0)) -ge 1000 ] && [ $((d1 - d0)) -ge 1000 ]; then
+            pass "two rails, --streams 2: 24 MiB + 3 byte-identical, $((b1 - b0)) packets sent by rxe_b, $((d1 - d0)) by rxe_d (${XDT}s)"
+        else fail "two rails, --streams 2" "packets sent: rxe_b $((b1 - b0)), rxe_d $((d1 - d0)) (want >= 1000 each)"; fi
+    else fail "two rails, --streams 2" "$WHY"; fi
+    SO=(-v --transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 4 --chunk-size 256K)
+    RO=(-v --transport rdma -d rxe_a,rxe_c --chunk-size 256K)
+    if xfer2 x $((10 * 1048576 + 11)) pipe $S,$S2 && named 4 "rdma rxe_b port 1 + rdma rxe_d port 1"; then
+        pass "two rails, --streams 4 (2 QPs a device): 10 MiB + 11 byte-identical, pipes (${XDT}s)"
+    else fail "two rails, --streams 4" "$WHY"; fi
+    RO=(--transport rdma -d rxe_a,rxe_c); SO=(--transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 2)
+    kill_case "two rails, sender SIGKILLed mid-stream" sender $S,$S2
+    kill_case "two rails, receiver SIGKILLed mid-stream" receiver $S,$S2
+}
+# RXE_ONLY=measure: rdsend FILE -> rdrecv /dev/null over rxe_b -> rxe_a, 1 stream against 2,
+# and the rings on small pages, transparent huge pages and hugetlbfs pages, in rounds (each
+# round runs every variant once, in turn), the sender's GB/s each
+measure_cases() {
+    local mb=${RXE_MEASURE_MB:-48} rounds=${RXE_MEASURE_ROUNDS:-3} r v gbs
+    head -c $((mb << 20)) "$T/big" > "$T/in"
+    echo "--- measuring: $mb MiB page-cached file -> /dev/null, $rounds rounds; THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+    declare -A all
+    for ((r = 1; r <= rounds; r++)); do
+        for v in "1 stream, small pages" "1 stream, THP" "1 stream, hugetlbfs" "2 streams, hugetlbfs" "2 streams, small pages"; do
+            local huge=1 streams=1; case $v in *small*) huge=0 ;; esac; case $v in 2*) streams=2 ;; esac
+            case $v in *hugetlbfs) echo 128 > /proc/sys/vm/nr_hugepages ;; *) echo 0 > /proc/sys/vm/nr_hugepages ;; esac
+            next_port
+            RDPIPE_RDMA_HUGE=$huge "$RECV" -v -v "${RS[@]}" $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+            RDPIPE_RDMA_HUGE=$huge "$SEND" -v -v "${SS[@]}" --streams $streams $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+            wait_exit $rp 60 > /dev/null; rrc=$?
+            gbs=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
+            [ $src = 0 ] && [ $rrc = 0 ] || gbs="failed($src/$rrc: $(tail -1 "$T/serr"))"
+            all[$v]+="$gbs "
+            echo "  round $r, $v: $gbs GB/s ($(grep -o 'send ring .*' "$T/serr" | head -1); $(grep -o 'receive ring .*' "$T/rerr" | head -1))"
+        done
+    done
+    echo 0 > /proc/sys/vm/nr_hugepages
+    for v in "${!all[@]}"; do echo "  measured: $v: ${all[$v]}GB/s"; done
+}
+if [ "${RXE_ONLY:-}" = measure ]; then
+    measure_cases; rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail
+fi
+if [ "${RXE_ONLY:-}" = streams ]; then   # run.sh RXE_ONLY=streams: these cases alone
+    streams_cases; rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail
+fi
+
 K=65536
 for sz in 0 1 4095 $((K - 1)) $K $((K + 1)) $((3 * K + 17)); do
     xfer "size $sz, 64K chunks, files" $sz file --chunk-size 64K
@@ -73,8 +215,7 @@ xfer "size $((K + 1)), 64K chunks, pipes" $((K + 1)) pipe --chunk-size 64K
 xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
 xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
 xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
-# --streams is TCP's: over RDMA the receiver grants one connection and nothing else changes
-xfer "--streams 4 asked over RDMA: one connection, data intact" $((3 * 1048576 + 5)) file --streams 4
+streams_cases
 
 # Differential subset over RDMA (tests/integration/differential.sh does the full matrix on
 # TCP): each sender mode (a pipe written in random pieces with pauses, FILE, --direct FILE)

@@ -419,7 +419,11 @@ static void t_corrupt_header_tag(void) { corrupt_case(RD_HDR_TAG, 0x01, "chunk 1
 static void t_corrupt_header_tag_last_byte(void) { corrupt_case(RD_HDR_TAG + RD_TAG_LEN - 1, 0x80, "authentication tag"); }
 static void t_corrupt_header_reserved(void) { corrupt_case(RD_FRAME_HDR - 1, 0x01, "flags"); }
 static void t_corrupt_seq(void) { corrupt_case(16, 0x04, "out of order"); }
-static void t_corrupt_flags(void) { corrupt_case(6, 0x01, "flags"); }
+static void t_corrupt_flags(void) { corrupt_case(6, 0x08, "flags"); }   /* a bit no codec uses */
+/* COMPRESSED set on the way: no raw length in the header, refused before anyone decompresses */
+static void t_corrupt_flags_compressed(void) { corrupt_case(6, 0x01, "frame length out of range"); }
+/* ENCRYPTED set on the way: the tag covers the flags, so it fails like any other header bit */
+static void t_corrupt_flags_encrypted(void) { corrupt_case(6, 0x02, "authentication tag"); }
 static void t_corrupt_magic(void) { corrupt_case(1, 0x20, "magic"); }
 static void t_corrupt_length(void) { corrupt_case(9, 0x10, "protocol error"); }
 
@@ -1118,6 +1122,8 @@ int main(void)
     RUN(t_corrupt_header_reserved);
     RUN(t_corrupt_seq);
     RUN(t_corrupt_flags);
+    RUN(t_corrupt_flags_compressed);
+    RUN(t_corrupt_flags_encrypted);
     RUN(t_corrupt_magic);
     RUN(t_corrupt_length);
     RUN(t_dropped_frame);

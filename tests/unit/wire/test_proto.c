@@ -563,17 +563,56 @@ static void t_unknown_flags(void)
 {
     struct rd_frame f;
     for (int bit = 0; bit < 16; bit++) {
+        uint16_t flag = (uint16_t)(1u << bit);
+        if (flag & RD_FLAGS_KNOWN)
+            continue;
         data_frame(10, 0);
-        size_t n = rd_frame_seal(buf, RD_DATA, (uint16_t)(1u << bit), 10, 0);
+        size_t n = rd_frame_seal(buf, RD_DATA, flag, 10, 0);
         CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
     }
-    /* the reserved-for-later flags are not understood by this build either */
-    size_t n = rd_frame_seal(buf, RD_DATA, RD_FLAG_COMPRESSED, 10, 0);
+    size_t n = rd_frame_seal(buf, RD_DATA, 0xffff, 10, 0);
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
+    /* the codec flags: only on DATA, a cipher only with ENCRYPTED */
     n = rd_frame_seal(buf, RD_DATA, RD_FLAG_ENCRYPTED, 10, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    n = rd_frame_seal(buf, RD_DATA, RD_FLAG_AES_GCM, 10, 0);
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
-    n = rd_frame_seal(buf, RD_DATA, 0xffff, 10, 0);
+    n = rd_frame_seal(buf, RD_END, RD_FLAG_ENCRYPTED, 10, 0);
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
+    n = rd_frame_seal(buf, RD_CONFIRM, RD_FLAG_COMPRESSED, 10, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
+}
+
+/* A compressed DATA frame names its raw length in bytes 40..43, bounded like a payload before
+ * anything is allocated for it; without the flag those bytes stay zero. */
+static void t_compressed_raw_length(void)
+{
+    struct rd_frame f;
+    size_t n = rd_frame_seal(buf, RD_DATA, 0, 10, 0);
+    rd_frame_set_compressed(buf, 10, 4096);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_U(f.raw_length, 4096);
+    CHECK_EQ_U(f.length, 10);
+    CHECK(f.flags & RD_FLAG_COMPRESSED);
+    rd_frame_set_compressed(buf, 10, MAXP + 1);   /* a bomb: claims more than a chunk */
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_LENGTH);
+    rd_frame_set_compressed(buf, 10, 0xffffffffu);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_LENGTH);
+    rd_frame_set_compressed(buf, 10, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_LENGTH);
+    n = rd_frame_seal(buf, RD_DATA, RD_FLAG_COMPRESSED, 0, 0);   /* nothing that decompresses */
+    rd_frame_set_compressed(buf, 0, 100);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_LENGTH);
+    n = rd_frame_seal(buf, RD_DATA, 0, 10, 0);
+    buf[RD_HDR_RAW] = 1;   /* a raw length without the flag */
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
+    n = rd_frame_seal(buf, RD_DATA, 0, 10, 0);
+    rd_frame_set_compressed(buf, 10, 100);
+    buf[RD_HDR_RAW + 5] = 1;   /* the last reserved bytes */
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_FLAGS);
+    n = rd_frame_seal(buf, RD_DATA, 0, 10, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_U(f.raw_length, 10);
 }
 
 static void t_oversized_length(void)
@@ -1144,6 +1183,7 @@ int main(void)
     RUN(t_stream_tagged_ctrl);
     RUN(t_unknown_type);
     RUN(t_unknown_flags);
+    RUN(t_compressed_raw_length);
     RUN(t_oversized_length);
     RUN(t_bad_tag_payload_bit);
     RUN(t_bad_tag_header_bit);

@@ -1,0 +1,200 @@
+/* rdc_recv_pool.c - the tree receiver's workers: small files whose records all arrived are
+ * created, written, renamed into place and closed by a few threads, in any order, while the
+ * stream thread parses on (see struct rdc_job in rdc_recv_int.h). Only the stream thread
+ * submits and reaps; a worker touches nothing but its job (and the job's directory fd), so
+ * the receiver's state, its lines and its counts stay the stream thread's.
+ *
+ * A file's creation costs a dozen syscalls, each a trip into the filesystem's journal: on the
+ * stream thread they serialise with the parsing and with the engine behind it, on workers
+ * they overlap with both and with each other.
+ */
+#include "copy/rdc_recv_int.h"
+
+#include "util/rd_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RDC_POOL_DEFAULT_WORKERS 2   /* 1-3 measured; more contend for the directory's lock */
+
+void rdc_dir_put(struct rdc_dir *d)
+{
+    if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+        close(d->fd);
+        free(d);
+    }
+}
+
+uint64_t rdc_pool_key(const char *final)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)final; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+void rdc_job_free(struct rdc_job *j)
+{
+    if (!j)
+        return;
+    rdc_dir_put(j->dir);
+    free(j->final);
+    free(j->name);
+    free(j->data);
+    free(j);
+}
+
+static void *worker_main(void *arg)
+{
+    struct rdc_rcv *r = arg;
+    struct rdc_pool *p = &r->pool;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->queue && !p->stop)
+            pthread_cond_wait(&p->work, &p->lock);
+        struct rdc_job *j = p->queue;
+        if (!j)
+            break;   /* stopping, and nothing is left */
+        p->queue = j->next;
+        if (!p->queue)
+            p->qtail = &p->queue;
+        pthread_mutex_unlock(&p->lock);
+        rdc_rcv_write_job(r, j);
+        free(j->data);   /* the bytes are in the file (or will never be): give them back now */
+        j->data = NULL;
+        pthread_mutex_lock(&p->lock);
+        j->next = p->done;
+        p->done = j;
+        pthread_cond_signal(&p->done_cv);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+void rdc_pool_init(struct rdc_rcv *r)
+{
+    struct rdc_pool *p = &r->pool;
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    p->qtail = &p->queue;
+    /* RDCP_RECV_WORKERS: how many (0: none, the stream thread writes every file itself) */
+    const char *e = getenv("RDCP_RECV_WORKERS");
+    int n = e && *e ? atoi(e) : RDC_POOL_DEFAULT_WORKERS;
+    if (n < 0)
+        n = 0;
+    if (n > (int)(sizeof p->th / sizeof p->th[0]))
+        n = (int)(sizeof p->th / sizeof p->th[0]);
+    r->workers = n;
+}
+
+/* the workers start with the first job: a tree without small files never has them */
+static void start_workers(struct rdc_rcv *r)
+{
+    struct rdc_pool *p = &r->pool;
+    p->started = 1;
+    for (int i = 0; i < r->workers; i++) {
+        if (rd_thread_create(&p->th[p->nthreads], NULL, worker_main, r) == 0)
+            p->nthreads++;
+    }
+}
+
+/* take the finished jobs (lock held by the caller), say and count them outside the lock */
+static void reap_locked(struct rdc_rcv *r)
+{
+    struct rdc_pool *p = &r->pool;
+    struct rdc_job *d = p->done;
+    p->done = NULL;
+    pthread_mutex_unlock(&p->lock);
+    while (d) {
+        struct rdc_job *next = d->next;
+        for (size_t i = 0; i < p->npending; i++) {
+            if (p->pending[i] == d) {
+                p->pending[i] = p->pending[--p->npending];
+                break;
+            }
+        }
+        p->bytes -= d->size;
+        rdc_rcv_job_done(r, d);
+        rdc_job_free(d);
+        d = next;
+    }
+    pthread_mutex_lock(&p->lock);
+}
+
+void rdc_pool_reap(struct rdc_rcv *r, int all)
+{
+    struct rdc_pool *p = &r->pool;
+    if (!p->npending)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->done) {   /* reap_locked lets go of the lock: look again before waiting */
+            reap_locked(r);
+            continue;
+        }
+        if (!all || !p->npending)
+            break;
+        pthread_cond_wait(&p->done_cv, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void rdc_pool_submit(struct rdc_rcv *r, struct rdc_job *j)
+{
+    struct rdc_pool *p = &r->pool;
+    if (!p->started)
+        start_workers(r);
+    if (!p->nthreads) {   /* no thread could start: write it here */
+        rdc_rcv_write_job(r, j);
+        rdc_rcv_job_done(r, j);
+        rdc_job_free(j);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    while (p->npending == RDC_POOL_JOBS || (p->npending && p->bytes + j->size > RDC_POOL_BYTES)) {
+        if (p->done)
+            reap_locked(r);
+        else
+            pthread_cond_wait(&p->done_cv, &p->lock);
+    }
+    if (p->done)
+        reap_locked(r);
+    p->pending[p->npending++] = j;
+    p->bytes += j->size;
+    j->next = NULL;
+    *p->qtail = j;
+    p->qtail = &j->next;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int rdc_pool_pending(struct rdc_rcv *r, const char *final)
+{
+    struct rdc_pool *p = &r->pool;
+    if (!p->npending)
+        return 0;
+    uint64_t k = rdc_pool_key(final);
+    for (size_t i = 0; i < p->npending; i++)
+        if (p->pending[i]->key == k && strcmp(p->pending[i]->final, final) == 0)
+            return 1;
+    return 0;
+}
+
+void rdc_pool_stop(struct rdc_rcv *r)
+{
+    struct rdc_pool *p = &r->pool;
+    rdc_pool_reap(r, 1);
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->th[i], NULL);
+    p->nthreads = 0;
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->done_cv);
+    pthread_mutex_destroy(&p->lock);
+}

@@ -1,0 +1,165 @@
+#!/bin/bash
+# encrypt.sh - rdsend/rdrecv --encrypt: every DATA payload encrypted in place on the lanes
+# (wire/rd_seal.h). Both ciphers round trip byte-identical at sizes around the chunk, from a
+# file and from a pipe, into a file and into a pipe; what crosses the wire is ciphertext (a
+# recording proxy looks for the plaintext); a flipped ciphertext bit, a wrong key and a
+# plaintext sender to an --encrypt receiver all fail with the documented exit codes.
+. "$(dirname "$0")/../lib.sh"
+
+PY=/usr/bin/python3
+KEY=encrypt-test-key-0123456789
+CHUNK=65536
+
+# roundtrip NAME SIZE CIPHER FROM(file|pipe) TO(file|pipe) [LANES]
+roundtrip() {
+    local size=$2 cipher=$3 from=$4 to=$5 lanes=${6:-2} port out=$C/out
+    head -c "$size" "$RD_T/src" > "$C/in"
+    port=$(free_port)
+    if [ "$to" = file ]; then
+        start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt --lanes "$lanes" "$port" "$KEY" "$out"
+    else
+        start RP /dev/null "$out" "$C/rerr" sh -c "\"\$0\" --encrypt --lanes $lanes $port $KEY | cat" "$RDRECV"
+    fi
+    wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
+    if [ "$from" = file ]; then
+        RDPIPE_CIPHER=$cipher timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt -v --lanes "$lanes" \
+            --chunk-size $CHUNK 127.0.0.1 "$port" "$KEY" "$C/in" 2> "$C/serr"
+    else
+        cat "$C/in" | RDPIPE_CIPHER=$cipher timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt -v \
+            --lanes "$lanes" --chunk-size $CHUNK 127.0.0.1 "$port" "$KEY" 2> "$C/serr"
+    fi
+    expect_rc $? 0 "rdsend --encrypt ($cipher, $size bytes, $from)" "$(cat "$C/serr")"
+    wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt ($to)" "$(cat "$C/rerr")"
+    cmp -s "$C/in" "$out" || t_fail "$cipher, $size bytes, $from -> $to: output differs ($(stat -c %s "$out") bytes)"
+    grep -q "encrypted with $cipher" "$C/serr" || t_fail "rdsend -v does not name the cipher $cipher: $(cat "$C/serr")"
+}
+
+gen "$RD_T/src" $((CHUNK * 9 + 777))
+seed=${RDPIPE_SEED:-$RANDOM}
+t_note "seed $seed"
+RANDOM=$seed
+
+for cipher in aes-256-gcm chacha20-poly1305; do
+    t_begin "--encrypt $cipher: sizes around the chunk from a file and a pipe, into a file and a pipe, byte-identical"
+    for size in 0 1 $((CHUNK - 1)) $CHUNK $((CHUNK + 1)) $((CHUNK * 3)) $((RANDOM * 17 % (CHUNK * 9))); do
+        roundtrip x "$size" "$cipher" file file
+        roundtrip x "$size" "$cipher" pipe pipe 1
+    done
+    roundtrip x $((CHUNK * 9 + 777)) "$cipher" file pipe 3
+    roundtrip x $((CHUNK * 9 + 777)) "$cipher" pipe file 4
+    t_end
+done
+
+# through the recording proxy of mitm.sh: the DATA payloads it saw, against the input
+t_begin "on the wire: DATA payloads are ciphertext with --encrypt, and plaintext without"
+if ! $PY -c 'import xxhash' 2>/dev/null; then
+    t_skip "ciphertext on the wire" "needs /usr/bin/python3 with xxhash (apt-get install python3-xxhash)"
+else
+    for mode in --encrypt plain; do
+        opt=(); [ "$mode" = --encrypt ] && opt=(--encrypt)
+        head -c $((CHUNK * 4)) "$RD_T/src" > "$C/in"
+        rport=$(free_port)
+        start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" --transport tcp "$rport" "$KEY"
+        wait_listen "$rport" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+        pport=$(free_port)
+        start MP /dev/null /dev/null "$C/merr" $PY "$RD_ROOT/tests/integration/mitm.py" record "$pport" "$rport" "$C/rec"
+        wait_listen "$pport" || t_fail "the proxy did not listen: $(cat "$C/merr")"
+        timeout -k 2 "$(lim 30)" "$RDSEND" "${opt[@]}" --transport tcp --chunk-size $CHUNK 127.0.0.1 "$pport" \
+            "$KEY" "$C/in" 2> "$C/serr"
+        expect_rc $? 0 "rdsend $mode through the proxy" "$(cat "$C/serr")"
+        wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv behind the proxy" "$(cat "$C/rerr")"
+        wait_pid "$MP" 5 || kill_reap "$MP"
+        cmp -s "$C/in" "$C/out" || t_fail "$mode through the proxy: output differs"
+        seen=$($PY - "$C/rec" "$C/in" <<'EOF'
+import pickle, sys
+frames = pickle.load(open(sys.argv[1], "rb"))
+data = open(sys.argv[2], "rb").read()
+plain = sum(1 for f in frames if f[48:] and f[48:] in data)
+flags = {int.from_bytes(f[6:8], "little") for f in frames}
+print(len(frames), plain, sorted(flags))
+EOF
+)
+        read -r nframes nplain flags <<< "$seen"
+        [ "${nframes:-0}" -ge 4 ] || t_fail "$mode: the proxy recorded ${nframes:-no} DATA frames"
+        if [ "$mode" = --encrypt ]; then
+            [ "$nplain" = 0 ] || t_fail "--encrypt: $nplain of $nframes DATA payloads on the wire are plaintext"
+            case $flags in "[2]"|"[6]") ;; *) t_fail "--encrypt: DATA flags on the wire are $flags, not ENCRYPTED" ;; esac
+        else
+            [ "$nplain" = "$nframes" ] || t_fail "control: only $nplain of $nframes plaintext payloads found (the check cannot see plaintext)"
+        fi
+    done
+fi
+t_end
+
+t_begin "a flipped ciphertext bit: exit 4 on both sides, the chunk named, nothing confirmed"
+if ! $PY -c 'import xxhash' 2>/dev/null; then
+    t_skip "flipped ciphertext" "needs python3-xxhash"
+else
+    head -c $((CHUNK * 6)) "$RD_T/src" > "$C/in"
+    rport=$(free_port)
+    start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt --transport tcp "$rport" "$KEY" "$C/out"
+    wait_listen "$rport" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+    pport=$(free_port)
+    start MP /dev/null /dev/null "$C/merr" $PY "$RD_ROOT/tests/integration/mitm.py" flip "$pport" "$rport"
+    wait_listen "$pport" || t_fail "the proxy did not listen: $(cat "$C/merr")"
+    timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt --transport tcp --chunk-size $CHUNK 127.0.0.1 "$pport" \
+        "$KEY" "$C/in" 2> "$C/serr"
+    expect_rc $? 4 "rdsend --encrypt, ciphertext flipped" "$(cat "$C/serr")"
+    wait_pid "$RP" "$(lim 20)"; expect_rc $? 4 "rdrecv --encrypt, ciphertext flipped" "$(cat "$C/rerr")"
+    wait_pid "$MP" 5 || kill_reap "$MP"
+    grep -q "mitm: flip done" "$C/merr" || t_fail "the attacker never acted: $(cat "$C/merr")"
+    grep -q "chunk 1 (bytes 65536..131072) fails its authentication tag" "$C/rerr" ||
+        t_fail "rdrecv does not name the chunk: $(cat "$C/rerr")"
+    grep -q "fails its authentication tag" "$C/serr" || t_fail "rdsend does not say why: $(cat "$C/serr")"
+fi
+t_end
+
+t_begin "a wrong key with --encrypt: exit 3 on both sides"
+port=$(free_port)
+start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt --timeout 3 "$port" "$KEY" "$C/out"
+wait_listen "$port" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+timeout -k 2 "$(lim 20)" "$RDSEND" --encrypt 127.0.0.1 "$port" wrong-key-0123456789abc "$RD_T/src" 2> "$C/serr"
+expect_rc $? 3 "rdsend --encrypt with the wrong key" "$(cat "$C/serr")"
+grep -q "authentication failed" "$C/serr" || t_fail "rdsend: $(cat "$C/serr")"
+wait_pid "$RP" "$(lim 10)"; expect_rc $? 2 "rdrecv after only a wrong key (timed out)" "$(cat "$C/rerr")"
+grep -q "authentication failed" "$C/rerr" || t_fail "rdrecv does not name the failed sender: $(cat "$C/rerr")"
+t_end
+
+t_begin "plaintext to an --encrypt receiver: the sender exits 3 before any data, the receiver waits on for one that encrypts"
+head -c 300000 "$RD_T/src" > "$C/in"
+port=$(free_port)
+start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt "$port" "$KEY" "$C/out"
+wait_listen "$port" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" "$KEY" "$C/in" 2> "$C/serr"
+expect_rc $? 3 "rdsend without --encrypt to rdrecv --encrypt" "$(cat "$C/serr")"
+grep -q "receiver requires --encrypt, and this sender does not encrypt" "$C/serr" || t_fail "rdsend: $(cat "$C/serr")"
+[ -s "$C/out" ] && t_fail "rdrecv wrote $(stat -c %s "$C/out") bytes of a plaintext stream"
+timeout -k 2 "$(lim 20)" "$RDSEND" --encrypt 127.0.0.1 "$port" "$KEY" "$C/in" 2> "$C/serr2"
+expect_rc $? 0 "rdsend --encrypt after the refused one" "$(cat "$C/serr2")"
+wait_pid "$RP" "$(lim 10)"; expect_rc $? 0 "rdrecv --encrypt, served by the second sender" "$(cat "$C/rerr")"
+grep -q "does not encrypt, and this receiver requires --encrypt" "$C/rerr" || t_fail "rdrecv: $(cat "$C/rerr")"
+cmp -s "$C/in" "$C/out" || t_fail "the encrypted sender's data differs"
+t_end
+
+t_begin "--encrypt through two relays (rdrecv --relay-fd): the ciphertext passed on unchanged, byte-identical"
+head -c $((CHUNK * 5 + 3)) "$RD_T/src" > "$C/in"
+SK=$(printf '%064x' 7)   # rdpipe's end-to-end stream key, which the relays never see
+sport=$(free_port)
+RDPIPE_STREAM_KEY=$SK start SP /dev/null /dev/null "$C/sinkerr" "$RDRECV" --encrypt "$sport" hop-key-2-0123456789 "$C/out"
+wait_listen "$sport" || t_fail "sink did not listen: $(cat "$C/sinkerr")"
+r2port=$(free_port)
+echo "127.0.0.1 $sport hop-key-2-0123456789" > "$C/next2"
+start R2 "$C/next2" /dev/null "$C/r2err" "$RDRECV" --relay-fd 0 "$r2port" hop-key-1-0123456789
+wait_listen "$r2port" || t_fail "relay 2 did not listen: $(cat "$C/r2err")"
+r1port=$(free_port)
+echo "127.0.0.1 $r2port hop-key-1-0123456789" > "$C/next1"
+start R1 "$C/next1" /dev/null "$C/r1err" "$RDRECV" --relay-fd 0 "$r1port" hop-key-0-0123456789
+wait_listen "$r1port" || t_fail "relay 1 did not listen: $(cat "$C/r1err")"
+RDPIPE_STREAM_KEY=$SK timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt --chunk-size $CHUNK 127.0.0.1 \
+    "$r1port" hop-key-0-0123456789 "$C/in" 2> "$C/serr"
+expect_rc $? 0 "rdsend --encrypt to relay 1" "$(cat "$C/serr")"
+wait_pid "$R1" "$(lim 20)"; expect_rc $? 0 "relay 1" "$(cat "$C/r1err")"
+wait_pid "$R2" "$(lim 20)"; expect_rc $? 0 "relay 2" "$(cat "$C/r2err")"
+wait_pid "$SP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt behind two relays" "$(cat "$C/sinkerr")"
+cmp -s "$C/in" "$C/out" || t_fail "through two relays: output differs"
+t_end
