@@ -362,29 +362,23 @@ static size_t next_piece(struct rd_sink *s, const char *p, size_t n, uint64_t of
  * rewrote bytes already "consumed" (shown with a splice(2) reader: wrong output). Safe only
  * with a buffer never reused (a fresh mapping per chunk, unmapped once spliced): 0.39 CPU s
  * per GB, twice write()'s. */
-int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
+/* Write p[0..n) at *off (advanced as it goes): pwrite where positional, else write() (a pipe).
+ * A file that refuses O_DIRECT after all gets the same bytes again, buffered, same offset; the
+ * direct descriptor stays open until rd_sink_finish, as other lanes may be using it. */
+static int write_span(struct rd_sink *s, const char *p, size_t n, uint64_t *off, int positional)
 {
-    if (s->write_fn)
-        return s->write_fn(s->ctx, buf, n);
-    const char *p = buf;
     while (n) {
         int direct;
-        size_t len = next_piece(s, p, n, s->offset, &direct);
-        ssize_t w;
-        if (direct)
-            w = pwrite(s->fd_direct, p, len, (off_t)s->offset);
-        else if (s->positioned)
-            w = pwrite(s->fd, p, len, (off_t)s->offset);
-        else
-            w = write(s->fd, p, len);
+        size_t len = next_piece(s, p, n, *off, &direct);
+        ssize_t w = direct       ? pwrite(s->fd_direct, p, len, (off_t)*off)
+                    : positional ? pwrite(s->fd, p, len, (off_t)*off)
+                                 : write(s->fd, p, len);
         if (w < 0 && errno == EINTR && stopped(s->stop))
             return rd_error_or(RD_EIO);   /* the transfer failed elsewhere and said why */
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && direct && errno == EINVAL) {
-            /* this file refuses O_DIRECT after all: the same bytes again, buffered, same offset */
-            close(s->fd_direct);
-            s->fd_direct = -1;
+            atomic_store(&s->direct_refused, 1);
             continue;
         }
         if (w < 0)
@@ -393,9 +387,19 @@ int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
             return rd_fail(RD_EIO, "cannot write %s: it took 0 of %zu bytes", s->name, len);
         p += w;
         n -= (size_t)w;
-        s->offset += (uint64_t)w;
+        *off += (uint64_t)w;
     }
     return RD_OK;
+}
+
+int rd_sink_write(struct rd_sink *s, const void *buf, size_t n)
+{
+    if (s->write_fn)
+        return s->write_fn(s->ctx, buf, n);
+    uint64_t off = s->offset;
+    int rc = write_span(s, buf, n, &off, s->positioned);
+    s->offset = off;
+    return rc;
 }
 
 int rd_sink_parallel(struct rd_sink *s)
@@ -417,30 +421,7 @@ int rd_sink_parallel(struct rd_sink *s)
 
 int rd_sink_write_at(struct rd_sink *s, const void *buf, size_t n, uint64_t off)
 {
-    const char *p = buf;
-    while (n) {
-        int direct;
-        size_t len = next_piece(s, p, n, off, &direct);
-        ssize_t w = pwrite(direct ? s->fd_direct : s->fd, p, len, (off_t)off);
-        if (w < 0 && errno == EINTR && stopped(s->stop))
-            return rd_error_or(RD_EIO);   /* the transfer failed elsewhere and said why */
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && direct && errno == EINVAL) {
-            /* this file refuses O_DIRECT after all: the same bytes again, buffered, same
-             * offset; the descriptor stays open until rd_sink_finish, other lanes may use it */
-            atomic_store(&s->direct_refused, 1);
-            continue;
-        }
-        if (w < 0)
-            return rd_fail(RD_EIO, "cannot write %s: %s", s->name, strerror(errno));
-        if (w == 0)   /* no error and no progress: never loop on it, never skip it */
-            return rd_fail(RD_EIO, "cannot write %s: it took 0 of %zu bytes", s->name, len);
-        p += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return RD_OK;
+    return write_span(s, buf, n, &off, 1);
 }
 
 /* fsync-family failures that mean "nothing to sync here" rather than "not durable" */

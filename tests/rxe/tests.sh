@@ -213,6 +213,13 @@ for sz in 0 1 4095 $((K - 1)) $K $((K + 1)) $((3 * K + 17)); do
 done
 xfer "size $((K + 1)), 64K chunks, pipes" $((K + 1)) pipe --chunk-size 64K
 xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
+# the codecs over RDMA: ciphertext and zstd frames in the registered rings, in place
+head -c $((6 << 20)) /dev/zero >> "$T/big.z" && seq 1 400000 >> "$T/big.z"
+xfer "--encrypt --compress, 10 MiB + 3 random, files" $((10 * 1048576 + 3)) file --encrypt --compress
+xfer "--encrypt, 64K chunks + 1, pipes" $((65536 + 1)) pipe --chunk-size 64K --encrypt
+cp "$T/big" "$T/big.keep"; cp "$T/big.z" "$T/big"
+xfer "--compress=3 --encrypt, zeros and text, files" $((8 << 20)) file --compress=3 --encrypt
+cp "$T/big.keep" "$T/big"; rm -f "$T/big.keep" "$T/big.z"
 xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
 xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
 streams_cases
