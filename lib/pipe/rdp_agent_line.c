@@ -5,6 +5,7 @@
 #include "remote/rdr_line.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
+#include "wire/rd_compress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,14 +24,14 @@ static int parse_enum(const char *s, const char *const *names, int n)
 static int parse_codecs(char *word, struct rdp_agent_msg *m)
 {
     for (char *save = NULL, *t = strtok_r(word, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end;
+        int level;
         if (strcmp(t, "encrypt") == 0) {
             m->encrypt = 1;
-        } else if (strcmp(t, "compress=auto") == 0) {
-            snprintf(m->compress, sizeof m->compress, "auto");
-        } else if (strncmp(t, "compress=", 9) == 0 && strtol(t + 9, &end, 10) != 0 && !*end &&
-                   strlen(t + 9) < 4) {
-            snprintf(m->compress, sizeof m->compress, "%s", t + 9);
+        } else if (strncmp(t, "compress=", 9) == 0 && rd_compress_parse(t + 9, &level) == 0) {
+            if (level)
+                snprintf(m->compress, sizeof m->compress, "%d", level);
+            else
+                snprintf(m->compress, sizeof m->compress, "auto");
         } else {
             return -1;
         }

@@ -4,6 +4,7 @@
 #include "run/rd_cli.h"
 #include "run/rd_version.h"
 #include "remote/rdr_warn.h"
+#include "wire/rd_compress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +40,10 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
     case RDR_OPT_REMOTE_PATH: o->reach.remote_path = arg; return RDR_OPT_TAKEN;
     case RDR_OPT_ENCRYPT: o->encrypt = 1; return RDR_OPT_TAKEN;
     case RDR_OPT_COMPRESS: {
-        char *end = NULL;
-        long lv = arg ? strtol(arg, &end, 10) : 0;
-        if (arg && strcmp(arg, "auto") && (end == arg || *end || lv < -7 || lv > 19 || lv == 0)) {
-            rdr_warnx(tool, "--compress must be auto or a zstd level from -7 to 19 (not 0), not '%s'", arg);
+        int level;
+        if (rd_compress_parse(arg, &level)) {
+            rdr_warnx(tool, "--compress must be auto or a zstd level from %d to %d (not 0), not '%s'",
+                      RD_COMPRESS_MIN_LEVEL, RD_COMPRESS_MAX_LEVEL, arg);
             return 1;
         }
         snprintf(o->compress, sizeof o->compress, "%s", arg ? arg : "auto");

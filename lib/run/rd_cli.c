@@ -348,17 +348,12 @@ void rd_cli_free(struct rd_opts *o)
 
 int rd_parse_compress(const char *arg, struct rd_opts *o)
 {
-    if (!arg || strcmp(arg, "auto") == 0) {
-        o->compress_mode = 1;
-        return RD_OK;
-    }
-    char *end;
-    long lv = strtol(arg, &end, 10);
-    if (end == arg || *end || lv < RD_COMPRESS_MIN_LEVEL || lv > RD_COMPRESS_MAX_LEVEL || lv == 0)
+    int level;
+    if (rd_compress_parse(arg, &level))
         return rd_fail(RD_EUSAGE, "--compress must be auto or a zstd level from %d to %d (not 0), not '%s'",
                        RD_COMPRESS_MIN_LEVEL, RD_COMPRESS_MAX_LEVEL, arg);
-    o->compress_mode = 2;
-    o->compress_level = (int)lv;
+    o->compress_mode = level ? 2 : 1;
+    o->compress_level = level;
     return RD_OK;
 }
 

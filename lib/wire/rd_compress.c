@@ -14,6 +14,19 @@ struct rd_decompressor {
     ZSTD_DCtx *dctx;
 };
 
+int rd_compress_parse(const char *arg, int *level)
+{
+    *level = 0;
+    if (!arg || strcmp(arg, "auto") == 0)
+        return 0;
+    char *end;
+    long lv = strtol(arg, &end, 10);
+    if (end == arg || *end || lv < RD_COMPRESS_MIN_LEVEL || lv > RD_COMPRESS_MAX_LEVEL || lv == 0)
+        return -1;
+    *level = (int)lv;
+    return 0;
+}
+
 struct rd_compressor *rd_compressor_new(uint32_t chunk_size)
 {
     struct rd_compressor *c = calloc(1, sizeof *c);

@@ -17,6 +17,11 @@
 #define RD_COMPRESS_MIN_LEVEL (-7)   /* zstd's fast levels */
 #define RD_COMPRESS_MAX_LEVEL 19
 
+/* --compress's value, wherever it is read (rdsend/rdrecv, rdpipe/rdcp, an agent's seg line):
+ * "auto" (or NULL) gives *level 0, else a zstd level from RD_COMPRESS_MIN_LEVEL to
+ * RD_COMPRESS_MAX_LEVEL, not 0. Returns 0, or -1 if arg is neither. */
+int rd_compress_parse(const char *arg, int *level);
+
 /* One thread's compression state (not thread-safe): a zstd context and room for one
  * compressed chunk of up to chunk_size bytes. */
 struct rd_compressor;
