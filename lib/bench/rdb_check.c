@@ -265,10 +265,13 @@ static void check_memlock(const struct copts *o)
     }
 }
 
+/* rdsend and rdrecv take their RDMA rings (2 MiB and more) from reserved huge pages when some
+ * are free, else ask for transparent ones (madvise): with neither, the rings are 4 KiB pages,
+ * 512 times as many for the HCA to translate and the kernel to pin. */
 static void check_hugepages(void)
 {
     char thp[128] = "?", l[256];
-    unsigned long long total = 0, size_kb = 0, mem_kb = 0;
+    unsigned long long free_pages = 0, size_kb = 0;
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (f) {
         if (fgets(thp, sizeof thp, f)) {
@@ -284,20 +287,20 @@ static void check_hugepages(void)
     }
     f = fopen("/proc/meminfo", "r");
     while (f && fgets(l, sizeof l, f)) {
-        sscanf(l, "HugePages_Total: %llu", &total);
+        sscanf(l, "HugePages_Free: %llu", &free_pages);
         sscanf(l, "Hugepagesize: %llu", &size_kb);
-        sscanf(l, "MemTotal: %llu", &mem_kb);
     }
     if (f)
         fclose(f);
-    unsigned long long reserved_kb = total * size_kb;
-    if (mem_kb && reserved_kb > mem_kb / 2)
-        line(0, "huge pages", "echo 0 > /proc/sys/vm/nr_hugepages (if nothing else needs them)",
-             "%llu MiB of %llu MiB are reserved as huge pages, which rdpipe's buffers (ordinary pages) "
-             "cannot use", reserved_kb / 1024, mem_kb / 1024);
+    unsigned long long free_mib = free_pages * size_kb / 1024;
+    int thp_on = strcmp(thp, "always") == 0 || strcmp(thp, "madvise") == 0;
+    if (thp_on || free_mib >= 2)
+        line(1, "huge pages", NULL, "RDMA rings get huge pages: transparent huge pages %s, %llu MiB reserved and free",
+             thp, free_mib);
     else
-        line(1, "huge pages", NULL, "transparent huge pages: %s; %llu reserved (none needed: rdpipe registers "
-             "ordinary pages)", thp, total);
+        line(0, "huge pages", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, or reserve some "
+             "(sysctl vm.nr_hugepages=N)", "transparent huge pages are %s and no reserved ones are free: RDMA "
+             "rings get 4 KiB pages, 512 times as many for the HCA to translate", thp);
 }
 
 /* ---- the agent over ssh ---- */

@@ -284,7 +284,7 @@ static int start_lanes(struct recv_ctx *c)
         free_taggers(c);
         return rd_fail(RD_EIO, "out of memory");
     }
-    c->lanes = rd_lanes_new(c->nlanes, window, check_job, c);
+    c->lanes = rd_lanes_new(c->nlanes, window, rd_transport_node(c->tp), check_job, c);
     if (!c->lanes) {
         free_taggers(c);
         return rd_error_or(RD_EIO);

@@ -245,7 +245,7 @@ static int start_lanes(struct send_ctx *c)
     unsigned window = c->p->depth + 2;
     c->njobs = window + 2;
     c->jobs = calloc(c->njobs, sizeof *c->jobs);
-    c->lanes = c->jobs ? rd_lanes_new(c->nlanes, window, tag_job, c) : NULL;
+    c->lanes = c->jobs ? rd_lanes_new(c->nlanes, window, rd_transport_node(c->tp), tag_job, c) : NULL;
     if (!c->lanes) {
         free(c->jobs);
         free_taggers(c);

@@ -1,6 +1,7 @@
 #include "engine/rd_lanes.h"
 
 #include "util/rd_error.h"
+#include "util/rd_numa.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ struct rd_lanes {
     rd_lane_fn fn;
     void *ctx;
     unsigned n;
+    int node;   /* NUMA node the lanes run on, or -1 */
     pthread_t th[RD_MAX_LANES];
     struct lane_arg {
         struct rd_lanes *l;
@@ -40,6 +42,8 @@ static void *lane_main(void *arg)
 {
     struct lane_arg *a = arg;
     struct rd_lanes *l = a->l;
+    if (l->node >= 0)
+        (void)rd_numa_run_on(l->node);   /* best effort: off the node is slower, not wrong */
     pthread_mutex_lock(&l->m);
     for (;;) {
         while (!l->shut && l->next == l->tail && !l->closed)
@@ -61,7 +65,7 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, rd_lane_fn fn, void *ctx)
+struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, int node, rd_lane_fn fn, void *ctx)
 {
     if (n < 1 || n > RD_MAX_LANES || window < 1) {
         rd_fail(RD_EUSAGE, "lanes must be from 1 to %u", RD_MAX_LANES);
@@ -76,6 +80,7 @@ struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, rd_lane_fn fn, void *
         return NULL;
     }
     l->window = window;
+    l->node = node;
     l->fn = fn;
     l->ctx = ctx;
     pthread_mutex_init(&l->m, NULL);

@@ -15,9 +15,10 @@ typedef int (*rd_lane_fn)(void *ctx, unsigned lane, void *job);
 
 struct rd_lanes;
 
-/* n lane threads (1..RD_MAX_LANES) and room for `window` jobs in flight. NULL: out of memory
- * or no thread could start (rd_fail recorded). */
-struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, rd_lane_fn fn, void *ctx);
+/* n lane threads (1..RD_MAX_LANES) and room for `window` jobs in flight, running on the CPUs
+ * of NUMA node `node` (the device's, where the transport knows it; -1: wherever the creator
+ * may run). NULL: out of memory or no thread could start (rd_fail recorded). */
+struct rd_lanes *rd_lanes_new(unsigned n, unsigned window, int node, rd_lane_fn fn, void *ctx);
 /* Queue job as the next in sequence; blocks while `window` jobs are in flight. 0, or -1 once
  * the lanes are closed or shut (the job was not taken). */
 int rd_lanes_submit(struct rd_lanes *l, void *job);

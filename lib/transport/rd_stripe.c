@@ -489,6 +489,18 @@ static void direct_close(struct rd_transport *tp)
     free(tp);
 }
 
+/* The node of every connection's device when they share one; -1 when they differ (rails on
+ * two sockets: no node is right for lanes that serve both). */
+static int direct_numa_node(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    int node = rd_transport_node(conn0(s));
+    for (unsigned i = 1; i < s->n && node >= 0; i++)
+        if (rd_transport_node(s->w[i].conn) != node)
+            node = -1;
+    return node;
+}
+
 static const struct rd_transport_ops direct_ops = {
     .name = "rdma",
     .setup_ring = direct_setup_ring,
@@ -499,6 +511,7 @@ static const struct rd_transport_ops direct_ops = {
     .drain = direct_drain,
     .shutdown = direct_shutdown,
     .close = direct_close,
+    .numa_node = direct_numa_node,
 };
 
 /* What -v names: each distinct connection's description once, then the count. */

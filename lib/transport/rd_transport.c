@@ -17,6 +17,11 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops)
     return tp;
 }
 
+int rd_transport_node(struct rd_transport *tp)
+{
+    return tp->ops->numa_node ? tp->ops->numa_node(tp) : -1;
+}
+
 void *rd_alloc_aligned(size_t size)
 {
     void *p = NULL;

@@ -107,6 +107,9 @@ struct rd_transport_ops {
      * recv: the count, 0 when nothing came, -1 when the peer is gone. */
     int (*watch_fd)(struct rd_transport *tp);
     int (*peek)(struct rd_transport *tp, uint8_t *head, size_t n);
+    /* Optional: the NUMA node of the device this connection moves its bytes through, -1 when
+     * unknown or not NUMA (NULL: unknown). The engine runs its lanes there. */
+    int (*numa_node)(struct rd_transport *tp);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */
     int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
@@ -134,6 +137,9 @@ extern const struct rd_transport_ops rd_verbs_ops;
 
 /* Allocate an unconnected transport of the given kind; NULL on out of memory. */
 struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
+
+/* tp's ops->numa_node, or -1 when the transport does not say. */
+int rd_transport_node(struct rd_transport *tp);
 
 /* Does this machine have any RDMA device at all? (cheap, no connection) */
 int rd_verbs_available(void);

@@ -74,6 +74,30 @@ else
 fi
 t_end
 
+# The kernel's settings seen through a private mount namespace: the real sysfs file stays.
+t_begin "huge pages: transparent ones off and none reserved: ✗ naming both fixes; madvise: ✓"
+if [ "$RD_IS_ROOT" != 1 ] || ! command -v unshare > /dev/null; then
+    t_note "needs root and unshare (a private mount namespace): skipped"
+elif ! [ -e /sys/kernel/mm/transparent_hugepage/enabled ]; then
+    t_note "this kernel has no transparent huge pages: skipped"
+elif [ "$(awk '/HugePages_Free/{print $2}' /proc/meminfo)" != 0 ]; then
+    t_note "this host has free reserved huge pages: the ✗ case cannot arise here"
+else
+    for v in "always madvise [never]" "always [madvise] never"; do
+        echo "$v" > "$C/thp"
+        unshare -m sh -c "mount --bind '$C/thp' /sys/kernel/mm/transparent_hugepage/enabled && exec timeout 20 '$RDCHECK'" > "$C/o" 2> "$C/e"
+        expect_empty "$C/e" "rdcheck stderr ($v)"
+        lines_ok "$C/o"
+        case $v in
+            *"[never]") grep -qxF "✗ huge pages: transparent huge pages are never and no reserved ones are free: RDMA rings get 4 KiB pages, 512 times as many for the HCA to translate; fix: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, or reserve some (sysctl vm.nr_hugepages=N)" "$C/o" ||
+                t_fail "never: $(grep 'huge' "$C/o")" ;;
+            *) grep -qxF "✓ huge pages: RDMA rings get huge pages: transparent huge pages madvise, 0 MiB reserved and free" "$C/o" ||
+                t_fail "madvise: $(grep 'huge' "$C/o")" ;;
+        esac
+    done
+fi
+t_end
+
 # The limit applies only without CAP_IPC_LOCK: as root the test drops it, as rdsend would run
 # under a service manager that does. 1M x 4 pins 6418288 bytes: 6268 KiB.
 t_begin "locked memory below what rdsend pins: ✗ names the limit and the value needed, exit 1"

@@ -76,7 +76,7 @@ static void t_order_kept(void)
     struct ctx c = { .fail_seq = UINT32_MAX };
     for (unsigned i = 0; i < N; i++)
         jobs[i] = (struct job){ .seq = i };
-    struct rd_lanes *l = rd_lanes_new(4, 6, work, &c);
+    struct rd_lanes *l = rd_lanes_new(4, 6, -1, work, &c);
     CHECK_OR(l != NULL, return);
     struct producer p = { .l = l, .jobs = jobs, .n = N };
     pthread_t t;
@@ -108,7 +108,7 @@ static void t_result_in_place(void)
     struct ctx c = { .fail_seq = 17 };
     for (unsigned i = 0; i < N; i++)
         jobs[i] = (struct job){ .seq = i };
-    struct rd_lanes *l = rd_lanes_new(3, 8, work, &c);
+    struct rd_lanes *l = rd_lanes_new(3, 8, -1, work, &c);
     CHECK_OR(l != NULL, return);
     struct producer p = { .l = l, .jobs = jobs, .n = N };
     pthread_t t;
@@ -135,7 +135,7 @@ static void t_shut_wakes_and_drop(void)
     atomic_store(&c.block, 1);   /* the lanes hold their jobs: the window fills */
     for (unsigned i = 0; i < N; i++)
         jobs[i] = (struct job){ .seq = i };
-    struct rd_lanes *l = rd_lanes_new(2, WINDOW, work, &c);
+    struct rd_lanes *l = rd_lanes_new(2, WINDOW, -1, work, &c);
     CHECK_OR(l != NULL, return);
     struct producer p = { .l = l, .jobs = jobs, .n = N };
     pthread_t t;
@@ -163,12 +163,12 @@ static void t_bad_counts(void)
 {
     struct ctx c = { .fail_seq = UINT32_MAX };
     rd_error_clear();
-    CHECK(rd_lanes_new(0, 4, work, &c) == NULL);
+    CHECK(rd_lanes_new(0, 4, -1, work, &c) == NULL);
     CHECK(rd_error_code() != 0);
     rd_error_clear();
-    CHECK(rd_lanes_new(RD_MAX_LANES + 1, 4, work, &c) == NULL);
+    CHECK(rd_lanes_new(RD_MAX_LANES + 1, 4, -1, work, &c) == NULL);
     rd_error_clear();
-    CHECK(rd_lanes_new(2, 0, work, &c) == NULL);
+    CHECK(rd_lanes_new(2, 0, -1, work, &c) == NULL);
     rd_error_clear();
 }
 
