@@ -12,6 +12,7 @@
  * substitutions), and says "done" only once there are none left.
  */
 #include "pipe/rdp_agent.h"
+#include "pipe/rdp_agent_int.h"
 
 #include "remote/rdr_line.h"
 #include "remote/rdr_proc.h"
@@ -31,145 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { C_RECV, C_CMD, C_SEND, C_COPY, NCHILD };
-static const char *const role_name[NCHILD] = { "recv", "cmd", "send", "copy" };
-
-struct child {
-    pid_t pid;           /* 0 = not started */
-    int exited, code, reported, killed;
-    int cap;             /* read end of its stderr (rdsend/rdrecv), -1 if none */
-    struct rdr_chan capch;
-    int have_stat;
-    unsigned long long bytes;
-    double seconds;
-    char transport[32];
-    char *error;
-};
-
-struct agent {
-    int cin, cout;
-    pid_t wpid;          /* the watchdog = process group of the children */
-    int death_w;         /* the watchdog's lifeline */
-    enum rdr_kind kind;
-    const struct rdr_role *role;   /* kind RDR_ROLE: the row of the role table */
-    enum rdr_in in;
-    enum rdr_out out;
-    char transport[16];
-    int verbose;
-    int encrypt;         /* the seg said "encrypt": every rdsend/rdrecv here gets --encrypt */
-    char compress[24];   /* the seg said "compress=L": every rdsend here gets --compress=L */
-    char *cmd, *path;
-    size_t cmd_len;
-    int manifest_fd;     /* a sending role: the manifest lines received so far (memfd), -1 if none */
-    char *in_key, *in_stream;   /* hop key in; the stream's end-to-end key when we are its sink */
-    char *next_host, *next_port, *out_key, *out_stream;
-    int file_fd;         /* read / write / append */
-    int recv_out;        /* read end of rdrecv's stdout pipe, -1 if it writes elsewhere */
-    int relay_w;         /* relay: where rdrecv --relay-fd learns the next hop at start, or -1 */
-    struct child ch[NCHILD];
-    int started, killing, no_children, file_failed;
-    char ssh_server[64], ssh_client[64];
-};
-
-static void say(struct agent *a, const char *fmt, const char *arg)
+void rdpa_say(struct agent *a, const char *fmt, const char *arg)
 {
     if (rdr_send(a->cout, fmt, arg) < 0)
         a->cout = -1;
 }
 
-static void send_line(struct agent *a, const char *line)
+void rdpa_send_line(struct agent *a, const char *line)
 {
     if (a->cout >= 0 && rdr_send(a->cout, "%s", line) < 0)
         a->cout = -1;
-}
-
-static pid_t start_watchdog(int *death_w)
-{
-    int death[2], rdy[2];
-    if (pipe2(death, O_CLOEXEC) || pipe2(rdy, O_CLOEXEC))
-        return -1;
-    pid_t x = fork();
-    if (x < 0)
-        return -1;
-    if (x == 0) {
-        pid_t w = fork();
-        if (w == 0) {
-            setpgid(0, 0);
-            signal(SIGTERM, SIG_IGN);
-            signal(SIGINT, SIG_IGN);
-            signal(SIGHUP, SIG_IGN);
-            signal(SIGPIPE, SIG_IGN);
-            signal(SIGCHLD, SIG_DFL);
-            int keep_d = death[0], keep_r = rdy[1];
-            /* hold nothing of the agent's: the SSH channel must close when the agent exits */
-            int nul = open("/dev/null", O_RDWR);
-            dup2(nul, 0);
-            dup2(nul, 1);
-            dup2(nul, 2);
-            for (int fd = 3; fd < 1024; fd++)
-                if (fd != keep_d && fd != keep_r)
-                    close(fd);
-            pid_t me = getpid();
-            if (write(keep_r, &me, sizeof me) != sizeof me)
-                _exit(1);
-            close(keep_r);
-            char c = 0;
-            ssize_t n;
-            do
-                n = read(keep_d, &c, 1);
-            while (n < 0 && errno == EINTR);
-            if (n == 1 && c == 'q')
-                _exit(0);   /* the agent finished normally */
-            kill(0, SIGTERM);
-            struct timespec ts = { 0, 300 * 1000000L };
-            nanosleep(&ts, NULL);
-            kill(0, SIGKILL);
-            _exit(0);
-        }
-        _exit(w > 0 ? 0 : 1);
-    }
-    int st;
-    while (waitpid(x, &st, 0) < 0 && errno == EINTR)
-        ;
-    close(death[0]);
-    close(rdy[1]);
-    pid_t wpid = -1;
-    ssize_t n;
-    do
-        n = read(rdy[0], &wpid, sizeof wpid);
-    while (n < 0 && errno == EINTR);
-    close(rdy[0]);
-    if (n != sizeof wpid) {
-        close(death[1]);
-        return -1;
-    }
-    *death_w = death[1];
-    return wpid;
-}
-
-static void kill_children(struct agent *a, int sig)
-{
-    if (a->wpid > 0)
-        kill(-a->wpid, sig);   /* the watchdog ignores SIGTERM */
-}
-
-/* Everything is going down: stop the children, let the watchdog finish the job. */
-static void teardown(struct agent *a, int code)
-{
-    a->killing = 1;
-    kill_children(a, SIGTERM);
-    struct timespec ts = { 0, 20 * 1000000L };
-    for (int i = 0; i < 50; i++) {   /* up to 1 s for them to go */
-        int st;
-        pid_t p;
-        while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-            ;
-        if (p < 0 && errno == ECHILD)
-            break;
-        nanosleep(&ts, NULL);
-    }
-    kill_children(a, SIGKILL);
-    _exit(code);   /* closing death_w makes the watchdog sweep whatever is left */
 }
 
 static char *expand_path(const char *p)
@@ -185,147 +57,6 @@ static char *expand_path(const char *p)
     return strdup(p);
 }
 
-/* ---- the JSON line rdsend/rdrecv --json print ---- */
-
-static const char *json_find(const char *j, const char *key)
-{
-    char pat[40];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(j, pat);
-    return p ? p + strlen(pat) : NULL;
-}
-
-static char *json_string_at(const char *p)
-{
-    if (!p || *p != '"')
-        return NULL;
-    p++;
-    char *out = malloc(strlen(p) + 1), *o = out;
-    if (!out)
-        return NULL;
-    while (*p && *p != '"') {
-        if (*p == '\\' && p[1]) {
-            p++;
-            if (*p == 'u' && p[1] && p[2] && p[3] && p[4]) {
-                *o++ = '?';
-                p += 5;
-                continue;
-            }
-            *o++ = *p == 'n' ? ' ' : *p;
-            p++;
-        } else {
-            *o++ = *p++;
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
-static void take_json(struct child *c, const char *line)
-{
-    const char *p;
-    if ((p = json_find(line, "bytes")))
-        c->bytes = strtoull(p, NULL, 10);
-    if ((p = json_find(line, "seconds")))
-        c->seconds = strtod(p, NULL);
-    char *t = json_string_at(json_find(line, "transport"));
-    snprintf(c->transport, sizeof c->transport, "%s", t && *t ? t : "-");
-    free(t);
-    /* control lines are space separated: "rdma rxe_a port 1" travels as "rdma-rxe_a-port-1" */
-    for (char *q = c->transport; *q; q++)
-        if (*q == ' ')
-            *q = '-';
-    char *e = json_string_at(json_find(line, "error"));
-    if (e && *e) {
-        free(c->error);
-        c->error = e;
-    } else {
-        free(e);
-    }
-    c->have_stat = 1;
-}
-
-static void read_capture(struct agent *a, struct child *c)
-{
-    if (c->cap < 0)
-        return;
-    for (;;) {
-        ssize_t n = rdr_chan_fill(&c->capch);
-        char *line;
-        while (rdr_chan_line(&c->capch, &line)) {
-            if (line[0] == '{') {
-                take_json(c, line);
-            } else if (line[0]) {
-                char *h = rdr_hex_str(line);
-                say(a, "log %s", h);
-                free(h);
-                /* "rdrecv: message": keep the first one as the reason; a role's reports are none */
-                if (!c->error && line[0] != RDR_ROLE_REPORT) {
-                    const char *m = strstr(line, ": ");
-                    c->error = strdup(m ? m + 2 : line);
-                }
-            }
-            free(line);
-        }
-        if (n <= 0)
-            break;
-    }
-    if (c->capch.eof) {
-        close(c->cap);
-        c->cap = -1;
-        rdr_chan_free(&c->capch);
-    }
-}
-
-static void report(struct agent *a)
-{
-    for (int i = 0; i < NCHILD; i++) {
-        struct child *c = &a->ch[i];
-        if (!c->pid || !c->exited || c->reported || c->cap >= 0)
-            continue;
-        c->reported = 1;
-        char line[256];
-        if (c->have_stat) {
-            snprintf(line, sizeof line, "stat %s %llu %.6f %s", role_name[i], c->bytes, c->seconds,
-                     c->transport[0] ? c->transport : "-");
-            send_line(a, line);
-        }
-        char *h = rdr_hex_str(c->code ? c->error : NULL);
-        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDR_PASS &&
-                 a->out == RDR_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
-        if (a->cout >= 0 && rdr_send(a->cout, "%s%s", line, h) < 0)
-            a->cout = -1;
-        free(h);
-        if (c->code && !c->killed && !a->killing) {
-            /* one failure ends the segment: above all no clean END may go downstream */
-            a->killing = 1;
-            kill_children(a, SIGTERM);
-        }
-    }
-}
-
-static void reap(struct agent *a)
-{
-    int st;
-    pid_t p;
-    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-        for (int i = 0; i < NCHILD; i++) {
-            struct child *c = &a->ch[i];
-            if (c->pid == p && !c->exited) {
-                c->exited = 1;
-                c->code = rdr_status_code(st);
-                c->killed = a->killing && c->code != 0;
-                if (c->cap >= 0)
-                    read_capture(a, c);
-            }
-        }
-    }
-    if (p < 0 && errno == ECHILD)
-        a->no_children = 1;
-    else if (p == 0)
-        a->no_children = 0;
-}
-
 /* A pipe with a big buffer: fewer context switches between the stages (best effort). */
 static int big_pipe(int p[2])
 {
@@ -333,42 +64,6 @@ static int big_pipe(int p[2])
         return -1;
     fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
     return 0;
-}
-
-static int start_tool(struct agent *a, int idx, char **argv, const char *key, int in, int out, int fd3)
-{
-    int cap[2];
-    if (pipe2(cap, O_CLOEXEC))
-        return -1;
-    /* the stream key goes to the stream's two ends only, never to a relay */
-    const char *stream = idx == C_RECV ? a->in_stream : idx == C_SEND ? a->out_stream : NULL;
-    char **env = rdr_env_with_keys(key, stream);
-    pid_t pid = rdr_spawn(argv, env, in, out, cap[1], fd3, a->wpid);
-    rdr_env_free(env);
-    close(cap[1]);
-    if (pid < 0) {
-        close(cap[0]);
-        return -1;
-    }
-    rdr_set_nonblock(cap[0]);
-    a->ch[idx].pid = pid;
-    a->ch[idx].cap = cap[0];
-    rdr_chan_init(&a->ch[idx].capch, cap[0], -1);
-    a->no_children = 0;
-    return 0;
-}
-
-static pid_t start_plain(struct agent *a, int idx, char **argv, int in, int out)
-{
-    char **env = rdr_env_with_keys(NULL, NULL);
-    pid_t pid = rdr_spawn(argv, env, in, out, STDERR_FILENO, -1, a->wpid);
-    rdr_env_free(env);
-    if (pid > 0) {
-        a->ch[idx].pid = pid;
-        a->ch[idx].cap = -1;
-        a->no_children = 0;
-    }
-    return pid;
 }
 
 static void fail_local(struct agent *a, const char *role, int code, const char *msg)
@@ -431,8 +126,8 @@ static void report_port(struct agent *a, int port)
     }
     char line[64];
     snprintf(line, sizeof line, "port %d", port);
-    send_line(a, line);
-    send_line(a, "ready");
+    rdpa_send_line(a, line);
+    rdpa_send_line(a, "ready");
 }
 
 /* "cannot start TOOL ARG" for a role that did not start */
@@ -456,7 +151,7 @@ static void setup_role_recv(struct agent *a)
     const char *opts[3];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, NULL, NULL, a->cmd, a->cmd_len);
-    int rc = v ? start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
+    int rc = v ? rdpa_start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
     rdr_role_argv_free(v);
     close(rdy[1]);
     if (rc) {
@@ -475,14 +170,14 @@ static void setup_role_recv(struct agent *a)
         if (pr <= 0)
             break;
         if (pfd[1].revents && a->ch[C_RECV].cap >= 0)
-            read_capture(a, &a->ch[C_RECV]);
+            rdpa_read_capture(a, &a->ch[C_RECV]);
         if (!pfd[0].revents)
             continue;
         rdr_chan_fill(&ch);
         char *line;
         while (rdr_chan_line(&ch, &line)) {
             if (strncmp(line, "m ", 2) == 0)
-                say(a, "manifest %s", line + 2);
+                rdpa_say(a, "manifest %s", line + 2);
             else
                 port = atoi(line);
             free(line);
@@ -504,7 +199,7 @@ static void start_role_send(struct agent *a)
         lseek(a->manifest_fd, 0, SEEK_SET);
         in = a->manifest_fd;
     }
-    if (!v || start_tool(a, C_SEND, v, a->out_key, in, -1, -1))
+    if (!v || rdpa_start_tool(a, C_SEND, v, a->out_key, in, -1, -1))
         fail_role(a, "send");
     rdr_role_argv_free(v);
 }
@@ -566,7 +261,7 @@ static void setup_relay(struct agent *a)
     }
     char *v[16];
     rdrecv_argv(a, v, 1);
-    int rc = start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
+    int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
     free(v[0]);
     close(rdy[1]);
     close(rl[0]);
@@ -591,7 +286,7 @@ static void do_setup(struct agent *a)
     if (a->file_failed)
         return;
     if (a->in != RDR_IN_RECV) {
-        send_line(a, "ready");
+        rdpa_send_line(a, "ready");
         return;
     }
     if (a->kind == RDR_PASS && a->out == RDR_OUT_SEND) {
@@ -619,7 +314,7 @@ static void do_setup(struct agent *a)
     }
     char *v[16];
     rdrecv_argv(a, v, 0);
-    int rc = start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
+    int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
     free(v[0]);
     close(rdy[1]);
     if (pp[1] >= 0)
@@ -678,7 +373,7 @@ static void do_start(struct agent *a)
             out = STDOUT_FILENO;
         }
         char *v[] = { "bash", "-c", a->cmd, NULL };
-        pid_t pid = start_plain(a, C_CMD, v, cur, out);
+        pid_t pid = rdpa_start_plain(a, C_CMD, v, cur, out);
         if (cur_own)
             close(cur);
         if (pp[1] >= 0)
@@ -692,12 +387,12 @@ static void do_start(struct agent *a)
     }
     if ((a->kind == RDR_WRITE || a->kind == RDR_APPEND) && a->in == RDR_IN_STDIN) {
         char *v[] = { "cat", NULL };
-        start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd);
+        rdpa_start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd);
     }
     if ((a->kind == RDR_READ && a->out == RDR_OUT_STDOUT) ||
         (a->kind == RDR_PASS && a->in == RDR_IN_STDIN && a->out == RDR_OUT_STDOUT)) {
         char *v[] = { "cat", NULL };
-        start_plain(a, C_COPY, v, cur, STDOUT_FILENO);
+        rdpa_start_plain(a, C_COPY, v, cur, STDOUT_FILENO);
     }
     if (a->out == RDR_OUT_SEND && a->next_host) {
         char *tool = rdr_sibling_tool("rdsend");
@@ -710,7 +405,7 @@ static void do_start(struct agent *a)
         v[n++] = a->next_host;
         v[n++] = a->next_port;
         v[n] = NULL;
-        if (start_tool(a, C_SEND, v, a->out_key, cur, -1, -1))
+        if (rdpa_start_tool(a, C_SEND, v, a->out_key, cur, -1, -1))
             fail_local(a, "send", 5, "cannot start rdsend");
         free(tool);
     }
@@ -805,7 +500,7 @@ int rdp_agent_main(int cin, int cout)
         rdr_set_cloexec(cout);
     if (getpgrp() != getpid())
         setsid();   /* away from any terminal's job control; sshd already did this */
-    a.wpid = start_watchdog(&a.death_w);
+    a.wpid = rdpa_start_watchdog(&a.death_w);
     if (a.wpid < 0) {
         fprintf(stderr, "rdpipe agent: cannot start the watchdog: %s\n", strerror(errno));
         return 5;
@@ -826,7 +521,7 @@ int rdp_agent_main(int cin, int cout)
     }
     char hello[200];
     snprintf(hello, sizeof hello, "hello %s %s %d", a.ssh_server, a.ssh_client, (int)getpid());
-    send_line(&a, hello);
+    rdpa_send_line(&a, hello);
 
     struct rdr_chan ctl;
     rdr_chan_init(&ctl, cin, cout);
@@ -840,15 +535,15 @@ int rdp_agent_main(int cin, int cout)
                 pfd[np++] = (struct pollfd){ .fd = a.ch[i].cap, .events = POLLIN };
         int pr = poll(pfd, (nfds_t)np, 1000);
         if (pr < 0 && errno != EINTR)
-            teardown(&a, 5);
+            rdpa_teardown(&a, 5);
         unsigned sig = rdr_sig_drain();
         if (sig & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
-            teardown(&a, 128 + SIGTERM);
-        reap(&a);
+            rdpa_teardown(&a, 128 + SIGTERM);
+        rdpa_reap(&a);
         for (int i = 0; i < NCHILD; i++)
             if (a.ch[i].cap >= 0)
-                read_capture(&a, &a.ch[i]);
-        report(&a);
+                rdpa_read_capture(&a, &a.ch[i]);
+        rdpa_report(&a);
         if (pfd[0].revents) {
             rdr_chan_fill(&ctl);
             char *line;
@@ -856,23 +551,23 @@ int rdp_agent_main(int cin, int cout)
                 int rc = handle(&a, line);
                 free(line);
                 if (rc)
-                    teardown(&a, 1);
+                    rdpa_teardown(&a, 1);
             }
             if (ctl.eof)
-                teardown(&a, 0);   /* the initiator is gone or gave up: take everything down */
-            reap(&a);
-            report(&a);
+                rdpa_teardown(&a, 0);   /* the initiator is gone or gave up: take everything down */
+            rdpa_reap(&a);
+            rdpa_report(&a);
         }
         if (a.cout < 0)
-            teardown(&a, 1);
+            rdpa_teardown(&a, 1);
         int busy = 0;
         for (int i = 0; i < NCHILD; i++)
             if (a.ch[i].pid && !a.ch[i].reported)
                 busy = 1;
         if ((a.started || a.file_failed) && !busy) {
-            reap(&a);
+            rdpa_reap(&a);
             if (a.no_children) {
-                send_line(&a, "done");
+                rdpa_send_line(&a, "done");
                 if (write(a.death_w, "q", 1) != 1) {
                     /* the watchdog is gone; nothing left to sweep */
                 }

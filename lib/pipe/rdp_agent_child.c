@@ -1,0 +1,282 @@
+/* rdp_agent_child.c - the agent's children: the watchdog that takes them down with the agent,
+ * starting rdsend/rdrecv and the commands, what they report, and reaping them. */
+#include "pipe/rdp_agent_int.h"
+
+#include "remote/rdr_proc.h"
+#include "remote/rdr_role.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+pid_t rdpa_start_watchdog(int *death_w)
+{
+    int death[2], rdy[2];
+    if (pipe2(death, O_CLOEXEC) || pipe2(rdy, O_CLOEXEC))
+        return -1;
+    pid_t x = fork();
+    if (x < 0)
+        return -1;
+    if (x == 0) {
+        pid_t w = fork();
+        if (w == 0) {
+            setpgid(0, 0);
+            signal(SIGTERM, SIG_IGN);
+            signal(SIGINT, SIG_IGN);
+            signal(SIGHUP, SIG_IGN);
+            signal(SIGPIPE, SIG_IGN);
+            signal(SIGCHLD, SIG_DFL);
+            int keep_d = death[0], keep_r = rdy[1];
+            /* hold nothing of the agent's: the SSH channel must close when the agent exits */
+            int nul = open("/dev/null", O_RDWR);
+            dup2(nul, 0);
+            dup2(nul, 1);
+            dup2(nul, 2);
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != keep_d && fd != keep_r)
+                    close(fd);
+            pid_t me = getpid();
+            if (write(keep_r, &me, sizeof me) != sizeof me)
+                _exit(1);
+            close(keep_r);
+            char c = 0;
+            ssize_t n;
+            do
+                n = read(keep_d, &c, 1);
+            while (n < 0 && errno == EINTR);
+            if (n == 1 && c == 'q')
+                _exit(0);   /* the agent finished normally */
+            kill(0, SIGTERM);
+            struct timespec ts = { 0, 300 * 1000000L };
+            nanosleep(&ts, NULL);
+            kill(0, SIGKILL);
+            _exit(0);
+        }
+        _exit(w > 0 ? 0 : 1);
+    }
+    int st;
+    while (waitpid(x, &st, 0) < 0 && errno == EINTR)
+        ;
+    close(death[0]);
+    close(rdy[1]);
+    pid_t wpid = -1;
+    ssize_t n;
+    do
+        n = read(rdy[0], &wpid, sizeof wpid);
+    while (n < 0 && errno == EINTR);
+    close(rdy[0]);
+    if (n != sizeof wpid) {
+        close(death[1]);
+        return -1;
+    }
+    *death_w = death[1];
+    return wpid;
+}
+
+void rdpa_kill_children(struct agent *a, int sig)
+{
+    if (a->wpid > 0)
+        kill(-a->wpid, sig);   /* the watchdog ignores SIGTERM */
+}
+
+/* Everything is going down: stop the children, let the watchdog finish the job. */
+void rdpa_teardown(struct agent *a, int code)
+{
+    a->killing = 1;
+    rdpa_kill_children(a, SIGTERM);
+    struct timespec ts = { 0, 20 * 1000000L };
+    for (int i = 0; i < 50; i++) {   /* up to 1 s for them to go */
+        int st;
+        pid_t p;
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+            ;
+        if (p < 0 && errno == ECHILD)
+            break;
+        nanosleep(&ts, NULL);
+    }
+    rdpa_kill_children(a, SIGKILL);
+    _exit(code);   /* closing death_w makes the watchdog sweep whatever is left */
+}
+
+/* ---- the JSON line rdsend/rdrecv --json print ---- */
+
+static const char *json_find(const char *j, const char *key)
+{
+    char pat[40];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(j, pat);
+    return p ? p + strlen(pat) : NULL;
+}
+
+static char *json_string_at(const char *p)
+{
+    if (!p || *p != '"')
+        return NULL;
+    p++;
+    char *out = malloc(strlen(p) + 1), *o = out;
+    if (!out)
+        return NULL;
+    while (*p && *p != '"') {
+        if (*p == '\\' && p[1]) {
+            p++;
+            if (*p == 'u' && p[1] && p[2] && p[3] && p[4]) {
+                *o++ = '?';
+                p += 5;
+                continue;
+            }
+            *o++ = *p == 'n' ? ' ' : *p;
+            p++;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void take_json(struct child *c, const char *line)
+{
+    const char *p;
+    if ((p = json_find(line, "bytes")))
+        c->bytes = strtoull(p, NULL, 10);
+    if ((p = json_find(line, "seconds")))
+        c->seconds = strtod(p, NULL);
+    char *t = json_string_at(json_find(line, "transport"));
+    snprintf(c->transport, sizeof c->transport, "%s", t && *t ? t : "-");
+    free(t);
+    /* control lines are space separated: "rdma rxe_a port 1" travels as "rdma-rxe_a-port-1" */
+    for (char *q = c->transport; *q; q++)
+        if (*q == ' ')
+            *q = '-';
+    char *e = json_string_at(json_find(line, "error"));
+    if (e && *e) {
+        free(c->error);
+        c->error = e;
+    } else {
+        free(e);
+    }
+    c->have_stat = 1;
+}
+
+void rdpa_read_capture(struct agent *a, struct child *c)
+{
+    if (c->cap < 0)
+        return;
+    for (;;) {
+        ssize_t n = rdr_chan_fill(&c->capch);
+        char *line;
+        while (rdr_chan_line(&c->capch, &line)) {
+            if (line[0] == '{') {
+                take_json(c, line);
+            } else if (line[0]) {
+                char *h = rdr_hex_str(line);
+                rdpa_say(a, "log %s", h);
+                free(h);
+                /* "rdrecv: message": keep the first one as the reason; a role's reports are none */
+                if (!c->error && line[0] != RDR_ROLE_REPORT) {
+                    const char *m = strstr(line, ": ");
+                    c->error = strdup(m ? m + 2 : line);
+                }
+            }
+            free(line);
+        }
+        if (n <= 0)
+            break;
+    }
+    if (c->capch.eof) {
+        close(c->cap);
+        c->cap = -1;
+        rdr_chan_free(&c->capch);
+    }
+}
+
+void rdpa_report(struct agent *a)
+{
+    for (int i = 0; i < NCHILD; i++) {
+        struct child *c = &a->ch[i];
+        if (!c->pid || !c->exited || c->reported || c->cap >= 0)
+            continue;
+        c->reported = 1;
+        char line[256];
+        if (c->have_stat) {
+            snprintf(line, sizeof line, "stat %s %llu %.6f %s", role_name[i], c->bytes, c->seconds,
+                     c->transport[0] ? c->transport : "-");
+            rdpa_send_line(a, line);
+        }
+        char *h = rdr_hex_str(c->code ? c->error : NULL);
+        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDR_PASS &&
+                 a->out == RDR_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
+        if (a->cout >= 0 && rdr_send(a->cout, "%s%s", line, h) < 0)
+            a->cout = -1;
+        free(h);
+        if (c->code && !c->killed && !a->killing) {
+            /* one failure ends the segment: above all no clean END may go downstream */
+            a->killing = 1;
+            rdpa_kill_children(a, SIGTERM);
+        }
+    }
+}
+
+void rdpa_reap(struct agent *a)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (int i = 0; i < NCHILD; i++) {
+            struct child *c = &a->ch[i];
+            if (c->pid == p && !c->exited) {
+                c->exited = 1;
+                c->code = rdr_status_code(st);
+                c->killed = a->killing && c->code != 0;
+                if (c->cap >= 0)
+                    rdpa_read_capture(a, c);
+            }
+        }
+    }
+    if (p < 0 && errno == ECHILD)
+        a->no_children = 1;
+    else if (p == 0)
+        a->no_children = 0;
+}
+
+int rdpa_start_tool(struct agent *a, int idx, char **argv, const char *key, int in, int out, int fd3)
+{
+    int cap[2];
+    if (pipe2(cap, O_CLOEXEC))
+        return -1;
+    /* the stream key goes to the stream's two ends only, never to a relay */
+    const char *stream = idx == C_RECV ? a->in_stream : idx == C_SEND ? a->out_stream : NULL;
+    char **env = rdr_env_with_keys(key, stream);
+    pid_t pid = rdr_spawn(argv, env, in, out, cap[1], fd3, a->wpid);
+    rdr_env_free(env);
+    close(cap[1]);
+    if (pid < 0) {
+        close(cap[0]);
+        return -1;
+    }
+    rdr_set_nonblock(cap[0]);
+    a->ch[idx].pid = pid;
+    a->ch[idx].cap = cap[0];
+    rdr_chan_init(&a->ch[idx].capch, cap[0], -1);
+    a->no_children = 0;
+    return 0;
+}
+
+pid_t rdpa_start_plain(struct agent *a, int idx, char **argv, int in, int out)
+{
+    char **env = rdr_env_with_keys(NULL, NULL);
+    pid_t pid = rdr_spawn(argv, env, in, out, STDERR_FILENO, -1, a->wpid);
+    rdr_env_free(env);
+    if (pid > 0) {
+        a->ch[idx].pid = pid;
+        a->ch[idx].cap = -1;
+        a->no_children = 0;
+    }
+    return pid;
+}
