@@ -4,10 +4,13 @@
 #
 #   bench/rdcp-bench.sh [FILE_MIB] [NFILES[,NFILES...]]   (default 2048 MiB, 5000 files of 1-64 KiB)
 #   bench/rdcp-bench.sh 4096 20000,50000                  (the Lanes issue's sets)
-#   RDPIPE_BIN=dir   RUNS=n (best of n, default 2)   ONLY="rdcp_tree tar_tree ..." (a subset of
+#   RDPIPE_BIN=dir   RUNS=n (best of n rounds, each running every tool once; default 2)   ONLY="rdcp_tree tar_tree ..." (a subset of
 #   the runs named below; FILE_MIB=0 or NFILES=0 leaves that half out). The data lives in
 #   the test directory under /tmp: it needs FILE_MIB x 2 + the trees' size x 2 free.
 #   BASE_BIN=dir: also time the rdcp in dir (a build from before a change), in the same run
+#   CPU=1: each rdcp run's agents start the tree roles through a wrapper that logs their CPU
+#   time (/usr/bin/time); the table gets CPU s per GB of the sending and the receiving end
+#   (of the run with the best time)
 #
 # Every tool copies from h1 to h2:
 #   one big file:  rdcp h1:F h2:D (started on h0) | the same with --no-sync | scp -O F h2:D (on
@@ -67,32 +70,42 @@ done
 # whose inode allocator skips inodes freed in the last 60 s (300 s while their table block is
 # dirty) one by one; creating 20,000 files right after deleting 20,000 cost 5-20 s more, in
 # every tool, depending on the order of the runs. So outputs are kept until a set's runs are
-# done, then removed, synced and left to age for SETTLE seconds (default 61).
+# done, then removed, synced and left to age for SETTLE seconds (default 61; 300 outlasts a
+# dirty table block). SETTLE0=s: wait that long before the first set too (after a run that
+# deleted many files).
 clean() { OUTD=$(mktemp -d "$T/out.XXXXXX"); sync; }
 settle() { rm -rf "$T"/out.*; sync; sleep "${SETTLE:-61}"; }
-# time_one CMD...: seconds of one run (the output dir is emptied first)
+# time_one CMD...: seconds of one run (the output dir is emptied first); with CPU=1 also the
+# user+sys seconds of the tree roles of that run: "SECONDS SEND_CPU RECV_CPU"
 time_one() {
     clean
     local t0 t1
+    rm -f "$T/cpu.log"
     t0=$(now)
     "$@" > "$T/err" 2>&1 || { echo "failed: $*" >&2; tail -3 "$T/err" >&2; echo "nan"; return; }
     t1=$(now)
     rm -f "$OUTD/big"   # 4 GiB per run would fill the disk; one inode does not slow the allocator
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+    [ "${CPU:-0}" = 1 ] && [ -s "$T/cpu.log" ] &&
+        awk -F'|' '{ split($2, c, " "); if ($1 ~ /--tree-send/) s += c[2] + c[3]; if ($1 ~ /--tree-recv/) r += c[2] + c[3] }
+            END { printf " %.2f %.2f", s, r }' "$T/cpu.log"
 }
-best() {
-    local b=nan t
-    for _ in $(seq "$RUNS"); do
-        t=$(time_one "$@")
-        [ "$t" = nan ] && continue
-        if [ "$b" = nan ] || awk -v a="$t" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$t; fi
-    done
-    echo "$b"
+# cpu_bin DIR: a copy of DIR's tools whose rdcp is a wrapper logging each role's CPU time
+cpu_bin() {
+    local d
+    d="$T/cpu-$(echo "$1" | tr / _)"
+    mkdir -p "$d"
+    cp "$1/rdpipe" "$1/rdsend" "$1/rdrecv" "$d/" && cp "$1/rdcp" "$d/rdcp.real" || exit 1
+    printf '#!/bin/sh\nexec /usr/bin/time -a -o %s -f "%%C|%%e %%U %%S" %s/rdcp.real "$@"\n' "$T/cpu.log" "$d" > "$d/rdcp"
+    chmod +x "$d/rdcp"
+    echo "$d"
 }
 
 KEY=benchkey-$$
-rdcp_file() { on h0 rdcp --no-progress --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
-rdcp_file_nosync() { on h0 rdcp --no-progress --no-sync --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
+RP=()   # --remote-path of the rdcp runs (CPU=1: the wrapper)
+[ "${CPU:-0}" = 1 ] && RP=(--remote-path "$(cpu_bin "$BIN")/rdpipe")
+rdcp_file() { on h0 rdcp "${RP[@]}" --no-progress --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
+rdcp_file_nosync() { on h0 rdcp "${RP[@]}" --no-progress --no-sync --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
 scp_file() { on h1 scp -O -q -F "$CFG" "$T/big" h2:"$OUTD/big"; }
 rsync_file() { on h1 rsync --whole-file -e "ssh -F $CFG" "$T/big" h2:"$OUTD/big"; }
 rdsend_file() {
@@ -103,15 +116,17 @@ rdsend_file() {
 TREE=tree   # the set being run: tree$N
 BASE_BIN=${BASE_BIN:-}
 case $BASE_BIN in /*|'') ;; *) BASE_BIN=$ROOT/$BASE_BIN ;; esac
-base() { on h0 "$BASE_BIN/rdcp" --remote-path "$BASE_BIN/rdpipe" "$@"; }
+BASE_RP=$BASE_BIN
+[ "${CPU:-0}" = 1 ] && [ -n "$BASE_BIN" ] && BASE_RP=$(cpu_bin "$BASE_BIN")
+base() { on h0 "$BASE_BIN/rdcp" --remote-path "$BASE_RP/rdpipe" "$@"; }
 rdcp_file_base() { base --no-progress --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
 rdcp_file_nosync_base() { base --no-progress --no-sync --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
 rdcp_tree_base() { base --no-progress -r --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
 rdcp_tree_nosync_base() { base --no-progress -r --no-sync --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
 BASE_RUNS=
 [ -n "$BASE_BIN" ] && BASE_RUNS=_base
-rdcp_tree() { on h0 rdcp --no-progress -r --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
-rdcp_tree_nosync() { on h0 rdcp --no-progress -r --no-sync --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
+rdcp_tree() { on h0 rdcp "${RP[@]}" --no-progress -r --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
+rdcp_tree_nosync() { on h0 rdcp "${RP[@]}" --no-progress -r --no-sync --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
 tar_tree() {
     on h2 bash -c "rdrecv --timeout 120 7792 $KEY | tar x -C $OUTD" & local p=$!
     sleep 0.2
@@ -122,37 +137,61 @@ scp_tree() { on h1 scp -O -q -r -F "$CFG" "$T/$TREE" h2:"$OUTD/"; }
 
 echo "rdcp bench: one $FILE_MIB MiB file; files of 1-64 KiB: $SETS; h1 -> h2; best of $RUNS; $(nproc) CPUs; ${ONLY:-all runs}" >&2
 declare -A R
-if [ "$FILE_MIB" -gt 0 ]; then
-    for t in rdcp_file rdcp_file_nosync ${BASE_RUNS:+rdcp_file_base rdcp_file_nosync_base} scp_file rsync_file rdsend_file; do
-        want $t || { R[$t]=skipped; continue; }
-        R[$t]=$(best $t)
-        echo "  $t: ${R[$t]} s" >&2
+# rounds SUFFIX RUN...: RUNS rounds, each running every RUN once in turn (interleaved: load from
+# other jobs falls on all of them alike); R[RUN SUFFIX] = the best
+rounds() {
+    local sfx=$1 t v; shift
+    for t in "$@"; do want $t && R[$t$sfx]=nan || R[$t$sfx]=skipped; done
+    for _ in $(seq "$RUNS"); do
+        for t in "$@"; do
+            want $t || continue
+            v=$(time_one $t)
+            echo "  $t${sfx:+ ($sfx files)}: $v s" >&2
+            [ "$v" = nan ] && continue
+            if [ "${R[$t$sfx]}" = nan ] || awk -v a="${v%% *}" -v b="${R[$t$sfx]%% *}" 'BEGIN { exit !(a < b) }'; then R[$t$sfx]=$v; fi
+        done
     done
+}
+if [ "$FILE_MIB" -gt 0 ]; then
+    rounds "" rdcp_file rdcp_file_nosync ${BASE_RUNS:+rdcp_file_base rdcp_file_nosync_base} scp_file rsync_file rdsend_file
     settle
 fi
+[ -n "${SETTLE0:-}" ] && { sync; sleep "$SETTLE0"; }
 for n in $SETS; do
     [ "$n" -gt 0 ] || continue
     TREE=tree$n
-    for t in rdcp_tree rdcp_tree_nosync ${BASE_RUNS:+rdcp_tree_base rdcp_tree_nosync_base} tar_tree rsync_tree scp_tree; do
-        want $t || { R[$t$n]=skipped; continue; }
-        R[$t$n]=$(best $t)
-        echo "  $t ($n files): ${R[$t$n]} s" >&2
-    done
+    # the source is meant to be cached; this machine's DAMON pages out what was not touched
+    # for a minute (a settle), so it is read once first (cat: tar skips reading into /dev/null)
+    find "$T/$TREE" -type f -exec cat {} + > /dev/null
+    rounds "$n" rdcp_tree rdcp_tree_nosync ${BASE_RUNS:+rdcp_tree_base rdcp_tree_nosync_base} tar_tree rsync_tree scp_tree
     [ "$n" = "${SETS##* }" ] || settle   # not after the last set
 done
 
-# row LABEL TIME BYTES REF1 REF2: seconds, MB/s, REF1 / TIME, REF2 / TIME
+# row LABEL TIME BYTES REF1 REF2: seconds, MB/s, REF1 / TIME, REF2 / TIME (TIME and the REFs:
+# "SECONDS [SEND_CPU RECV_CPU]"); with CPU=1 also each end's CPU seconds per GB
 row() {
-    awk -v l="$1" -v t="$2" -v b="$3" -v r1="$4" -v r2="$5" 'function ratio(r) {
-            return (r == "nan" || r == "skipped" || r == "" || r == "-") ? "-" : sprintf("%.2f", r / t) }
+    awk -v l="$1" -v tt="$2" -v b="$3" -v r1="$4" -v r2="$5" -v cpu="${CPU:-0}" '
+        function first(x) { split(x, a, " "); return a[1] }
+        function ratio(r) { r = first(r); return (r == "nan" || r == "skipped" || r == "" || r == "-") ? "-" : sprintf("%.2f", r / t) }
         BEGIN {
-        if (t == "nan" || t == "skipped") { printf "| %-32s | %8s | %8s | %10s | %10s |\n", l, t == "nan" ? "failed" : "skipped", "-", "-", "-"; exit }
-        printf "| %-32s | %8.2f | %8.1f | %10s | %10s |\n", l, t, b / t / 1e6, ratio(r1), ratio(r2) }'
+        n = split(tt, f, " "); t = f[1]; gb = b / 1e9
+        x = cpu != 1 ? "" : n == 3 ? sprintf(" %8.2f | %8.2f |", f[2] / gb, f[3] / gb) : sprintf(" %8s | %8s |", "-", "-")
+        if (t == "nan" || t == "skipped") { printf "| %-32s | %8s | %8s | %10s | %10s |%s\n", l, t == "nan" ? "failed" : "skipped", "-", "-", "-", x; exit }
+        printf "| %-32s | %8.2f | %8.1f | %10s | %10s |%s\n", l, t, b / t / 1e6, ratio(r1), ratio(r2), x }'
+}
+# hdr TITLE REF1 REF2: the table's head
+hdr() {
+    if [ "${CPU:-0}" = 1 ]; then
+        printf "| %-32s | %8s | %8s | %10s | %10s | %8s | %8s |\n" "$1" seconds MB/s "$2" "$3" "send s/GB" "recv s/GB"
+        echo "|----------------------------------|----------|----------|------------|------------|----------|----------|"
+    else
+        printf "| %-32s | %8s | %8s | %10s | %10s |\n" "$1" seconds MB/s "$2" "$3"
+        echo "|----------------------------------|----------|----------|------------|------------|"
+    fi
 }
 if [ "$FILE_MIB" -gt 0 ]; then
     echo
-    printf "| %-32s | %8s | %8s | %10s | %10s |\n" "one $FILE_MIB MiB file, h1 -> h2" seconds MB/s "rdsend / x" "rsync / x"
-    echo "|----------------------------------|----------|----------|------------|------------|"
+    hdr "one $FILE_MIB MiB file, h1 -> h2" "rdsend / x" "rsync / x"
     for t in rdcp_file:"rdcp" rdcp_file_nosync:"rdcp --no-sync" \
              ${BASE_RUNS:+rdcp_file_base:"rdcp (BASE_BIN)" rdcp_file_nosync_base:"rdcp --no-sync (BASE_BIN)"} \
              scp_file:"scp" rsync_file:"rsync --whole-file" \
@@ -163,8 +202,7 @@ fi
 for n in $SETS; do
     [ "$n" -gt 0 ] || continue
     echo
-    printf "| %-32s | %8s | %8s | %10s | %10s |\n" "$n files of 1-64 KiB ($((${TREE_BYTES[$n]} >> 20)) MiB)" seconds MB/s "tar / x" "rsync / x"
-    echo "|----------------------------------|----------|----------|------------|------------|"
+    hdr "$n files of 1-64 KiB ($((${TREE_BYTES[$n]} >> 20)) MiB)" "tar / x" "rsync / x"
     for t in rdcp_tree:"rdcp -r" rdcp_tree_nosync:"rdcp -r --no-sync" \
              ${BASE_RUNS:+rdcp_tree_base:"rdcp -r (BASE_BIN)" rdcp_tree_nosync_base:"rdcp -r --no-sync (BASE_BIN)"} \
              tar_tree:"tar c | rdsend, rdrecv | tar x" \

@@ -13,6 +13,7 @@
  * its own: one line naming it, the rest goes on, exit 23.
  */
 #include "copy/rdc_recv_int.h"
+#include "copy/rdc_anon.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_set.h"
 #include "copy/rdc_tree.h"
@@ -337,12 +338,17 @@ fail:
 
 /* A worker: the job's file, the same calls (less the hash and the preallocation, which one
  * write of at most RDC_POOL_MAX_FILE bytes does not need) as the stream thread makes for a
- * file it writes itself; the outcome stays in the job for rdc_rcv_job_done. */
+ * file it writes itself, but made without a name (rdc_anon.h) where the kernel can: named
+ * only once complete, with one directory entry instead of a temporary one and a rename; a
+ * name already taken is replaced by a rename as before. The outcome stays in the job for
+ * rdc_rcv_job_done. */
 void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
 {
     int dfd = j->dir->fd;
     char *tmp = NULL;
-    int fd = rdc_create_tmp(dfd, j->name, &tmp);
+    int fd = rdc_anon_open(dfd), anon = fd >= 0;
+    if (!anon)
+        fd = rdc_create_tmp(dfd, j->name, &tmp);
     if (fd < 0) {
         j->what = "cannot create a file in the directory of";
         j->err = errno;
@@ -371,6 +377,25 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
         struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
         futimens(fd, ts);
     }
+    if (anon) {
+        if (rdc_anon_link(fd, dfd, j->name) == 0) {
+            if (close(fd) == 0)
+                return;
+            /* a late write error after the name was given: take the name back */
+            j->what = "cannot write";
+            j->err = errno;
+            unlinkat(dfd, j->name, 0);
+            return;
+        }
+        if (errno != EEXIST) {
+            j->what = "cannot create a file in the directory of";
+            j->err = errno;
+            goto fail;
+        }
+        if (rdc_anon_replace(fd, dfd, j->name, &j->what))
+            j->err = errno;
+        return;
+    }
     int c = close(fd);
     fd = -1;
     if (c) {
@@ -388,7 +413,8 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
 fail:
     if (fd >= 0)
         close(fd);
-    unlinkat(dfd, tmp, 0);
+    if (tmp)
+        unlinkat(dfd, tmp, 0);
     free(tmp);
 }
 

@@ -96,6 +96,7 @@ struct rdc_rcv {
     struct dirmeta *dirs;
     size_t ndirs, capdirs;
     int ended;
+    struct rdc_flush *flush;  /* early writeback (rdc_flush.h); NULL under --no-sync */
     char *skip;               /* a directory that could not be made: its subtree is dropped */
     size_t skip_len;
     uint64_t files, ndir, bytes, skipped, errors;

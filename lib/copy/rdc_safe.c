@@ -93,7 +93,7 @@ int rdc_open_beneath(int base, const char *rel)
     return walk_open(base, rel);
 }
 
-int rdc_create_tmp(int dfd, const char *name, char **tmp)
+int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, const char *t, void *arg), void *arg)
 {
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     size_t bl = strlen(name);
@@ -116,10 +116,10 @@ int rdc_create_tmp(int dfd, const char *name, char **tmp)
             sfx[i] = al[rnd[i] % (sizeof al - 1)];
         sfx[6] = '\0';
         snprintf(t, len, RDC_TMP_PREFIX "%.*s.%s", (int)bl, name, sfx);
-        int fd = openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0) {
+        int rc = make(dfd, t, arg);
+        if (rc >= 0) {
             *tmp = t;
-            return fd;
+            return rc;
         }
         if (errno != EEXIST)
             break;
@@ -128,6 +128,17 @@ int rdc_create_tmp(int dfd, const char *name, char **tmp)
     free(t);
     errno = e;
     return -1;
+}
+
+static int create_excl(int dfd, const char *t, void *arg)
+{
+    (void)arg;
+    return openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+int rdc_create_tmp(int dfd, const char *name, char **tmp)
+{
+    return rdc_tmp_try(dfd, name, tmp, create_excl, NULL);
 }
 
 char *rdc_dir_of(const char *rel, const char **base)

@@ -21,6 +21,10 @@ int rdc_open_beneath(int base, const char *rel);
  * Returns the fd (O_RDWR) or -1 with errno. */
 int rdc_create_tmp(int dfd, const char *name, char **tmp);
 
+/* The same names, made by make(dfd, tmpname, arg) (>= 0: done, its result is returned; -1 with
+ * errno EEXIST: the next random name); rdc_create_tmp is make = openat(O_CREAT | O_EXCL). */
+int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, const char *t, void *arg), void *arg);
+
 /* The directory part of a relative path ("a/b/c" -> "a/b", "c" -> ""), malloc'd, and a
  * pointer to its last component. */
 char *rdc_dir_of(const char *rel, const char **base);

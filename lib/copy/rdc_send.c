@@ -6,6 +6,7 @@
 #include "copy/rdc_tree.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
+#include "copy/rdc_walk.h"
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
@@ -13,7 +14,6 @@
 #include "run/rd_report.h"
 #include "run/rd_run.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -22,17 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-struct frame {
-    dev_t dev;                 /* the directory, to recognise it again (loops with -L) */
-    ino_t ino;
-    char *fs, *rel;
-    char **names;
-    size_t n, i;
-};
+#ifndef RDC_SEND_AHEAD_DEFAULT   /* a build for measuring may say 0 */
+#define RDC_SEND_AHEAD_DEFAULT 256
+#endif
+/* file data the walk may hold open and read ahead, not yet taken by the reader */
+#define RDC_WALK_AHEAD_BYTES (16u << 20)
 
 struct link_ent {
     dev_t dev;
@@ -47,8 +46,7 @@ struct snd {
     int nsrc, next_src;
     uint32_t root;             /* index of the current root */
     const char *root_prefix;   /* where the current root lands, relative to DST (resume) */
-    struct frame *st;
-    int depth, cap;
+    struct rdc_walk *w;        /* the walk, ahead of fill() on its own thread */
     struct rdc_buf pend;
     size_t pend_off;
     /* the current file */
@@ -88,52 +86,6 @@ static void meta_of(const struct stat *st, struct rdc_meta *m)
     m->gid = st->st_gid;
     m->mtime_s = st->st_mtim.tv_sec;
     m->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int push_dir(struct snd *s, const char *fs, const char *rel, const struct stat *st)
-{
-    DIR *d = opendir(fs);
-    if (!d) {
-        err_path(s, "cannot open directory", fs, errno);
-        return -1;
-    }
-    struct frame f = { .dev = st->st_dev, .ino = st->st_ino, .fs = strdup(fs), .rel = strdup(rel) };
-    size_t cap = 0;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (f.n == cap) {
-            cap = cap ? cap * 2 : 16;
-            f.names = realloc(f.names, cap * sizeof *f.names);
-        }
-        f.names[f.n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    if (f.n)
-        qsort(f.names, f.n, sizeof *f.names, cmp_name);
-    if (s->depth == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        s->st = realloc(s->st, (size_t)s->cap * sizeof *s->st);
-    }
-    s->st[s->depth++] = f;
-    return 0;
-}
-
-static void pop_dir(struct snd *s)
-{
-    struct frame *f = &s->st[--s->depth];
-    for (size_t i = 0; i < f->n; i++)
-        free(f->names[i]);
-    free(f->names);
-    free(f->fs);
-    free(f->rel);
 }
 
 static size_t link_hash(dev_t dev, ino_t ino)
@@ -220,33 +172,24 @@ static void progress(struct snd *s, int force)
             (unsigned long long)(s->bytes + s->holes), (unsigned long long)s->skipped);
 }
 
-/* A regular file: its header, and make it current (data follows in fill()). */
-static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *lst)
+/* A regular file, opened and stat'ed by the walk: its header, and make it current (data
+ * follows in fill()); fd is ours to close. */
+static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *stp, int fd)
 {
-    if (lst->st_nlink > 1) {
-        struct link_ent *l = find_link(s, lst->st_dev, lst->st_ino);
+    const struct stat st = *stp;
+    if (st.st_nlink > 1) {
+        struct link_ent *l = find_link(s, st.st_dev, st.st_ino);
         if (l) {
             rdc_put_u8(&s->pend, 'h');
             rdc_put_str(&s->pend, rel, strlen(rel));
             rdc_put_u32(&s->pend, l->root);
             rdc_put_str(&s->pend, l->rel, strlen(l->rel));
             s->files++;
+            close(fd);
             return;
         }
-    }
-    int fd = open(fs, O_RDONLY | O_CLOEXEC | (s->follow ? 0 : O_NOFOLLOW));
-    if (fd < 0) {
-        err_path(s, errno == ENOENT ? "source vanished:" : "cannot open", fs, errno);
-        return;
-    }
-    struct stat st;
-    if (fstat(fd, &st)) {
-        err_path(s, "cannot stat", fs, errno);
-        close(fd);
-        return;
-    }
-    if (st.st_nlink > 1 && !find_link(s, st.st_dev, st.st_ino))
         add_link(s, st.st_dev, st.st_ino, rel);
+    }
     struct rdc_meta m;
     meta_of(&st, &m);
     uint64_t size = (uint64_t)st.st_size, start = 0;
@@ -311,117 +254,63 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
 }
 
 
-/* The entry at fs (rel inside the current root). */
-static void do_entry(struct snd *s, const char *fs, const char *rel)
-{
-    struct stat st;
-    if ((s->follow ? stat(fs, &st) : lstat(fs, &st))) {
-        err_path(s, errno == ENOENT ? "source vanished:" : "cannot stat", fs, errno);
-        return;
-    }
-    struct rdc_meta m;
-    meta_of(&st, &m);
-    if (S_ISDIR(st.st_mode)) {
-        /* a directory that is its own ancestor (-L: "l -> ."; or a bind mount) would be
-         * walked forever: one line, not copied */
-        for (int i = 0; i < s->depth; i++) {
-            if (s->st[i].dev == st.st_dev && s->st[i].ino == st.st_ino) {
-                char *p = rdc_shown(fs), *q = rdc_shown(s->st[i].fs);
-                rd_warn("directory loop, not copied: '%s' is '%s' again", p, q);
-                free(q);
-                free(p);
-                s->errors++;
-                return;
-            }
-        }
-        if (push_dir(s, fs, rel, &st))
-            return;
-        rdc_put_u8(&s->pend, 'd');
-        rdc_put_str(&s->pend, rel, strlen(rel));
-        rdc_put_meta(&s->pend, &m);
-        s->dirs++;
-    } else if (S_ISREG(st.st_mode)) {
-        start_file(s, fs, rel, &st);
-    } else if (S_ISLNK(st.st_mode)) {
-        char *t = malloc((size_t)st.st_size + 4097);
-        ssize_t n = readlink(fs, t, (size_t)st.st_size + 4096);
-        if (n < 0) {
-            err_path(s, "cannot read link", fs, errno);
-        } else {
-            rdc_put_u8(&s->pend, 'l');
-            rdc_put_str(&s->pend, rel, strlen(rel));
-            rdc_put_meta(&s->pend, &m);
-            rdc_put_str(&s->pend, t, (size_t)n);
-            s->files++;
-        }
-        free(t);
-    } else {
-        char *p = rdc_shown(fs);
-        rd_warn("skipping special file '%s'", p);
-        free(p);
-    }
-}
+static char *held_base;   /* the current root's base name, where root_prefix points into it */
 
-static char *held_base;
-
-static void start_root(struct snd *s)
-{
-    const char *src = s->srcs[s->next_src];
-    s->root = (uint32_t)s->next_src++;
-    struct stat st;
-    if ((s->follow ? stat(src, &st) : lstat(src, &st))) {
-        err_path(s, "cannot stat", src, errno);
-        return;
-    }
-    if (S_ISDIR(st.st_mode) && !s->recursive) {
-        char *p = rdc_shown(src);
-        rd_warn("'%s' is a directory (not copied; use -r)", p);
-        free(p);
-        s->errors++;
-        return;
-    }
-    size_t len = strlen(src);
-    int contents = S_ISDIR(st.st_mode) && len > 1 && src[len - 1] == '/';
-    char *base = rdc_basename(src);
-    if (S_ISDIR(st.st_mode) && (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0))
-        contents = 1;
-    char kind = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f';
-    s->root_prefix = rdc_root_rel(s->dst_is_dir, s->nsrc, contents, base);
-    rdc_put_u8(&s->pend, 'R');
-    rdc_put_u32(&s->pend, s->root);
-    rdc_put_u8(&s->pend, (uint8_t)kind);
-    rdc_put_u8(&s->pend, (uint8_t)contents);
-    rdc_put_str(&s->pend, base, strlen(base));
-    if (s->root_prefix == base) {   /* keep it alive while the root is walked */
-        free(held_base);
-        held_base = base;
-    } else {
-        free(base);
-    }
-    do_entry(s, src, "");
-}
-
-/* Walk on until some records are pending or everything was walked. */
+/* The walk's next entries into records, until some are pending or everything was walked. */
 static void walk(struct snd *s)
 {
     while (s->pend.len == s->pend_off && s->fd < 0 && !s->finished) {
-        if (s->depth > 0) {
-            struct frame *f = &s->st[s->depth - 1];
-            if (f->i == f->n) {
-                pop_dir(s);
-                continue;
+        struct rdc_ent e;
+        rdc_walk_next(s->w, &e);
+        struct rdc_meta m;
+        meta_of(&e.st, &m);
+        switch (e.kind) {
+        case RDC_E_ROOT:
+            s->root = e.root;
+            s->root_prefix = rdc_root_rel(s->dst_is_dir, s->nsrc, e.contents, e.base);
+            rdc_put_u8(&s->pend, 'R');
+            rdc_put_u32(&s->pend, s->root);
+            rdc_put_u8(&s->pend, (uint8_t)e.rkind);
+            rdc_put_u8(&s->pend, (uint8_t)e.contents);
+            rdc_put_str(&s->pend, e.base, strlen(e.base));
+            if (s->root_prefix == e.base) {   /* keep it alive while the root is walked */
+                free(held_base);
+                held_base = e.base;
+                e.base = NULL;
             }
-            const char *name = f->names[f->i++];
-            char *fs = rdc_join(f->fs, name), *rel = rdc_join(f->rel, name);
-            do_entry(s, fs, rel);
-            free(fs);
-            free(rel);
-        } else if (s->next_src < s->nsrc) {
-            start_root(s);
-        } else {
+            break;
+        case RDC_E_DIR:
+            rdc_put_u8(&s->pend, 'd');
+            rdc_put_str(&s->pend, e.rel, strlen(e.rel));
+            rdc_put_meta(&s->pend, &m);
+            s->dirs++;
+            break;
+        case RDC_E_FILE:
+            if (e.fd < 0) {
+                err_path(s, e.what, e.fs, e.err);
+                break;
+            }
+            start_file(s, e.fs, e.rel, &e.st, e.fd);
+            e.fd = -1;
+            break;
+        case RDC_E_LINK:
+            rdc_put_u8(&s->pend, 'l');
+            rdc_put_str(&s->pend, e.rel, strlen(e.rel));
+            rdc_put_meta(&s->pend, &m);
+            rdc_put_str(&s->pend, e.target, e.tlen);
+            s->files++;
+            break;
+        case RDC_E_MSG:
+            rd_warn("%s", e.target);
+            if (e.err)
+                s->errors++;
+            break;
+        case RDC_E_END:
             rdc_put_u8(&s->pend, 'Z');
             s->finished = 1;
+            break;
         }
+        rdc_ent_free(&e);
     }
 }
 
@@ -551,6 +440,21 @@ static void *count_main(void *arg)
     return NULL;
 }
 
+/* How many entries the walk may run ahead of the reader (each file among them holds an open
+ * fd): RDCP_SEND_AHEAD (0: walk on the reader's thread), else 256, within RLIMIT_NOFILE. */
+static size_t walk_ahead(void)
+{
+    const char *e = getenv("RDCP_SEND_AHEAD");
+    long n = e && *e ? atol(e) : RDC_SEND_AHEAD_DEFAULT;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long room = ((long)rl.rlim_cur - 64) / 2;
+        if (n > room)
+            n = room;
+    }
+    return n > 0 ? (size_t)n : 0;
+}
+
 static void read_manifest(struct snd *s)
 {
     FILE *f = fdopen(dup(STDIN_FILENO), "r");
@@ -585,9 +489,7 @@ static void read_manifest(struct snd *s)
 
 static void snd_free(struct snd *s)
 {
-    while (s->depth > 0)
-        pop_dir(s);
-    free(s->st);
+    rdc_walk_stop(s->w);
     rdc_buf_free(&s->pend);
     if (s->fd >= 0)
         close(s->fd);
@@ -668,6 +570,7 @@ int rdc_tree_send_main(int argc, char **argv)
     pthread_t ct;
     if (count && rd_thread_create(&ct, NULL, count_main, &s) == 0)
         pthread_detach(ct);
+    s.w = rdc_walk_start(s.srcs, s.nsrc, s.recursive, s.follow, walk_ahead(), RDC_WALK_AHEAD_BYTES);
     struct rd_source src;
     rd_source_custom(&src, "tree", fill, &s);
     double t0 = rd_now();

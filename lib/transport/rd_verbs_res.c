@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <numaif.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 
 static size_t round_frame(size_t n)
 {
@@ -47,7 +47,6 @@ static int reg_failed(size_t bytes)
 }
 
 #define HUGE_PAGE (2u << 20)
-#define MPOL_PREFERRED_ 1   /* <numaif.h>'s MPOL_PREFERRED, without needing libnuma */
 
 /* The NUMA node of the device's PCI function (sysfs), -1 when unknown or not NUMA. */
 static int device_node(struct ibv_context *ctx)
@@ -63,6 +62,12 @@ static int device_node(struct ibv_context *ctx)
         fclose(f);
     }
     return node;
+}
+
+int rd_v_numa_node(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    return c && c->pd ? device_node(c->pd->context) : -1;
 }
 
 /* A ring's memory (mapped, zero, faulted in only when registered): from hugetlbfs pages when
@@ -94,7 +99,7 @@ static uint8_t *pool_map(struct rd_v_conn *c, size_t bytes, size_t *len, int *hu
     int node = c->pd ? device_node(c->pd->context) : -1;
     if (node >= 0 && node < 64) {
         unsigned long mask = 1ul << node;
-        (void)syscall(SYS_mbind, m, *len, MPOL_PREFERRED_, &mask, 64ul, 0u);   /* a hint */
+        (void)mbind(m, *len, MPOL_PREFERRED, &mask, 64ul, 0u);   /* a hint */
     }
     return m;
 }
@@ -249,6 +254,7 @@ int rd_v_res_create(struct rd_v_conn *c)
         c->sq_cap = (unsigned)da.max_qp_wr;
     if (c->rq_cap > (unsigned)da.max_qp_wr)
         c->rq_cap = (unsigned)da.max_qp_wr;
+    c->send_sge = da.max_sge >= 2 ? 2 : 1;   /* header + file pages (send_ref), if allowed */
 
     c->pd = ibv_alloc_pd(ctx);
     if (!c->pd)
@@ -266,6 +272,7 @@ int rd_v_res_create(struct rd_v_conn *c)
         rd_fail(RD_ECONNECT, "cannot create RDMA completion queues: %s", strerror(errno));
         goto out_destroy_cqs;
     }
+    rd_v_file_probe(c);   /* registers and drops a page: before any QP of ours exists */
     /* the buffers before the QP, so that the QP goes first on the way down */
     if ((rc = rd_v_pool_create(c, &c->ctrl_send, K_CTRL_SEND, RD_V_CTRL_SEND, RD_CTRL_FRAME)) ||
         (rc = rd_v_pool_create(c, &c->ctrl_recv, K_CTRL_RECV, RD_V_CTRL_RECV, RD_CTRL_FRAME)))
@@ -274,7 +281,7 @@ int rd_v_res_create(struct rd_v_conn *c)
         .send_cq = c->scq,
         .recv_cq = c->rcq,
         .cap = { .max_send_wr = c->sq_cap, .max_recv_wr = c->rq_cap,
-                 .max_send_sge = 1, .max_recv_sge = 1 },
+                 .max_send_sge = (uint32_t)c->send_sge, .max_recv_sge = 1 },
         .qp_type = IBV_QPT_RC,
     };
     if (rdma_create_qp(c->id, c->pd, &qa)) {
@@ -308,6 +315,7 @@ out_destroy_channels:
 void rd_v_res_destroy(struct rd_v_conn *c)
 {
     destroy_qp(c);
+    rd_v_file_release(c);
     dereg_pools(c);
     destroy_cq(&c->rcq, &c->rcq_events);
     destroy_cq(&c->scq, &c->scq_events);
@@ -339,6 +347,7 @@ void rd_v_conn_free(struct rd_v_conn *c)
     if (c->watch_ep >= 0)
         close(c->watch_ep);
     free(c->ready);
+    free(c->fwin_of);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

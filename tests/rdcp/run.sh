@@ -303,21 +303,52 @@ gen_small() {
             open(my $o, ">:raw", "$d/f$i") or die; print $o $b; close $o or die;
         }' "$2" "$3")
 }
-name="5000 small files, remote -> remote and local with 1, 2, 4 and no receiver workers: byte-identical"
+name="5000 small files, remote -> remote and local: 1, 2, 4, no receiver workers, no O_TMPFILE, sender walk inline / 1 ahead / 90 fds: byte-identical"
 gen_small "$T/pool" 5000 5
 printf 'x' > "$T/pool/d0/one" && : > "$T/pool/d1/empty" && head -c $((1 << 20)) /dev/urandom > "$T/pool/d2/mib" &&
     head -c $(((1 << 20) + 1)) /dev/urandom > "$T/pool/d3/mib1"   # the pool's limit, and one byte more
 rdcp_h0 -a h1:"$T/pool" h2:"$T/pool-r" 2> "$T/err"; rc=$?
 why=
 [ $rc = 0 ] && same_tree "$T/pool" "$T/pool-r" t > "$T/why" && no_temps "$T/pool-r" || why="remote: rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
-for w in 1 2 4 0; do
+# RDCP_NO_TMPFILE: the workers name a temporary file and rename it (kernels or filesystems
+# without O_TMPFILE); RDCP_SEND_AHEAD: how far the sender's walk thread runs ahead (0: none);
+# ulimit -n 90 leaves the walk room for a few open files only
+for v in RDCP_RECV_WORKERS=1 RDCP_RECV_WORKERS=2 RDCP_RECV_WORKERS=4 RDCP_RECV_WORKERS=0 RDCP_NO_TMPFILE=1 \
+         RDCP_SEND_AHEAD=0 RDCP_SEND_AHEAD=1 nofile=90; do
     [ -n "$why" ] && break
-    on_h0 env RDCP_RECV_WORKERS=$w timeout 120 rdcp --no-progress -a "$T/pool/" "$T/pool-$w" 2> "$T/err"; rc=$?
-    [ $rc = 0 ] && same_tree "$T/pool" "$T/pool-$w" t > "$T/why" && no_temps "$T/pool-$w" || why="$w workers: rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+    d="$T/pool-${v/=/-}"
+    if [ "$v" = nofile=90 ]; then
+        on_h0 bash -c 'ulimit -n 90 && exec timeout 120 rdcp --no-progress -a "$0" "$1"' "$T/pool/" "$d" 2> "$T/err"; rc=$?
+    else
+        on_h0 env "$v" timeout 120 rdcp --no-progress -a "$T/pool/" "$d" 2> "$T/err"; rc=$?
+    fi
+    [ $rc = 0 ] && same_tree "$T/pool" "$d" t > "$T/why" && no_temps "$d" || why="$v: rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 done
 r=1; [ -z "$why" ] && r=0
 check "$name" $r "$why"
-rm -rf "$T"/pool-*
+
+# the workers give a new file its name with linkat, which never replaces: a name already
+# taken goes through a temporary name and a rename, as every file did before
+name="small files onto an existing tree (workers, with and without O_TMPFILE): each replaced, a symlink in the way replaced and not followed, a directory in the way refused, exit 23"
+gen_small "$T/pool2" 600 6
+why=
+for v in RDCP_RECV_WORKERS=2 RDCP_NO_TMPFILE=1; do
+    d="$T/ow-${v/=/-}"
+    echo canary > "$T/ow-canary" && mkdir -p "$d"
+    on_h0 timeout 120 rdcp --no-progress -r "$T/pool/d0" "$T/pool/d1" "$T/pool/d2" "$T/pool/d3" "$d/" 2> "$T/err" &&
+        rm "$d/d0/f1" && mkdir "$d/d0/f1" && echo keep > "$d/d0/f1/inside" &&
+        rm "$d/d1/f151" && ln -s "$T/ow-canary" "$d/d1/f151" && chmod 444 "$d/d2/f300" ||
+        { why="$v: setup failed: $(head -3 "$T/err" | tr '\n' ' ')"; break; }
+    on_h0 env "$v" timeout 120 rdcp --no-progress -r "$T/pool2/" "$d" 2> "$T/err"; rc=$?
+    bad_files=$(cd "$T/pool2" && find . -type f ! -path ./d0/f1 | while read -r f; do cmp -s "$f" "$d/$f" || echo "$f"; done | head -3 | tr '\n' ' ')
+    [ $rc = 23 ] && [ -z "$bad_files" ] && [ "$(grep -c . "$T/err")" = 1 ] &&
+        grep -q "cannot rename into place '.*ow-${v/=/-}/d0/f1': Is a directory" "$T/err" &&
+        [ "$(cat "$d/d0/f1/inside")" = keep ] && [ "$(cat "$T/ow-canary")" = canary ] && [ ! -L "$d/d1/f151" ] &&
+        no_temps "$d" || { why="$v: rc=$rc differ: $bad_files $(head -3 "$T/err" | tr '\n' ' ') $(find "$d" -name '.rdcp.*' | head -2)"; break; }
+done
+r=1; [ -z "$why" ] && r=0
+check "$name" $r "$why"
+rm -rf "$T"/pool-* "$T"/pool2 "$T"/ow-*
 
 name="hard links: 301 names of one inode across 30 dirs, 200 pairs, -a keeps the groups (remote -> remote)"
 mkdir -p "$T/hl/d0" && echo one > "$T/hl/d0/base"

@@ -12,25 +12,29 @@
 #   Exported: RXE_SERVER_IP RXE_CLIENT_IP RXE_SERVER_DEV RXE_CLIENT_DEV RXE_GID_INDEX, and the
 #   second rail's RXE_SERVER_IP2 RXE_CLIENT_IP2 RXE_SERVER_DEV2 RXE_CLIENT_DEV2.
 # env: RXE_TIMEOUT (s, default 600), RXE_MEM (MiB, 2048), RXE_CPUS (2), RXE_LAB (/tmp/rxe-lab), RXE_KEEP=1
+#   RXE_KERNEL: the kernel's meta-package (default linux-image-amd64; e.g. linux-image-6.12-amd64,
+#   whose RDMA core pins read-only file pages, which 6.1 refuses: rdpipe's file MR path)
 # host packages: qemu-system-x86 busybox-static kmod cpio (image build, cached in $RXE_LAB/cache)
 #   + whatever the command uses in the guest, e.g. rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
 #     perftest iproute2 (iproute2 with `rdma` is required for the setup).
 set -euo pipefail
-LAB=${RXE_LAB:-/tmp/rxe-lab}; CACHE=$LAB/cache
+LAB=${RXE_LAB:-/tmp/rxe-lab}; KPKG=${RXE_KERNEL:-linux-image-amd64}
+[[ $KPKG =~ ^linux-image-[a-z0-9.+-]+$ ]] || { echo "run-in-rxe-vm: RXE_KERNEL: not a kernel package: $KPKG" >&2; exit 125; }
+CACHE=$LAB/cache; [ "$KPKG" = linux-image-amd64 ] || CACHE=$LAB/cache-$KPKG   # one image per kernel
 TIMEOUT=${RXE_TIMEOUT:-600}; MEM=${RXE_MEM:-2048}; CPUS=${RXE_CPUS:-2}
 # TCG by default: /dev/kvm may exist yet hang (nested virtualisation); RXE_ACCEL=kvm opts in
 if [ "${RXE_ACCEL:-tcg}" = kvm ]; then ACCEL="-accel kvm -cpu host"; else ACCEL="-accel tcg,thread=multi -cpu max"; fi
 MODS="virtio_pci 9pnet_virtio 9p crc32_generic veth rdma_rxe rdma_ucm"   # no crc32_pclmul: 2x slower under TCG
 die() { echo "run-in-rxe-vm: $*" >&2; exit 125; }
-[ $# -ge 2 ] || { sed -n '2,18p' "$0" >&2; exit 125; }
+[ $# -ge 2 ] || { sed -n '2,20p' "$0" >&2; exit 125; }
 SHARE=$(realpath -e "$1") || die "no such dir: $1"; shift; [ -d "$SHARE" ] || die "not a dir: $SHARE"
 for t in qemu-system-x86_64 busybox depmod modprobe cpio gzip dpkg apt-get rdma; do
   command -v $t >/dev/null || die "missing $t (apt-get install qemu-system-x86 busybox-static kmod cpio iproute2)"; done
 
 build_image() {  # Debian kernel + initramfs (busybox-static + the few modules), cached
   local w; w=$(mktemp -d "$LAB/build.XXXXXX"); chmod 755 "$w"
-  local pkg; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-  [ -n "$pkg" ] || die "cannot resolve linux-image-amd64 (run apt-get update)"
+  local pkg; pkg=$(apt-cache depends "$KPKG" | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  [ -n "$pkg" ] || die "cannot resolve $KPKG (run apt-get update)"
   (cd "$w" && apt-get download "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
   dpkg -x "$w"/*.deb "$w/k"; local KV; KV=$(ls "$w/k/lib/modules"); depmod -b "$w/k" "$KV"
   local i=$w/i; mkdir -p "$i"/{bin,proc,sys,dev,host,lib/modules/$KV}

@@ -4,7 +4,8 @@
 # Exit 0 = all passed, 1 = failures, 77 = this host cannot run the VM (the reason is printed).
 # Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1,
 # RXE_ONLY=streams (only tests.sh's --streams and multi-rail cases, to iterate quickly),
-# RXE_ONLY=measure (1 stream against 2, small against huge pages; RXE_MEASURE_MB, _ROUNDS)
+# RXE_ONLY=measure (1 stream against 2, small against huge pages; RXE_MEASURE_MB, _ROUNDS),
+# RXE_ONLY=filemr (the file MR cases), RXE_ONLY=measure-fmr (file MR against copy; _CHUNK)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); TOP=$(cd "$HERE/../.." && pwd)
 npass=0; nfail=0
@@ -58,7 +59,7 @@ fi
 VMLOG=$(mktemp /tmp/rxe-vm.XXXXXX)
 echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
 RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$TOP" \
-    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} bash $HERE/tests.sh" \
+    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} RXE_MEASURE_CHUNK=${RXE_MEASURE_CHUNK:-4M} bash $HERE/tests.sh" \
     | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
 vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG")
