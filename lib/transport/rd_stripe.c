@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct stripe;
 
@@ -374,6 +375,8 @@ static int returned(struct stripe *s, struct rd_buf *b)
     return i;
 }
 
+static const struct rd_transport_ops direct_file_ops;
+
 static int direct_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
 {
     struct stripe *s = tp->priv;
@@ -387,6 +390,13 @@ static int direct_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t fr
             return rc;
     }
     s->dir = dir;
+    /* every connection can send a file's pages (verbs on a kernel that registers them): so
+     * can the stripe, and the engine then maps page-cached input for it */
+    unsigned with_ref = 0;
+    for (unsigned i = 0; i < s->n; i++)
+        with_ref += s->w[i].conn->ops->send_ref != NULL;
+    if (dir == RD_DIR_SEND && with_ref == s->n)
+        tp->ops = &direct_file_ops;
     return RD_OK;
 }
 
@@ -427,6 +437,43 @@ static int direct_send(struct rd_transport *tp, struct rd_buf *b)
     if (!rc) {
         memcpy(o->data, b->data, b->len);
         o->len = b->len;
+    }
+    c->ops->release(c, b);
+    return rc ? rc : to->ops->send(to, o);
+}
+
+/* As direct_send, for a frame whose payload is a mapping of the input file (b->ref): sent on
+ * its own connection from the file's pages; a frame borrowed out of turn is copied into the
+ * due connection's buffer, the payload read from the file (a file that shrank is a short
+ * read and an error, never a SIGBUS) or, for memory, copied. */
+static int direct_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct stripe *s = tp->priv;
+    int i = returned(s, b);
+    if (i < 0)
+        return rd_fail(RD_EIO, "internal error: a control frame sent by reference");
+    pthread_mutex_lock(&s->lock);
+    unsigned want = s->next++ % s->n;
+    pthread_mutex_unlock(&s->lock);
+    struct rd_transport *c = s->w[i].conn;
+    if ((unsigned)i == want)
+        return c->ops->send_ref(c, b);
+    struct rd_transport *to = s->w[want].conn;
+    struct rd_buf *o;
+    int rc = to->ops->get_send_buf(to, &o);
+    if (!rc && o->cap < RD_FRAME_HDR + b->ref_len) {
+        to->ops->release(to, o);
+        rc = rd_fail(RD_EIO, "a frame of %zu bytes does not fit stream %u's buffers", RD_FRAME_HDR + b->ref_len, want);
+    }
+    if (!rc) {
+        memcpy(o->data, b->data, RD_FRAME_HDR);
+        if (b->ref_fd < 0)
+            memcpy(o->data + RD_FRAME_HDR, b->ref, b->ref_len);
+        else if (pread(b->ref_fd, o->data + RD_FRAME_HDR, b->ref_len, (off_t)b->ref_off) != (ssize_t)b->ref_len)
+            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
+        o->len = RD_FRAME_HDR + b->ref_len;
+        if (rc)
+            to->ops->release(to, o);
     }
     c->ops->release(c, b);
     return rc ? rc : to->ops->send(to, o);
@@ -501,18 +548,21 @@ static int direct_numa_node(struct rd_transport *tp)
     return node;
 }
 
-static const struct rd_transport_ops direct_ops = {
-    .name = "rdma",
-    .setup_ring = direct_setup_ring,
-    .get_send_buf = direct_get_send_buf,
-    .send = direct_send,
-    .recv = direct_recv,
-    .release = direct_release,
-    .drain = direct_drain,
-    .shutdown = direct_shutdown,
-    .close = direct_close,
-    .numa_node = direct_numa_node,
-};
+#define DIRECT_OPS                         \
+    .name = "rdma",                        \
+    .setup_ring = direct_setup_ring,       \
+    .get_send_buf = direct_get_send_buf,   \
+    .send = direct_send,                   \
+    .recv = direct_recv,                   \
+    .release = direct_release,             \
+    .drain = direct_drain,                 \
+    .shutdown = direct_shutdown,           \
+    .close = direct_close,                 \
+    .numa_node = direct_numa_node
+
+static const struct rd_transport_ops direct_ops = { DIRECT_OPS };
+/* what a sending stripe becomes when every connection has send_ref (direct_setup_ring) */
+static const struct rd_transport_ops direct_file_ops = { DIRECT_OPS, .send_ref = direct_send_ref };
 
 /* What -v names: each distinct connection's description once, then the count. */
 static void describe(struct rd_transport *tp, struct rd_transport **conns, unsigned n)
