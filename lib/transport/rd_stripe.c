@@ -415,25 +415,39 @@ static int direct_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
     return rc;
 }
 
+/* The connection the next striped frame must go out on. */
+static unsigned due(struct stripe *s)
+{
+    pthread_mutex_lock(&s->lock);
+    unsigned want = s->next++ % s->n;
+    pthread_mutex_unlock(&s->lock);
+    return want;
+}
+
+/* A buffer of connection `want` for a frame of len bytes borrowed from another one. */
+static int borrow_from(struct stripe *s, unsigned want, size_t len, struct rd_buf **o)
+{
+    struct rd_transport *to = s->w[want].conn;
+    int rc = to->ops->get_send_buf(to, o);
+    if (!rc && (*o)->cap < len) {
+        to->ops->release(to, *o);
+        rc = rd_fail(RD_EIO, "a frame of %zu bytes does not fit stream %u's buffers", len, want);
+    }
+    return rc;
+}
+
 static int direct_send(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
     int i = returned(s, b);
     if (i < 0)
         return conn0(s)->ops->send(conn0(s), b);
-    pthread_mutex_lock(&s->lock);
-    unsigned want = s->next++ % s->n;
-    pthread_mutex_unlock(&s->lock);
-    struct rd_transport *c = s->w[i].conn;
+    unsigned want = due(s);
+    struct rd_transport *c = s->w[i].conn, *to = s->w[want].conn;
     if ((unsigned)i == want)
         return c->ops->send(c, b);
-    struct rd_transport *to = s->w[want].conn;
     struct rd_buf *o;
-    int rc = to->ops->get_send_buf(to, &o);
-    if (!rc && o->cap < b->len) {
-        to->ops->release(to, o);
-        rc = rd_fail(RD_EIO, "a frame of %zu bytes does not fit stream %u's buffers", b->len, want);
-    }
+    int rc = borrow_from(s, want, b->len, &o);
     if (!rc) {
         memcpy(o->data, b->data, b->len);
         o->len = b->len;
@@ -452,19 +466,12 @@ static int direct_send_ref(struct rd_transport *tp, struct rd_buf *b)
     int i = returned(s, b);
     if (i < 0)
         return rd_fail(RD_EIO, "internal error: a control frame sent by reference");
-    pthread_mutex_lock(&s->lock);
-    unsigned want = s->next++ % s->n;
-    pthread_mutex_unlock(&s->lock);
-    struct rd_transport *c = s->w[i].conn;
+    unsigned want = due(s);
+    struct rd_transport *c = s->w[i].conn, *to = s->w[want].conn;
     if ((unsigned)i == want)
         return c->ops->send_ref(c, b);
-    struct rd_transport *to = s->w[want].conn;
     struct rd_buf *o;
-    int rc = to->ops->get_send_buf(to, &o);
-    if (!rc && o->cap < RD_FRAME_HDR + b->ref_len) {
-        to->ops->release(to, o);
-        rc = rd_fail(RD_EIO, "a frame of %zu bytes does not fit stream %u's buffers", RD_FRAME_HDR + b->ref_len, want);
-    }
+    int rc = borrow_from(s, want, RD_FRAME_HDR + b->ref_len, &o);
     if (!rc) {
         memcpy(o->data, b->data, RD_FRAME_HDR);
         if (b->ref_fd < 0)
