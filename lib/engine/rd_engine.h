@@ -27,7 +27,8 @@ struct rd_counters {
 /* Returns RD_OK only once the receiver confirmed every byte. */
 int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct rd_params *p,
                    struct rd_counters *cnt);
-/* Returns RD_OK only if the whole stream arrived, matched END, was written and CONFIRMed. */
+/* Returns RD_OK only if the whole stream arrived, matched END, was written (and flushed) and
+ * CONFIRM was sent; whether CONFIRM arrived is the sender's to judge. */
 int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd_params *p,
                    struct rd_counters *cnt);
 

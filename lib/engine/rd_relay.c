@@ -251,8 +251,9 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
             rc = rd_fail(RD_ESTREAM, "downstream %s confirmed another stream than the one relayed", down->peer);
         if (!rc) {
             rc = rd_send_raw(up, r.confirm_frame, sizeof r.confirm_frame);
-            if (!rc)
-                rc = up->ops->drain(up);
+            if (!rc && up->ops->drain(up))
+                rd_error_clear();   /* CONFIRM is sent; its arrival is the origin's to judge
+                                     * (as in rd_engine_recv's finish) */
         }
     } else if (side == SIDE_DOWN && wait_answer(&r, 1) && r.down_said) {
         /* a send failed because downstream hung up: its reason beats "broken pipe" */

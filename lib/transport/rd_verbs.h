@@ -125,6 +125,7 @@ struct rd_v_conn {
     char device[64];               /* -d pin, "" = any */
     char peer[128];                /* printable peer address for messages */
     int verbose;
+    int cm_event_seen;             /* the peer left or the route changed: flushes follow from it */
 
     /* verbs resources (rd_verbs_res.c) */
     struct ibv_pd *pd;

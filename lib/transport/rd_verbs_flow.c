@@ -201,6 +201,26 @@ static struct rd_v_pool *pool_of(struct rd_v_conn *c, uint64_t wr_id)
     }
 }
 
+/* Work requests flushed with no failure of ours behind them: a peer's disconnect (its CM
+ * event follows), or, on some kernels (6.12's rxe), a port whose link went down, where others
+ * let the peer go silent. The flush comes first and the port's state follows (measured: still
+ * ACTIVE when the flushed completion is polled), so this looks again for up to half a second,
+ * on a path that ends the connection anyway, unless a CM event says what happened. */
+static int port_down(struct rd_v_conn *c)
+{
+    struct ibv_port_attr pa;
+    for (int i = 0; i < 10 && c->id && c->id->verbs; i++) {
+        if (ibv_query_port(c->id->verbs, c->id->port_num, &pa))
+            return 0;
+        if (pa.state != IBV_PORT_ACTIVE)
+            return 1;
+        struct pollfd cm = { .fd = c->ch ? c->ch->fd : -1, .events = POLLIN };
+        if (c->cm_event_seen || (cm.fd >= 0 && poll(&cm, 1, 50) != 0))
+            return 0;
+    }
+    return 0;
+}
+
 static void wc_error(struct rd_v_conn *c, const struct ibv_wc *wc)
 {
     if (wc->status == IBV_WC_WR_FLUSH_ERR && (c->dead || c->shut))
@@ -212,6 +232,9 @@ static void wc_error(struct rd_v_conn *c, const struct ibv_wc *wc)
     else if (wc->status == IBV_WC_RNR_RETRY_EXC_ERR)
         mark_dead(c, "connection to %s lost: the peer had no receive buffer for %.1f s (RDMA "
                   "%s)", c->peer, quiet, ibv_wc_status_str(wc->status));
+    else if (wc->status == IBV_WC_WR_FLUSH_ERR && port_down(c))
+        mark_dead(c, "connection to %s lost: RDMA port %s/%u is down (link down or cable out)",
+                  c->peer, ibv_get_device_name(c->id->verbs->device), (unsigned)c->id->port_num);
     else
         mark_dead(c, "connection to %s lost (RDMA %s)", c->peer, ibv_wc_status_str(wc->status));
 }
@@ -290,6 +313,7 @@ static void cm_events(struct rd_v_conn *c)
         if (t == RDMA_CM_EVENT_ESTABLISHED || t == RDMA_CM_EVENT_TIMEWAIT_EXIT)
             continue;
         /* frames that arrived before the disconnect are still delivered */
+        c->cm_event_seen = 1;
         drain_cq(c, c->rcq, 1);
         mark_dead(c, "connection to %s lost (RDMA %s)", c->peer,
                   t == RDMA_CM_EVENT_DISCONNECTED ? "DISCONNECTED" : rdma_event_str(t));

@@ -49,9 +49,10 @@ fi
 for t in qemu-system-x86_64 busybox depmod modprobe cpio rdma ibv_devices rping; do
     command -v $t > /dev/null || skip "missing $t (apt-get install qemu-system-x86 busybox-static kmod cpio iproute2 rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)"
 done
-LAB=${RXE_LAB:-/tmp/rxe-lab}
-if ! [ -s "$LAB/cache/vmlinuz" ] && ! apt-cache depends linux-image-amd64 > /dev/null 2>&1; then
-    skip "no cached kernel in $LAB/cache and apt cannot fetch linux-image-amd64"
+LAB=${RXE_LAB:-/tmp/rxe-lab}; KPKG=${RXE_KERNEL:-linux-image-amd64}
+CACHE=$LAB/cache; [ "$KPKG" = linux-image-amd64 ] || CACHE=$LAB/cache-$KPKG   # as run-in-vm.sh
+if ! [ -s "$CACHE/vmlinuz" ] && ! apt-cache depends "$KPKG" 2> /dev/null | grep -q 'Depends: linux-image-[0-9]'; then
+    skip "no cached kernel in $CACHE and apt cannot fetch $KPKG"
 fi
 
 # The checkout itself is the VM's share: mounted read-write at the same path in the guest, it

@@ -407,6 +407,8 @@ static void mem_release(struct rd_transport *tp, struct rd_buf *b)
 
 static int mem_drain(struct rd_transport *tp)
 {
+    if (ep_of(tp)->faults.drain_fails)
+        return rd_fail(RD_ESTREAM, "connection to %s lost (RDMA DISCONNECTED)", tp->peer);
     return RD_OK;   /* send() returns once the frame sits in the peer's inbox */
 }
 

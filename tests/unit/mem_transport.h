@@ -40,6 +40,9 @@ struct mem_faults {
     long reorder_frame;       /* this frame arrives after the next one */
     long kill_after;          /* the link dies when this many frames were sent: frame
                                  number kill_after and later fail, both ends see RD_ESTREAM */
+    int drain_fails;          /* drain() fails although every frame arrived: RDMA's send
+                                 completion flushed by the peer's disconnect, which overtook
+                                 the acknowledgement */
 };
 
 /* All faults off. */

@@ -130,4 +130,15 @@ __attribute__((unused)) static void case_files_check_prefix(const struct case_fi
     free(got);
 }
 
+/* The output after a stream that must have arrived whole: exactly the input. */
+__attribute__((unused)) static void case_files_check_whole(const struct case_files *f, const char *file,
+                                                           int line)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(f->out, &got_n);
+    if (!got || got_n != f->n || memcmp(got, f->data, got_n) != 0)
+        check_fail_at(file, line, "the output is not the input (%zu of %zu bytes)", got ? got_n : 0, f->n);
+    free(got);
+}
+
 #endif

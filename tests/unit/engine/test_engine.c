@@ -493,6 +493,22 @@ out:
     fail_teardown(&c);
 }
 
+/* CONFIRM arrives, but the receiver's drain fails after it (over RDMA the sender's
+ * disconnect can overtake the acknowledgement of CONFIRM, and the send completes flushed):
+ * the stream arrived whole and CONFIRM was sent, so both ends succeed. */
+static void t_drain_fails_after_confirm(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 5 * CHUNK + 7, 27);
+    c.x.recv_faults.drain_fails = 1;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_OK);
+    case_files_check_whole(&c.f, __FILE__, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
 /* The link dies during the handshake (after HELLO). */
 static void t_link_killed_in_handshake(void)
 {
@@ -1134,6 +1150,7 @@ int main(void)
     RUN(t_end_before_last_frame);
     RUN(t_link_killed_mid_stream);
     RUN(t_link_killed_before_confirm);
+    RUN(t_drain_fails_after_confirm);
     RUN(t_link_killed_in_handshake);
     RUN(t_link_killed_with_stalled_input);
     RUN(t_corrupt_end);

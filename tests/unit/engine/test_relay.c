@@ -907,6 +907,25 @@ out:
     fail_teardown(&fc);
 }
 
+/* Both CONFIRMs arrive, but the sends' drains fail after them (over RDMA a peer that has
+ * CONFIRM disconnects at once and can overtake the acknowledgement): every end succeeds. */
+static void t_confirm_drains_fail(void)
+{
+    struct fail_case fc;
+    fail_setup(&fc, 5 * CHUNK + 3, 31);
+    fc.c.recv_faults.drain_fails = 1;
+    fc.c.relay_up_faults.drain_fails = 1;
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    CHECK_EQ_I(fc.c.recv_rc, RD_OK);
+    CHECK_EQ_I(fc.c.relay_rc, RD_OK);
+    CHECK_EQ_I(fc.c.send_rc, RD_OK);
+    CHECK_EQ_I(fc.c.origin_tap.confirms, 1);
+    check_output_whole(&fc, __LINE__);
+out:
+    fail_teardown(&fc);
+}
+
 static void before_each(void)
 {
     rd_error_clear();
@@ -943,6 +962,7 @@ int main(void)
     RUN(t_origin_abort_reflected);
     RUN(t_no_end_to_end_key);
     RUN(t_downstream_confirm_lost);
+    RUN(t_confirm_drains_fail);
     RUN(t_downstream_confirm_corrupt);
     RUN(t_downstream_confirm_tag_corrupt);
     RUN(t_upstream_confirm_lost);
