@@ -216,7 +216,9 @@ static void transfer_server(const char *port, unsigned frames)
             usleep(300 * 1000);   /* the sender runs out of credits and must wait */
     }
     CHECK(send_msg(tp, T_CONFIRM, frames, 64) == 0, "send confirm");
-    CHECK(tp->ops->drain(tp) == 0, "drain");
+    /* as rdrecv: CONFIRM is sent; a client that has it disconnects at once, and on 6.12's rxe
+     * that can overtake the acknowledgement, so the drain may end flushed */
+    (void)tp->ops->drain(tp);
     printf("  server: %s from %s\n", tp->desc, tp->peer);
     tp->ops->close(tp);
     exit(0);
@@ -251,9 +253,10 @@ static void transfer_client(const char *port, unsigned frames)
         bytes += len;
     }
     CHECK(send_msg(tp, T_END, frames, 32) == 0, "send end");
-    CHECK(tp->ops->drain(tp) == 0, "drain");
+    /* as rdsend: CONFIRM decides; the server's disconnect after it may flush END's send */
+    int drained = tp->ops->drain(tp) == 0;
     pthread_join(th, NULL);
-    CHECK(m.confirmed, "no confirm");
+    CHECK(m.confirmed, "no confirm (drain %s)", drained ? "completed" : "failed");
     printf("  client: %s, %zu bytes in %.2fs\n", tp->desc, bytes, now() - t0);
     tp->ops->close(tp);
     exit(0);

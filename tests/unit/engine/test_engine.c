@@ -509,6 +509,22 @@ out:
     fail_teardown(&c);
 }
 
+/* The sender's drain after END fails although END and CONFIRM both arrived (over RDMA the
+ * receiver's disconnect after CONFIRM can overtake the acknowledgement of END): CONFIRM
+ * decides, and both ends succeed. */
+static void t_sender_drain_fails_after_end(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 4 * CHUNK + 11, 28);
+    c.x.send_faults.drain_fails = 1;
+    CHECK_OR(xfer_run(&c.x) == 0, goto out);
+    CHECK_EQ_I(c.x.send_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_OK);
+    case_files_check_whole(&c.f, __FILE__, __LINE__);
+out:
+    fail_teardown(&c);
+}
+
 /* The link dies during the handshake (after HELLO). */
 static void t_link_killed_in_handshake(void)
 {
@@ -1151,6 +1167,7 @@ int main(void)
     RUN(t_link_killed_mid_stream);
     RUN(t_link_killed_before_confirm);
     RUN(t_drain_fails_after_confirm);
+    RUN(t_sender_drain_fails_after_end);
     RUN(t_link_killed_in_handshake);
     RUN(t_link_killed_with_stalled_input);
     RUN(t_corrupt_end);

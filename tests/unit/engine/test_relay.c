@@ -907,14 +907,16 @@ out:
     fail_teardown(&fc);
 }
 
-/* Both CONFIRMs arrive, but the sends' drains fail after them (over RDMA a peer that has
- * CONFIRM disconnects at once and can overtake the acknowledgement): every end succeeds. */
+/* END and both CONFIRMs arrive, but every drain fails after them (over RDMA a peer that has
+ * END or CONFIRM can disconnect before the acknowledgement arrives): every end succeeds. */
 static void t_confirm_drains_fail(void)
 {
     struct fail_case fc;
     fail_setup(&fc, 5 * CHUNK + 3, 31);
     fc.c.recv_faults.drain_fails = 1;
     fc.c.relay_up_faults.drain_fails = 1;
+    fc.c.relay_down_faults.drain_fails = 1;
+    fc.c.origin_faults.drain_fails = 1;
     CHECK_OR(fail_run(&fc) == 0, goto out);
     check_sessions_ok(&fc, __LINE__);
     CHECK_EQ_I(fc.c.recv_rc, RD_OK);
