@@ -23,14 +23,15 @@ grep -Eq '^demo: rdpipe / local pipe = [0-9.]+$' "$C/o" || t_fail "no ratio"
 t_end
 
 t_begin "demo: a corrupted copy is a MISMATCH and a non-zero exit"
-# an rdrecv that really receives, then flips one byte of what it wrote
+# an rdrecv that really receives, then flips one bit of what it wrote
 mkdir -p "$C/bad"
 cp "$RDSEND" "$C/bad/rdsend"
 cat > "$C/bad/rdrecv" <<EOF
 #!/bin/bash
 "$RDRECV" "\$@"; rc=\$?
 out=\${@: -1}
-printf 'X' | dd of="\$out" bs=1 seek=1000 conv=notrunc status=none
+b=\$(od -An -tu1 -j1000 -N1 "\$out" | tr -d ' ')   # flip it: writing a constant byte would miss 1 time in 256
+printf "\\\\\$(printf %o \$(( b ^ 1 )))" | dd of="\$out" bs=1 seek=1000 conv=notrunc status=none
 exit \$rc
 EOF
 chmod +x "$C/bad/rdrecv"
