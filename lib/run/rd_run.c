@@ -7,6 +7,7 @@
 #include "wire/rd_seal.h"
 #include "util/rd_error.h"
 #include "run/rd_report.h"
+#include "transport/rd_rails.h"
 #include "transport/rd_select.h"
 #include "transport/rd_session.h"
 #include "transport/rd_stripe.h"
@@ -90,9 +91,22 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         goto wipe_key;
     if (!o->chunk_set && tp->ops == &rd_tcp_ops)
         want.chunk_size = RD_TCP_DEFAULT_CHUNK;
+    struct rd_port_addr ports[RD_MAX_RAILS];
+    unsigned naddrs, nports = rd_rails_offer(&reach, o->streams_set, tp, ports, &naddrs);
+    if (nports) {   /* multi-rail by default: a connection per port, as far as the receiver's go */
+        want.caps |= RD_CAP_RAILS;
+        want.streams = nports;
+    }
     rc = rd_session_sender(tp, &key, &want, &agreed);
+    struct rd_rail_lists lists;
+    struct rd_reach rails = reach;
+    if (!rc && (agreed.caps & RD_CAP_RAILS)) {
+        unsigned n = rd_rails_reach(&reach, tp, &agreed.rails, ports, naddrs, &lists, &rails);
+        if (o->verbose)
+            rd_warn("%u rails to %s: %s from %s (%s)", n, tp->peer, rails.host, rails.bind, rails.device);
+    }
     if (!rc && agreed.streams > 1)
-        rc = rd_stripe_join(&reach, &tp, &agreed);
+        rc = rd_stripe_join(&rails, &tp, &agreed);
     if (rc)
         goto close_transport;
     set_local_params(o, &agreed);
@@ -190,6 +204,13 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     return rc;
 }
 
+/* The addresses of this host's active RDMA ports (of -d's devices), for RAILS. */
+static void rails_of(const char *devices, struct rd_rails *out)
+{
+    struct rd_port_addr ports[RD_MAX_RAILS];
+    rd_rails_of_ports(ports, rd_rails_local(devices, ports, RD_MAX_RAILS), out);
+}
+
 /* Listen, run the handshake of every connection at once (rd_waiting), and serve the first
  * that completes (or give up when the timeout passes). */
 static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
@@ -224,6 +245,8 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
         },
     };
+    if (o->transport != RD_T_TCP && !o->bind && o->relay_fd < 0)   /* a sender may stripe over our rails */
+        rails_of(o->device, &ha.limits.rails);
     rd_throttle_init(&throttle);
     struct rd_waiting_cfg cfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
                                   .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,

@@ -1,5 +1,6 @@
 #include "transport/rd_session.h"
 
+#include "transport/rd_rails.h"
 #include "util/rd_error.h"
 
 #include <stdio.h>
@@ -39,9 +40,15 @@ static int hop_seq(uint64_t *seq)
     return rd_random(seq, sizeof *seq) ? rd_fail(RD_EIO, "no randomness available") : RD_OK;
 }
 
+/* The frames that, once a connection is authenticated, carry its hop key's tag. */
+static int hop_tagged(uint8_t type)
+{
+    return type == RD_ABORT || type == RD_REJECT || type == RD_RAILS;
+}
+
 int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len)
 {
-    if (tp->hop_dir && (type == RD_ABORT || type == RD_REJECT)) {
+    if (tp->hop_dir && hop_tagged(type)) {
         uint64_t seq;
         int rc = hop_seq(&seq);
         return rc ? rc : send_frame(tp, type, payload, len, tp->hop_key, tp->hop_dir, seq);
@@ -127,7 +134,7 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
     if (rc)
         return rc;
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
-    if (pe == RD_P_OK && tp->hop_dir && (f->type == RD_ABORT || f->type == RD_REJECT))
+    if (pe == RD_P_OK && tp->hop_dir && hop_tagged(f->type))
         pe = rd_check_hop(tp, b->data, f);
     if (pe != RD_P_OK) {
         unsigned version = b->len > 4 ? b->data[4] : 0;
@@ -201,6 +208,48 @@ static void keep_keys(struct rd_transport *tp, const struct rd_session_keys *key
     memcpy(agreed->stream_key, keys->stream, sizeof agreed->stream_key);
 }
 
+/* Sender: the receiver's RAILS, which follows its ACCEPT when RD_CAP_RAILS was granted
+ * (hop-tagged: rd_recv_ctrl checks it). */
+static int recv_rails(struct rd_transport *tp, struct rd_params *agreed)
+{
+    struct rd_buf *b;
+    struct rd_frame f;
+    int rc = expect(tp, &b, &f, RD_RAILS, RD_SENDER_WAIT_MS, "receiver");
+    if (rc)
+        return rc;
+    int pe = rd_rails_decode(f.payload, f.length, &agreed->rails);
+    tp->ops->release(tp, b);
+    return pe ? rd_fail(RD_ESTREAM, "malformed RAILS from %s", tp->peer) : RD_OK;
+}
+
+/* Receiver: whether this sender gets RAILS, and the streams it is granted: as many as the
+ * sender asked, up to our ports. A sender asks for rails only without --streams, so one
+ * that gets none gets one connection. */
+static int grant_rails(struct rd_transport *tp, const struct rd_hello *h, const struct rd_params *limits,
+                       struct rd_challenge *c)
+{
+    if (!(h->caps & RD_CAP_RAILS))
+        return 0;
+    unsigned ports = rd_rails_distinct(&limits->rails);
+    int ours = tp->ops == &rd_verbs_ops && ports >= 2 && tp->local.ss_family != AF_UNSPEC;
+    c->streams = ours && c->streams > ports ? ports : ours ? c->streams : 1;
+    if (c->streams < 2)
+        return 0;
+    c->caps |= RD_CAP_RAILS;
+    return 1;
+}
+
+static int send_rails(struct rd_transport *tp, const struct rd_params *limits)
+{
+    struct rd_rail_addr first;
+    struct rd_rails r;
+    uint8_t out[RD_RAILS_MAX_LEN];
+    if (rd_rail_addr_of((const struct sockaddr *)&tp->local, &first))
+        return rd_fail(RD_EIO, "connection from %s: no local address for RAILS", tp->peer);
+    rd_rails_advert(&limits->rails, &first, &r);
+    return rd_send_ctrl(tp, RD_RAILS, out, (uint32_t)rd_rails_encode(&r, out));
+}
+
 int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *want,
                       struct rd_params *agreed)
 {
@@ -254,7 +303,9 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
         goto wipe;
     }
     keep_keys(tp, &keys, 1, &c, agreed);
-    if (c.streams == 1)
+    if (c.caps & RD_CAP_RAILS)
+        rc = recv_rails(tp, agreed);
+    if (!rc && c.streams == 1)
         rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
 wipe:
     rd_session_keys_wipe(&keys);
@@ -293,11 +344,12 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
     /* striping over TCP (a core per connection) and RDMA (a QP each, on one or more rails) */
     uint32_t max_streams = (tp->ops == &rd_tcp_ops || tp->ops == &rd_verbs_ops) && limits->streams ? limits->streams : 1;
     struct rd_challenge c = {
-        .caps = h.caps & limits->caps,
+        .caps = h.caps & limits->caps & ~RD_CAP_RAILS,
         .chunk_size = min_u32(h.chunk_size, limits->chunk_size),
         .depth = min_u32(h.depth, limits->depth),
         .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
+    int rails = grant_rails(tp, &h, limits, &c);
     if ((h.caps & limits->require_caps) != limits->require_caps) {   /* rdrecv --encrypt */
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "receiver requires --encrypt, and this sender does not encrypt");
         return rd_fail(RD_EAUTH, "sender %s does not encrypt, and this receiver requires --encrypt", tp->peer);
@@ -332,6 +384,8 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         keep_keys(tp, &keys, 0, &c, agreed);
         rc = rd_send_ctrl(tp, RD_ACCEPT, mac, sizeof mac);
     }
+    if (!rc && rails)
+        rc = send_rails(tp, limits);
     rd_session_keys_wipe(&keys);
     return rc;
 }

@@ -25,18 +25,23 @@ struct rd_params {
     uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
     uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_mac) */
     uint8_t stream_key[RD_KEY_LEN];   /* agreed only: tags DATA, END and CONFIRM (rd_tag.h) */
+    struct rd_rails rails; /* receiver's limits: its RDMA ports' addresses, offered to a sender
+                            * that asks (RD_CAP_RAILS; fewer than 2: none); agreed, sender's:
+                            * the receiver's RAILS, connection 0's address first */
     uint32_t lanes;        /* local, never negotiated: threads for the per-chunk work (0 = 1) */
     int compress_mode;     /* local, the sender's: 0 off, 1 auto, 2 fixed at compress_level */
     int compress_level;
 };
 
-/* Sender: HELLO, check CHALLENGE, AUTH, wait for ACCEPT, set up the send ring.
+/* Sender: HELLO, check CHALLENGE, AUTH, wait for ACCEPT (and RAILS when RD_CAP_RAILS was
+ * granted), set up the send ring.
  * want: what the sender asks for; *agreed: what the receiver granted.
  * RD_EAUTH if the receiver does not know the key or rejects ours. */
 int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *want,
                       struct rd_params *agreed);
 
-/* Receiver: read HELLO, CHALLENGE, check AUTH, set up the receive ring, ACCEPT.
+/* Receiver: read HELLO, CHALLENGE, check AUTH, set up the receive ring, ACCEPT (then RAILS
+ * to a sender that asked, over RDMA, when limits->rails has two or more addresses).
  * limits: the largest chunk and depth this receiver grants. On failure the connection
  * should be dropped and the receiver may keep listening. */
 int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
@@ -58,8 +63,8 @@ int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agre
                            const unsigned char *taken, uint32_t *index);
 
 /* Send one control frame with the given payload (fits in a control frame). On an
- * authenticated connection ABORT and REJECT are tagged under its hop key; the handshake's
- * frames carry no tag (their MACs cover them). */
+ * authenticated connection ABORT, REJECT and RAILS are tagged under its hop key; the
+ * handshake's frames carry no tag (their MACs cover them). */
 int rd_send_ctrl(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len);
 /* The same for a frame of the stream (CONFIRM): tagged under key, direction dir, seq. */
 int rd_send_tagged(struct rd_transport *tp, uint8_t type, const void *payload, uint32_t len,
@@ -78,8 +83,8 @@ int rd_check_tagged(struct rd_transport *tp, const uint8_t *hdr, const struct rd
 /* The tag of a frame the peer sent under this connection's hop key (its ABORT or REJECT):
  * RD_P_OK, or RD_P_TAG (also before the handshake agreed a key). */
 int rd_check_hop(struct rd_transport *tp, const uint8_t *hdr, const struct rd_frame *f);
-/* Receive one frame and parse its header. On an authenticated connection an ABORT or REJECT
- * must carry the hop key's tag, or it is a forgery (RD_ESTREAM). Tags of the stream's frames
+/* Receive one frame and parse its header. On an authenticated connection an ABORT, REJECT or
+ * RAILS must carry the hop key's tag, or it is a forgery (RD_ESTREAM). Tags of the stream's frames
  * are the caller's to check (rd_check_tagged). The caller releases *b. */
 int rd_recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **b, struct rd_frame *f);
 /* The same, but it never answers (rd_recv_ctrl REJECTs a frame of another protocol version):

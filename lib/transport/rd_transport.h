@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define RD_CTRL_FRAME 4096u       /* size of a control-pool frame (handshake, END, CONFIRM) */
 #define RD_BUF_ALIGN 4096u        /* every frame buffer is page aligned (O_DIRECT needs it) */
@@ -124,6 +125,7 @@ struct rd_transport {
     char peer[128];      /* printable peer address, e.g. "10.0.0.2:40112" or "[::1]:5000" */
     char desc[128];      /* what -v prints, e.g. "tcp" or "rdma rxe_a port 1" */
     unsigned local_port; /* listeners: the port actually bound (port "0" picks one) */
+    struct sockaddr_storage local;   /* RDMA connections: this end's address (rails); else AF_UNSPEC */
     void *priv;
     /* Set by the handshake (rd_session.c): the key that tags this connection's own frames
      * (ABORT), and which way we send on it (RD_TAG_HOP_DOWN: we are the sending end). 0

@@ -132,6 +132,9 @@ void rd_v_describe(struct rd_transport *tp, struct rd_v_conn *c)
     snprintf(tp->desc, sizeof tp->desc, "rdma %s port %u",
              ibv_get_device_name(c->id->verbs->device), (unsigned)c->id->port_num);
     snprintf(tp->peer, sizeof tp->peer, "%s", c->peer);
+    const struct sockaddr *la = rdma_get_local_addr(c->id);
+    if (la && (la->sa_family == AF_INET || la->sa_family == AF_INET6))
+        memcpy(&tp->local, la, la->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 }
 
 static void hello_make(struct rd_v_hello *h)

@@ -39,9 +39,9 @@ const char *rd_proto_strerror(int e)
 const char *rd_frame_type_name(int type)
 {
     static const char *const names[] = {
-        "?", "HELLO", "CHALLENGE", "AUTH", "ACCEPT", "REJECT", "DATA", "END", "CONFIRM", "ABORT", "JOIN",
+        "?", "HELLO", "CHALLENGE", "AUTH", "ACCEPT", "REJECT", "DATA", "END", "CONFIRM", "ABORT", "JOIN", "RAILS",
     };
-    return type > 0 && type <= RD_JOIN ? names[type] : "?";
+    return type > 0 && type <= RD_FRAME_TYPE_MAX ? names[type] : "?";
 }
 
 size_t rd_frame_seal(uint8_t *buf, uint8_t type, uint16_t flags, uint32_t length, uint64_t seq)
@@ -94,7 +94,7 @@ int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame 
     int rc = check_version(buf, RD_FRAME_HDR);
     if (rc != RD_P_OK)
         return rc;
-    if (buf[5] < RD_HELLO || buf[5] > RD_JOIN)
+    if (buf[5] < RD_HELLO || buf[5] > RD_FRAME_TYPE_MAX)
         return RD_P_TYPE;
     f->type = buf[5];
     f->flags = get16(buf + 6);
@@ -223,6 +223,35 @@ int rd_join_decode(const uint8_t *p, size_t n, struct rd_join *j)
         return RD_P_LENGTH;
     j->index = get32(p);
     memcpy(j->mac, p + 4, RD_MAC_LEN);
+    return RD_P_OK;
+}
+
+size_t rd_rails_encode(const struct rd_rails *r, uint8_t *out)
+{
+    out[0] = r->count;
+    for (unsigned i = 0; i < r->count; i++) {
+        out[1 + i * RD_RAIL_ENTRY_LEN] = r->a[i].family;
+        out[2 + i * RD_RAIL_ENTRY_LEN] = r->a[i].port;
+        memcpy(out + 3 + i * RD_RAIL_ENTRY_LEN, r->a[i].addr, 16);
+    }
+    return 1 + (size_t)r->count * RD_RAIL_ENTRY_LEN;
+}
+
+int rd_rails_decode(const uint8_t *p, size_t n, struct rd_rails *r)
+{
+    static const uint8_t zero[12];
+    if (n < 1 || p[0] == 0 || p[0] > RD_MAX_RAILS || n != 1 + (size_t)p[0] * RD_RAIL_ENTRY_LEN)
+        return RD_P_LENGTH;
+    memset(r, 0, sizeof *r);
+    r->count = p[0];
+    for (unsigned i = 0; i < r->count; i++) {
+        const uint8_t *e = p + 1 + i * RD_RAIL_ENTRY_LEN;
+        if ((e[0] != 4 && e[0] != 6) || (e[0] == 4 && memcmp(e + 6, zero, sizeof zero)))
+            return RD_P_LENGTH;
+        r->a[i].family = e[0];
+        r->a[i].port = e[1];
+        memcpy(r->a[i].addr, e + 2, 16);
+    }
     return RD_P_OK;
 }
 

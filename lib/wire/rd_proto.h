@@ -50,7 +50,10 @@ enum rd_frame_type {
     RD_CONFIRM = 8,    /* receiver -> sender: everything written and flushed */
     RD_ABORT = 9,      /* either way mid-stream: reason code + text */
     RD_JOIN = 10,      /* sender -> receiver, first frame of an extra connection (--streams) */
+    RD_RAILS = 11,     /* receiver -> sender, after ACCEPT when RD_CAP_RAILS was granted: the
+                        * addresses its RDMA ports take connections on (hop-tagged) */
 };
+#define RD_FRAME_TYPE_MAX RD_RAILS
 
 enum rd_frame_flags {
     RD_FLAG_COMPRESSED = 1u << 0,   /* DATA: the payload is one zstd frame of `raw` bytes
@@ -61,6 +64,11 @@ enum rd_frame_flags {
                                      * the caps: this end's CPU has AES instructions */
 };
 #define RD_FLAGS_KNOWN (RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM)
+
+/* Handshake capabilities that are no frame's flags. A receiver grants what it knows of the
+ * caps it is offered (an older one none of these), so each is safe to offer. */
+#define RD_CAP_RAILS (1u << 8)   /* HELLO: stripe over the receiver's rails, tell me them (RD_RAILS);
+                                  * CHALLENGE: granted, and streams counts the rails */
 
 struct rd_frame {
     uint8_t type;
@@ -110,6 +118,23 @@ struct rd_join {
     uint8_t mac[RD_MAC_LEN];
 };
 #define RD_JOIN_LEN (4 + RD_MAC_LEN)
+
+/* RAILS: the receiver's addresses for the connections of --streams over RDMA, those of each
+ * active port, the address the first connection reached first. The sender pairs them with
+ * its own ports (transport/rd_rails.h), one connection per port. Wire: count:u8, then count x
+ * (family:u8 4|6, port:u8, addr[16]); port: the receiver's number for the port, the same for
+ * each address of one port; an IPv4 address in the first 4 bytes, the rest zero. */
+#define RD_MAX_RAILS 8u
+struct rd_rails {
+    uint8_t count;
+    struct rd_rail_addr {
+        uint8_t family;        /* 4 or 6 */
+        uint8_t port;          /* which port of its host this address is on */
+        uint8_t addr[16];
+    } a[RD_MAX_RAILS];
+};
+#define RD_RAIL_ENTRY_LEN 18u
+#define RD_RAILS_MAX_LEN (1 + RD_MAX_RAILS * RD_RAIL_ENTRY_LEN)
 
 /* END / CONFIRM payload */
 struct rd_end {
@@ -170,6 +195,8 @@ size_t rd_proof_encode(const struct rd_proof *a, uint8_t *out);
 int rd_proof_decode(const uint8_t *p, size_t n, struct rd_proof *a);
 size_t rd_join_encode(const struct rd_join *j, uint8_t *out);
 int rd_join_decode(const uint8_t *p, size_t n, struct rd_join *j);
+size_t rd_rails_encode(const struct rd_rails *r, uint8_t *out);
+int rd_rails_decode(const uint8_t *p, size_t n, struct rd_rails *r);   /* 1..RD_MAX_RAILS entries */
 size_t rd_end_encode(const struct rd_end *e, uint8_t *out);
 int rd_end_decode(const uint8_t *p, size_t n, struct rd_end *e);
 size_t rd_reason_encode(const struct rd_reason *r, uint8_t *out);

@@ -3,9 +3,12 @@
  * the scripted transport; and the control frames of an authenticated connection.
  *
  * Input: mode:u8, then chunk:u32 depth:u16 streams:u8 caps:u8 fail_send:u8 taken:u16
- * (the local side's limits or wishes), then messages (fz_input.h). Modes:
+ * (the local side's limits or wishes), then messages (fz_input.h). caps: bits 0-1 are
+ * RD_FLAG_COMPRESSED and _ENCRYPTED; bit 7 adds RD_CAP_RAILS (the sender offers rails; the
+ * receiver's limits get a rails list of 2 + (bits 2-4 % 7) ports, and the connection a
+ * local address, so only the transport (not RDMA) keeps it from granting them). Modes:
  *   0  rd_session_receiver fed a hostile sender's HELLO, AUTH, ...
- *   1  rd_session_sender fed a hostile receiver's CHALLENGE, ACCEPT, ...
+ *   1  rd_session_sender fed a hostile receiver's CHALLENGE, ACCEPT, RAILS, ...
  *   2  rd_session_accept_join fed a hostile extra connection's JOIN
  *   3  rd_session_join fed the answer to its JOIN
  *   4  rd_recv_ctrl / rd_check_tagged on a connection the handshake authenticated (hop key
@@ -14,6 +17,9 @@
  * target does it for a message that asks (FZ_FIXMAC), as a peer that knows the key (or, with
  * FZ_WRONGKEY, another key) would, from what it sent and saw. Those bytes never appear in the
  * input and the shares are fresh each run, so the fuzzer cannot replay them either.
+ * Mode 1: a RAILS, ABORT or REJECT that asks gets the hop tag of the keys the target derived
+ * as receiver, in the receiver's direction (FZ_SEQ: the sender's, reflected; FZ_WRONGKEY:
+ * under the stream key instead).
  * Checked after each run:
  *   - a side succeeds only if the peer proved the key: the proof (or MAC) it got is the one
  *     the target computed for this very session with the right key;
@@ -22,9 +28,16 @@
  *   - the receiver never ACCEPTs an unproven sender; the sender never proves anything (AUTH)
  *     on parameters it did not ask for; the sender's AUTH always verifies for a receiver that
  *     knows the key, never for one that does not;
- *   - a peer that does everything right is always served (unless the link dies);
+ *   - rails: the sender succeeds with RD_CAP_RAILS only if it offered it and then got a RAILS
+ *     with the right hop tag (receiver's direction) and a payload that decodes, and then
+ *     agreed->rails is that payload; a forged (untagged, reflected, wrongly keyed) or malformed
+ *     RAILS makes it fail; without rails it reads nothing after ACCEPT. The receiver, here
+ *     not on RDMA, never grants RD_CAP_RAILS, grants one stream to a sender that asked for
+ *     rails, and never sends RAILS;
+ *   - a peer that does everything right (RAILS included, when it granted rails) is always
+ *     served (unless the link dies);
  *   - everything sent parses, handshake frames carry seq 0 and no tag, goodbyes on an
- *     authenticated connection carry the hop tag;
+ *     authenticated connection carry the hop tag; nobody here sends RAILS;
  *   - mode 4: an ABORT/REJECT is taken iff its hop tag is right (the peer's direction), a
  *     stream frame passes rd_check_tagged iff its stream tag is right.
  */
@@ -37,6 +50,7 @@
 #include "wire/rd_tag.h"
 #include "transport/rd_session.h"
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +86,9 @@ struct hs {
     struct rd_proof auth_seen;       /* M_SENDER: the AUTH the sender under test sent */
     int have_auth, auth_verified;
     int proved;                      /* the peer proved the key at its turn */
+    int rails_right;                 /* M_SENDER: the frame after a proved ACCEPT is a RAILS with
+                                      * the right hop tag and a payload that decodes ... */
+    struct rd_rails rails;           /* ... into this */
     uint32_t join_index;             /* M_ACCEPT_JOIN: the index the proved JOIN named */
     int ctrl_valid[CTRL_MAX + 1];    /* M_CTRL: frame i is a goodbye with a right hop tag */
     uint8_t frame[RD_FRAME_HDR + FZ_MSG_MAX];
@@ -156,6 +173,11 @@ static void fix_mac(struct hs *s, const struct fz_msg *m, uint8_t *pl, const uin
             }
             rd_session_keys_wipe(&k);
         }
+    } else if (s->mode == M_SENDER && s->have_keys &&
+               (m->type == RD_RAILS || m->type == RD_ABORT || m->type == RD_REJECT)) {
+        /* after ACCEPT: hop-tagged, as a receiver that holds the session's keys sends them */
+        *tag_key = wrong ? s->keys.stream : s->keys.hop;
+        *tag_dir = (m->ctl & FZ_SEQ) ? RD_TAG_HOP_DOWN : RD_TAG_HOP_UP;
     } else if (s->mode == M_ACCEPT_JOIN && m->type == RD_JOIN && len >= RD_JOIN_LEN) {
         rd_auth_join_mac(wrong ? s->wrong_join_key : s->join_key, get32(pl), pl + 4);
     } else if (s->mode == M_CTRL) {
@@ -188,6 +210,10 @@ static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
         memcmp(&s->c, &s->st_c, sizeof s->c) == 0)
         s->proved = f.length == RD_ACCEPT_LEN && s->made_len == RD_MAC_LEN &&
                     memcmp(f.payload, s->made, RD_MAC_LEN) == 0;
+    /* rails: right only under the hop key of this very session, in the receiver's direction */
+    if (s->mode == M_SENDER && i == 2 && f.type == RD_RAILS && s->proved)
+        s->rails_right = tag_ok(s->keys.hop, RD_TAG_HOP_UP, p, &f) &&
+                         rd_rails_decode(f.payload, f.length, &s->rails) == RD_P_OK;
     if (s->mode == M_ACCEPT_JOIN && i == 0 && f.type == RD_JOIN) {
         struct rd_join j;
         if (rd_join_decode(f.payload, f.length, &j) == RD_P_OK && rd_auth_join_check(s->join_key, j.index, j.mac)) {
@@ -243,6 +269,7 @@ static void on_send(struct fz_tp *t, const uint8_t *p, size_t n, void *arg)
     struct rd_frame f;
     CHECK(valid_frame(p, n, &f));   /* whatever we send, the peer can parse */
     CHECK(f.flags == 0);
+    CHECK(f.type != RD_RAILS);   /* only a receiver over RDMA sends RAILS, and none runs here */
     static const uint8_t zero[RD_TAG_LEN];
     if (t->tp.hop_dir && (f.type == RD_ABORT || f.type == RD_REJECT)) {
         /* authenticated: our goodbyes carry the hop tag, in our direction */
@@ -250,8 +277,13 @@ static void on_send(struct fz_tp *t, const uint8_t *p, size_t n, void *arg)
     } else {
         CHECK(f.seq == 0 && memcmp(f.tag, zero, RD_TAG_LEN) == 0);   /* handshake frames: no tag */
     }
-    if (s->mode == M_RECEIVER && f.type == RD_CHALLENGE)
+    if (s->mode == M_RECEIVER && f.type == RD_CHALLENGE) {
         s->have_c = rd_challenge_decode(f.payload, f.length, &s->c) == RD_P_OK;
+        CHECK(s->have_c);
+        /* rails only over RDMA: here never, and a sender that asked for them gets one stream */
+        CHECK(!(s->c.caps & RD_CAP_RAILS));
+        CHECK(!(s->have_h && (s->h.caps & RD_CAP_RAILS)) || s->c.streams == 1);
+    }
     if (s->mode == M_SENDER && f.type == RD_HELLO)
         s->have_h = rd_hello_decode(f.payload, f.length, &s->h) == RD_P_OK;
     if (s->mode == M_SENDER && f.type == RD_AUTH) {
@@ -361,7 +393,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.chunk_size = RD_MIN_CHUNK + fz_u32(&s.in) % (RD_MAX_CHUNK - RD_MIN_CHUNK + 1);
     lim.depth = 1 + (fz_byte(&s.in) | fz_byte(&s.in) << 8) % RD_MAX_DEPTH;
     lim.streams = 1 + fz_byte(&s.in) % RD_MAX_STREAMS;
-    lim.caps = fz_byte(&s.in) & 3u;
+    uint8_t caps = fz_byte(&s.in);
+    lim.caps = caps & 3u;
+    if (caps & 0x80) {
+        /* the sender offers rails; the receiver has some to offer (port i at 10.0.i.1) */
+        lim.caps |= RD_CAP_RAILS;
+        lim.rails.count = (uint8_t)(2 + ((caps >> 2) & 7) % (RD_MAX_RAILS - 1));
+        for (unsigned i = 0; i < lim.rails.count; i++) {
+            lim.rails.a[i].family = 4;
+            lim.rails.a[i].port = (uint8_t)i;
+            memcpy(lim.rails.a[i].addr, (const uint8_t[]){ 10, 0, (uint8_t)i, 1 }, 4);
+        }
+    }
     uint8_t fail = fz_byte(&s.in);
     unsigned taken_bits = fz_byte(&s.in) | fz_byte(&s.in) << 8;
     rd_error_clear();
@@ -370,6 +413,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.t.on_send = on_send;
     s.t.arg = &s;
     s.t.fail_send = fail < 4 ? fail : -1;   /* the link dies at one of the first sends */
+    if (lim.rails.count) {
+        /* as an RDMA connection would: this end's address, the first rail's */
+        struct sockaddr_in *in = (struct sockaddr_in *)&s.t.tp.local;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(5000);
+        memcpy(&in->sin_addr, lim.rails.a[0].addr, 4);
+    }
     for (int i = 0; i < 32; i++) {
         s.join_key[i] = (uint8_t)(i * 37 + 1);
         s.wrong_join_key[i] = (uint8_t)(i * 37 + 2);
@@ -422,11 +472,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(s.t.setup_calls == 0);
             CHECK(s.t.ntx == 2 && s.t.tx[1].data[5] == RD_AUTH);
             check_keys(&s, &agreed, 1);
+            if (agreed.caps & RD_CAP_RAILS) {
+                /* offered (caps above), then a right RAILS came, and it is what we keep */
+                CHECK(want.caps & RD_CAP_RAILS);
+                CHECK(s.delivered == 3 && s.rails_right);
+                CHECK(memcmp(&agreed.rails, &s.rails, sizeof s.rails) == 0);
+            } else {
+                CHECK(s.delivered == 2 && agreed.rails.count == 0);   /* nothing read after ACCEPT */
+            }
         } else {
             check_error(rc);
             CHECK(s.t.tp.hop_dir == 0 || s.proved);
-            CHECK(!s.proved || s.t.fail_send >= 0);
+            /* a receiver that did everything right (its RAILS too, if it granted rails) is served */
+            CHECK(!s.proved || s.t.fail_send >= 0 || ((s.c.caps & RD_CAP_RAILS) && !s.rails_right));
         }
+        /* a sender that did not offer rails reads no RAILS; a forged or malformed one fails it */
+        CHECK(s.delivered <= 2 || (want.caps & RD_CAP_RAILS));
+        CHECK(s.delivered <= 2 || s.rails_right || rc != RD_OK);
         break;
     }
     case M_ACCEPT_JOIN: {

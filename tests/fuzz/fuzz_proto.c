@@ -146,6 +146,15 @@ static void payload_round_trips(const uint8_t *p, size_t n)
     } else {
         CHECK(n != RD_JOIN_LEN);
     }
+    struct rd_rails r, r2;
+    memset(&r2, 0, sizeof r2);
+    if (rd_rails_decode(p, n, &r) == RD_P_OK) {
+        CHECK(r.count >= 1 && r.count <= RD_MAX_RAILS && n == 1 + (size_t)r.count * RD_RAIL_ENTRY_LEN);
+        for (unsigned i = 0; i < r.count; i++)
+            CHECK(r.a[i].family == 4 || r.a[i].family == 6);
+        CHECK(rd_rails_encode(&r, out) == n && memcmp(out, p, n) == 0);
+        CHECK(rd_rails_decode(out, n, &r2) == RD_P_OK && memcmp(&r, &r2, sizeof r) == 0);
+    }
     struct rd_end e, e2;
     if (rd_end_decode(p, n, &e) == RD_P_OK) {
         CHECK(n == RD_END_LEN);

@@ -191,17 +191,23 @@ static void seeds_proto(void)
 
 /* ---- handshake scripts (fuzz_handshake.c) ---- */
 
-static void hs_params(struct buf *s, uint8_t mode, uint32_t chunk, uint16_t depth, uint8_t streams,
-                      uint8_t fail, uint16_t taken)
+static void hs_params_caps(struct buf *s, uint8_t mode, uint32_t chunk, uint16_t depth, uint8_t streams,
+                           uint8_t caps, uint8_t fail, uint16_t taken)
 {
     s->n = 0;
     put8(s, mode);
     put32(s, chunk - RD_MIN_CHUNK);   /* the target adds RD_MIN_CHUNK */
     put16(s, (uint16_t)(depth - 1));
     put8(s, (uint8_t)(streams - 1));
-    put8(s, 0);                       /* caps */
+    put8(s, caps);                    /* bits 0-1: flags; 7: rails (fuzz_handshake.c) */
     put8(s, fail);
     put16(s, taken);
+}
+
+static void hs_params(struct buf *s, uint8_t mode, uint32_t chunk, uint16_t depth, uint8_t streams,
+                      uint8_t fail, uint16_t taken)
+{
+    hs_params_caps(s, mode, chunk, depth, streams, 0, fail, taken);
 }
 
 static void seeds_handshake(void)
@@ -266,6 +272,56 @@ static void seeds_handshake(void)
     hs_params(&s, 1, 1 << 20, 8, 1, 0xff, 0);
     msg(&s, FZ_SEAL, RD_REJECT, p, rn);
     save_buf("handshake", "sender-rejected", &s);
+
+    /* rails: a sender that offers them (caps bit 7) and a receiver that grants them, whose
+     * RAILS is right, untagged, reflected, under the stream key, malformed; one that ABORTs
+     * instead; a sender that did not offer them; a receiver asked for rails (caps bit 7: it
+     * has three) by a sender that wants four streams */
+    c = challenge(2);
+    c.caps = RD_CAP_RAILS;
+    cn = rd_challenge_encode(&c, p);
+    struct rd_rails rl = { .count = 2 };
+    rl.a[0].family = 4;
+    memcpy(rl.a[0].addr, (const uint8_t[]){ 10, 0, 0, 2 }, 4);
+    rl.a[1].family = 6;
+    rl.a[1].port = 1;
+    memcpy(rl.a[1].addr, (const uint8_t[]){ 0xfd, 0, [15] = 2 }, 16);
+    uint8_t rp[RD_RAILS_MAX_LEN];
+    size_t rpn = rd_rails_encode(&rl, rp);
+    static const struct { const char *name; uint8_t ctl, type; int bad; } rails[] = {
+        { "sender-rails-ok", FZ_SEAL | FZ_FIXMAC, RD_RAILS, 0 },
+        { "sender-rails-untagged", FZ_SEAL, RD_RAILS, 0 },
+        { "sender-rails-reflected", FZ_SEAL | FZ_FIXMAC | FZ_SEQ, RD_RAILS, 0 },
+        { "sender-rails-wrong-key", FZ_SEAL | FZ_FIXMAC | FZ_WRONGKEY, RD_RAILS, 0 },
+        { "sender-rails-malformed", FZ_SEAL | FZ_FIXMAC, RD_RAILS, 1 },
+        { "sender-rails-abort", FZ_SEAL | FZ_FIXMAC, RD_ABORT, 0 },
+    };
+    for (size_t i = 0; i < sizeof rails / sizeof rails[0]; i++) {
+        uint8_t q[RD_RAILS_MAX_LEN];
+        size_t qn = rpn;
+        memcpy(q, rp, rpn);
+        if (rails[i].bad)
+            q[1 + RD_RAIL_ENTRY_LEN] = 5;   /* the second entry's family */
+        if (rails[i].type == RD_ABORT)
+            qn = reason(q, 4, "no rails after all");
+        hs_params_caps(&s, 1, 1 << 20, 8, 4, 0x80, 0xff, 0);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CHALLENGE, p, cn);
+        msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ACCEPT, mac, sizeof mac);
+        msg(&s, rails[i].ctl, rails[i].type, q, qn);
+        save_buf("handshake", rails[i].name, &s);
+    }
+    hs_params(&s, 1, 1 << 20, 8, 4, 0xff, 0);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_CHALLENGE, p, cn);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_ACCEPT, mac, sizeof mac);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_RAILS, rp, rpn);
+    save_buf("handshake", "sender-rails-not-offered", &s);
+    h.caps = RD_CAP_RAILS;
+    h.streams = 4;
+    hn = rd_hello_encode(&h, p);
+    hs_params_caps(&s, 0, 1 << 20, 8, 4, 0x80 | 1 << 2, 0xff, 0);
+    msg(&s, FZ_SEAL, RD_HELLO, p, hn);
+    msg(&s, FZ_SEAL | FZ_FIXMAC, RD_AUTH, proof, sizeof proof);
+    save_buf("handshake", "receiver-rails", &s);
 
     /* joins */
     struct rd_join j = { .index = 2 };

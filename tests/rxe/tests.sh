@@ -3,7 +3,8 @@
 # Receiver on $RXE_SERVER_IP (rxe_a), sender bound to $RXE_CLIENT_IP (rxe_b): traffic crosses the
 # veth. Prints "PASS name" / "FAIL name: why" per case; exit status = number of failures.
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
-#      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone),
+#      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
+#      by default among them), RXE_ONLY=rails (multi-rail by default alone),
 #      RXE_ONLY=filemr (the file MR cases alone), RXE_ONLY=measure-fmr (file MR against copy)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
@@ -175,6 +176,47 @@ streams_cases() {
     RO=(--transport rdma -d rxe_a,rxe_c); SO=(--transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 2)
     kill_case "two rails, sender SIGKILLed mid-stream" sender $S,$S2
     kill_case "two rails, receiver SIGKILLed mid-stream" receiver $S,$S2
+    default_rails_cases
+}
+# Multi-rail by default: rdsend names no rail, no device and no --streams; the receiver
+# (listening on all addresses, its ports rxe_a and rxe_c) names 10.0.0.1 and 10.0.1.1 in RAILS,
+# and the sender pairs 10.0.1.1 with rxe_d's 10.0.1.2 (its other ports, rxe_a and rxe_c, are
+# the receiver's own in this one VM). One -d device or --streams 1 pins one connection.
+default_rails_cases() {
+    local b0 d0 b1 d1
+    echo "--- multi-rail by default"
+    RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 --bind $C)
+    b0=$(packets rxe_b); d0=$(packets rxe_d)
+    if xfer2 x $((24 * 1048576 + 5)) file $S &&
+       named 2 "rdma rxe_b port 1 + rdma rxe_d port 1" "rdma rxe_a port 1 + rdma rxe_c port 1"; then
+        b1=$(packets rxe_b); d1=$(packets rxe_d)
+        if ! grep -q "^rdsend: 2 rails to .*: $S,$S2 from $C,$C2 (rxe_b,rxe_d)" "$T/serr"; then
+            fail "multi-rail by default" "-v does not name the rails: $(tr '\n' '|' < "$T/serr")"
+        elif [ $((b1 - b0)) -ge 1000 ] && [ $((d1 - d0)) -ge 1000 ]; then
+            pass "multi-rail by default: 24 MiB + 5 byte-identical over rxe_b and rxe_d ($((b1 - b0)) and $((d1 - d0)) packets) (${XDT}s)"
+        else fail "multi-rail by default" "packets sent: rxe_b $((b1 - b0)), rxe_d $((d1 - d0)) (want >= 1000 each)"; fi
+    else fail "multi-rail by default" "$WHY"; fi
+    RO=(-v --transport rdma -d rxe_a,rxe_c --chunk-size 64K)
+    if xfer2 x 0 pipe $S && xfer2 x 1 file $S && xfer2 x $((3 * 65536 + 7)) pipe $S && named 2; then
+        pass "multi-rail by default: 0, 1 and 3x64K+7 bytes intact, pipes and files"
+    else fail "multi-rail by default, small sizes" "$WHY"; fi
+    local pin
+    for pin in "-d rxe_b" "--streams 1"; do
+        RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 --bind $C $pin)
+        d0=$(packets rxe_d)
+        if xfer2 x $((8 * 1048576)) file $S && grep -q "over rdma rxe_b port 1 (chunk" "$T/serr" &&
+           ! grep -q "rails to" "$T/serr" && [ $(($(packets rxe_d) - d0)) -lt 100 ]; then
+            pass "rdsend $pin: one connection, rxe_d idle"
+        else fail "rdsend $pin pins one connection" "${WHY:-$(grep ' over ' "$T/serr"); rxe_d sent $(($(packets rxe_d) - d0)) packets}"; fi
+    done
+    # a receiver with --bind takes connections on that address alone: it names no rails
+    RO=(-v --transport rdma --bind $S); SO=(-v --transport rdma --timeout 20 --bind $C)
+    if xfer2 x $((4 * 1048576)) file $S && grep -q "over rdma rxe_b port 1 (chunk" "$T/serr"; then
+        pass "rdrecv --bind: no rails offered, one connection"
+    else fail "rdrecv --bind offers no rails" "${WHY:-$(grep ' over ' "$T/serr")}"; fi
+    RO=(--transport rdma -d rxe_a,rxe_c); SO=(--transport rdma --timeout 20 --bind $C)
+    kill_case "multi-rail by default, sender SIGKILLed mid-stream" sender $S
+    kill_case "multi-rail by default, receiver SIGKILLed mid-stream" receiver $S
 }
 # RXE_ONLY=measure: rdsend FILE -> rdrecv /dev/null over rxe_b -> rxe_a, 1 stream against 2,
 # and the rings on small pages, transparent huge pages and hugetlbfs pages, in rounds (each
@@ -338,11 +380,12 @@ if [ -n "${RXE_ONLY:-}" ]; then
     for g in ${RXE_ONLY//,/ }; do
         case $g in
             streams) streams_cases ;;
+            rails) default_rails_cases ;;
             filemr) filemr_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
             measure-fmr) measure_fmr_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, filemr, linkdown, measure, measure-fmr)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, rails, filemr, linkdown, measure, measure-fmr)" ;;
         esac
     done
     rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail

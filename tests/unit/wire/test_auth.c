@@ -1221,6 +1221,39 @@ static int tcp_pair(struct rd_transport **a, struct rd_transport **b)
     return rc;
 }
 
+/* A sender that asks for the receiver's rails (RD_CAP_RAILS: rdsend without --streams) over
+ * a connection that is not RDMA gets no rails and one stream, whatever rails the receiver
+ * has and however many streams the sender's ports made it ask for; no RAILS follows. */
+static void t_session_rails_only_over_rdma(void)
+{
+    struct rd_transport *a, *b;
+    rd_error_clear();
+    CHECK_OR(tcp_pair(&a, &b) == RD_OK, printf("    tcp_pair: %s\n", rd_error_msg()); return);
+    struct recv_side2 r = { .tp = b, .key = key_of(secret), .rc = -1,
+                            .limits = { .chunk_size = 65536, .depth = 4, .streams = 16,
+                                        .rails = { .count = 3, .a = { { 4, 0, { 10, 0, 0, 1 } }, { 4, 1, { 10, 0, 1, 1 } },
+                                                                      { 4, 2, { 10, 0, 2, 1 } } } } } };
+    pthread_t th;
+    CHECK_OR(rd_thread_create(&th, NULL, receiver2_main, &r) == 0, goto out);
+    struct rd_key k = key_of(secret);
+    struct rd_params want = { .chunk_size = 65536, .depth = 4, .streams = 4, .caps = RD_CAP_RAILS }, agreed;
+    memset(&agreed, 0, sizeof agreed);
+    CHECK_EQ_I(rd_session_sender(a, &k, &want, &agreed), RD_OK);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(r.rc, RD_OK);
+    CHECK_EQ_U(agreed.streams, 1);
+    CHECK_EQ_U(r.agreed.streams, 1);
+    CHECK_EQ_U(agreed.caps & RD_CAP_RAILS, 0);
+    CHECK_EQ_U(agreed.rails.count, 0);
+    /* the next thing on the wire is the sender's, not a RAILS: nothing is waiting */
+    struct rd_buf *rb = NULL;
+    CHECK_EQ_I(a->ops->recv(a, &rb, 200), RD_ECONNECT);
+    rd_error_clear();
+out:
+    a->ops->close(a);
+    b->ops->close(b);
+}
+
 static void t_session_tcp_grants_streams(void)
 {
     static const uint32_t cases[][3] = {   /* asked, receiver limit, granted */
@@ -1299,5 +1332,6 @@ int main(void)
     RUN(t_sender_checks_accept);
     RUN(t_session_streams_not_tcp);
     RUN(t_session_tcp_grants_streams);
+    RUN(t_session_rails_only_over_rdma);
     return check_summary();
 }

@@ -160,8 +160,10 @@ static void t_frame_names(void)
     CHECK_STR_EQ(rd_frame_type_name(RD_ABORT), "ABORT");
     CHECK_STR_EQ(rd_frame_type_name(RD_JOIN), "JOIN");
     CHECK_EQ_I(RD_JOIN, 10);   /* on the wire: fixed forever */
+    CHECK_STR_EQ(rd_frame_type_name(RD_RAILS), "RAILS");
+    CHECK_EQ_I(RD_RAILS, 11);
     CHECK_STR_EQ(rd_frame_type_name(0), "?");
-    CHECK_STR_EQ(rd_frame_type_name(11), "?");
+    CHECK_STR_EQ(rd_frame_type_name(12), "?");
     CHECK_STR_EQ(rd_frame_type_name(255), "?");
     CHECK_STR_EQ(rd_frame_type_name(-1), "?");
     CHECK_STR_EQ(rd_proto_strerror(RD_P_OK), "ok");
@@ -547,7 +549,7 @@ out:
 static void t_unknown_type(void)
 {
     struct rd_frame f;
-    static const uint8_t types[] = { 0, 11, RD_JOIN + 1, 0x40, 0x80, 0xff };
+    static const uint8_t types[] = { 0, 12, RD_FRAME_TYPE_MAX + 1, 0x40, 0x80, 0xff };
     size_t n = data_frame(10, 0);
     for (size_t i = 0; i < sizeof types; i++) {
         buf[5] = types[i];
@@ -557,6 +559,9 @@ static void t_unknown_type(void)
     buf[5] = 10;
     CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
     CHECK_EQ_I(f.type, RD_JOIN);
+    buf[5] = 11;   /* and 11 is RAILS */
+    CHECK_EQ_I(rd_frame_parse(buf, n, MAXP, &f), RD_P_OK);
+    CHECK_EQ_I(f.type, RD_RAILS);
 }
 
 static void t_unknown_flags(void)
@@ -842,6 +847,62 @@ static void t_join_round_trip(void)
 }
 
 /* A JOIN of any other length is refused and nothing is decoded from it. */
+static void t_rails_round_trip(void)
+{
+    struct rd_rails r = { .count = 3 }, d;
+    r.a[0].family = 4;
+    r.a[0].port = 7;
+    memcpy(r.a[0].addr, (uint8_t[]){ 10, 0, 1, 1 }, 4);
+    r.a[1].family = 6;
+    r.a[1].port = 7;   /* two addresses of one port */
+    memset(r.a[1].addr, 0xfe, 16);
+    r.a[2].family = 4;
+    memcpy(r.a[2].addr, (uint8_t[]){ 192, 168, 7, 9 }, 4);
+    uint8_t out[RD_RAILS_MAX_LEN];
+    size_t n = rd_rails_encode(&r, out);
+    CHECK_EQ_U(n, 1 + 3 * RD_RAIL_ENTRY_LEN);
+    static const uint8_t want[] = { 3, 4, 7, 10, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 7, 0xfe };
+    CHECK(memcmp(out, want, sizeof want) == 0);
+    CHECK_EQ_I(rd_rails_decode(out, n, &d), RD_P_OK);
+    CHECK(memcmp(&r, &d, sizeof r) == 0);
+    struct rd_rails full = { .count = RD_MAX_RAILS };
+    for (unsigned i = 0; i < RD_MAX_RAILS; i++)
+        full.a[i] = (struct rd_rail_addr){ .family = 4, .port = (uint8_t)(255 - i), .addr = { 10, 0, (uint8_t)i, 1 } };
+    n = rd_rails_encode(&full, out);
+    CHECK_EQ_U(n, RD_RAILS_MAX_LEN);
+    CHECK_EQ_I(rd_rails_decode(out, n, &d), RD_P_OK);
+    CHECK(memcmp(&full, &d, sizeof full) == 0);
+}
+
+/* a count of 0 or past RD_MAX_RAILS, a length that is not the count's, a family other than
+ * 4 or 6, and an IPv4 entry with bytes after its address are all refused */
+static void t_rails_malformed(void)
+{
+    uint8_t p[RD_CTRL_FRAME] = { 0 };
+    struct rd_rails d;
+    p[0] = 0;
+    CHECK_EQ_I(rd_rails_decode(p, 1, &d), RD_P_LENGTH);
+    p[0] = RD_MAX_RAILS + 1;
+    for (unsigned i = 0; i <= RD_MAX_RAILS; i++)
+        p[1 + i * RD_RAIL_ENTRY_LEN] = 4;
+    CHECK_EQ_I(rd_rails_decode(p, 1 + (RD_MAX_RAILS + 1) * RD_RAIL_ENTRY_LEN, &d), RD_P_LENGTH);
+    p[0] = 1;
+    CHECK_EQ_I(rd_rails_decode(p, 0, &d), RD_P_LENGTH);
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN, &d), RD_P_LENGTH);
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 2, &d), RD_P_LENGTH);
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 1, &d), RD_P_OK);
+    p[1] = 5;
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 1, &d), RD_P_LENGTH);
+    p[1] = 4;
+    p[2] = 0xff;        /* any port number */
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 1, &d), RD_P_OK);
+    CHECK_EQ_U(d.a[0].port, 0xff);
+    p[1 + 2 + 4] = 1;   /* past an IPv4 address */
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 1, &d), RD_P_LENGTH);
+    p[1] = 6;           /* the same bytes are an IPv6 address */
+    CHECK_EQ_I(rd_rails_decode(p, RD_RAIL_ENTRY_LEN + 1, &d), RD_P_OK);
+}
+
 static void t_join_malformed(void)
 {
     uint8_t p[RD_CTRL_FRAME];
@@ -1192,6 +1253,8 @@ int main(void)
     RUN(t_challenge_round_trip);
     RUN(t_join_round_trip);
     RUN(t_join_malformed);
+    RUN(t_rails_round_trip);
+    RUN(t_rails_malformed);
     RUN(t_proof_round_trip);
     RUN(t_end_round_trip);
     RUN(t_reason_round_trip);
