@@ -102,8 +102,15 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     struct rd_reach rails = reach;
     if (!rc && (agreed.caps & RD_CAP_RAILS)) {
         unsigned n = rd_rails_reach(&reach, tp, &agreed.rails, ports, naddrs, &lists, &rails);
-        if (o->verbose)
+        char theirs[RD_MAX_RAILS * 64], ours[RD_MAX_RAILS * 96];
+        rd_rails_str(&agreed.rails, theirs, sizeof theirs);
+        rd_ports_str(ports, naddrs, ours, sizeof ours);
+        if (o->verbose && n > 1)
             rd_warn("%u rails to %s: %s from %s (%s)", n, tp->peer, rails.host, rails.bind, rails.device);
+        else if (o->verbose)   /* the receiver's other ports are on networks ours are not */
+            rd_warn("one rail to %s: no port here (%s) reaches the receiver's others (%s)", tp->peer, ours, theirs);
+        if (o->verbose > 1)
+            rd_warn("rails: the receiver's ports %s; ours %s", theirs, ours);
     }
     if (!rc && agreed.streams > 1)
         rc = rd_stripe_join(&rails, &tp, &agreed);

@@ -117,6 +117,15 @@ static int theirs(const struct rd_rails *remote, const struct rd_rail_addr *a)
     return 0;
 }
 
+/* Is port p among the n in used? */
+static int in_use(const struct rd_port_addr *const *used, unsigned n, const struct rd_port_addr *p)
+{
+    for (unsigned u = 0; u < n; u++)
+        if (same_port(used[u], p))
+            return 1;
+    return 0;
+}
+
 unsigned rd_rails_pair(const struct rd_port_addr *local, unsigned nl, const struct rd_rails *remote,
                        const struct rd_rail_addr *local0, struct rd_rail_pair *out, unsigned max)
 {
@@ -129,37 +138,31 @@ unsigned rd_rails_pair(const struct rd_port_addr *local, unsigned nl, const stru
         }
     uint8_t done[RD_MAX_RAILS] = { remote->a[0].port };   /* the receiver's ports with a rail */
     unsigned ndone = 1;
-    for (unsigned r = 1; r < remote->count && got < max; r++) {
-        const struct rd_rail_addr *ra = &remote->a[r];
-        unsigned d = 0;
-        while (d < ndone && done[d] != ra->port)
-            d++;
-        if (d < ndone)
-            continue;   /* another address of a port that has its rail */
-        const struct rd_port_addr *best = NULL;
-        int best_free = 0;
-        for (unsigned i = 0; i < nl; i++) {
-            const struct rd_port_addr *l = &local[i];
-            if (theirs(remote, &l->a) || !same_subnet(&l->a, ra, l->prefix))
+    /* first every receiver port a free port of ours reaches, then those that must share one:
+     * with fewer connections than pairs, the first pairs are the ones that add a port */
+    for (int share = 0; share < 2; share++)
+        for (unsigned r = 1; r < remote->count && got < max; r++) {
+            const struct rd_rail_addr *ra = &remote->a[r];
+            unsigned d = 0;
+            while (d < ndone && done[d] != ra->port)
+                d++;
+            if (d < ndone)
+                continue;   /* another address of a port that has its rail */
+            const struct rd_port_addr *best = NULL;
+            for (unsigned i = 0; i < nl && !best; i++)
+                if (!theirs(remote, &local[i].a) && same_subnet(&local[i].a, ra, local[i].prefix) &&
+                    (share || !in_use(used, nused, &local[i])))
+                    best = &local[i];
+            if (!best)
                 continue;
-            int is_free = 1;
-            for (unsigned u = 0; u < nused; u++)
-                is_free &= !same_port(used[u], l);
-            if (!best || (is_free && !best_free)) {
-                best = l;
-                best_free = is_free;
-            }
+            if (!share)
+                used[nused++] = best;
+            done[ndone++] = ra->port;
+            addr_str(ra, out[got].host, sizeof out[got].host);
+            addr_str(&best->a, out[got].bind, sizeof out[got].bind);
+            snprintf(out[got].dev, sizeof out[got].dev, "%s", best->dev);
+            got++;
         }
-        if (!best)
-            continue;
-        if (best_free)
-            used[nused++] = best;
-        done[ndone++] = ra->port;
-        addr_str(ra, out[got].host, sizeof out[got].host);
-        addr_str(&best->a, out[got].bind, sizeof out[got].bind);
-        snprintf(out[got].dev, sizeof out[got].dev, "%s", best->dev);
-        got++;
-    }
     return got;
 }
 
@@ -202,4 +205,28 @@ unsigned rd_rails_reach(const struct rd_reach *o, const struct rd_transport *tp,
     out->bind = l->bind;
     out->device = l->dev;
     return n + 1;
+}
+
+void rd_rails_str(const struct rd_rails *r, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < r->count && len < n; i++) {
+        char a[48];
+        addr_str(&r->a[i], a, sizeof a);
+        int w = snprintf(out + len, n - len, "%s%s (port %u)", i ? ", " : "", a, r->a[i].port);
+        len += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void rd_ports_str(const struct rd_port_addr *p, unsigned np, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < np && len < n; i++) {
+        char a[48];
+        addr_str(&p[i].a, a, sizeof a);
+        int w = snprintf(out + len, n - len, "%s%s/%u %s:%u", i ? ", " : "", a, p[i].prefix, p[i].dev, p[i].port);
+        len += w > 0 ? (size_t)w : 0;
+    }
 }

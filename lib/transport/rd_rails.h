@@ -73,4 +73,9 @@ unsigned rd_rails_reach(const struct rd_reach *o, const struct rd_transport *tp,
                         const struct rd_port_addr *local, unsigned nl, struct rd_rail_lists *l,
                         struct rd_reach *out);
 
+/* For -v: the receiver's list ("10.0.0.1 (port 0), 10.0.1.1 (port 1)") and ours
+ * ("10.0.0.2/24 rxe_b:1, ..."), truncated to n - 1 characters. */
+void rd_rails_str(const struct rd_rails *r, char *out, size_t n);
+void rd_ports_str(const struct rd_port_addr *p, unsigned np, char *out, size_t n);
+
 #endif

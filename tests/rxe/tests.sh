@@ -195,11 +195,12 @@ default_rails_cases() {
         elif [ $((b1 - b0)) -ge 1000 ] && [ $((d1 - d0)) -ge 1000 ]; then
             pass "multi-rail by default: 24 MiB + 5 byte-identical over rxe_b and rxe_d ($((b1 - b0)) and $((d1 - d0)) packets) (${XDT}s)"
         else fail "multi-rail by default" "packets sent: rxe_b $((b1 - b0)), rxe_d $((d1 - d0)) (want >= 1000 each)"; fi
-    else fail "multi-rail by default" "$WHY"; fi
+    else fail "multi-rail by default" "$WHY $(grep -h 'rail' "$T/serr" | tr '\n' '|')"; fi
     RO=(-v --transport rdma -d rxe_a,rxe_c --chunk-size 64K)
-    if xfer2 x 0 pipe $S && xfer2 x 1 file $S && xfer2 x $((3 * 65536 + 7)) pipe $S && named 2; then
+    if xfer2 x 0 pipe $S && xfer2 x 1 file $S && xfer2 x $((3 * 65536 + 7)) pipe $S &&
+       named 2 "rdma rxe_b port 1 + rdma rxe_d port 1"; then
         pass "multi-rail by default: 0, 1 and 3x64K+7 bytes intact, pipes and files"
-    else fail "multi-rail by default, small sizes" "$WHY"; fi
+    else fail "multi-rail by default, small sizes" "$WHY $(grep -h 'rail' "$T/serr" | tr '\n' '|')"; fi
     local pin
     for pin in "-d rxe_b" "--streams 1"; do
         RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 --bind $C $pin)
@@ -218,11 +219,44 @@ default_rails_cases() {
     kill_case "multi-rail by default, sender SIGKILLed mid-stream" sender $S
     kill_case "multi-rail by default, receiver SIGKILLed mid-stream" receiver $S
 }
+# measure_one RECV_OPTS... -- SEND_OPTS...: one transfer of the page-cached $T/in to rdrecv's
+# /dev/null at $S (both ends -v, more -v in the options); GBS: the sender's GB/s, or
+# failed(...) with both statuses; CPU_S and CPU_R: each end's CPU seconds per GB
+measure_one() {
+    local ro=() src rrc gb
+    while [ "$1" != -- ]; do ro+=("$1"); shift; done; shift
+    gb=$(awk -v b="$(stat -c %s "$T/in")" 'BEGIN { print b / 1e9 }')
+    next_port
+    /usr/bin/time -f '%U %S' -o "$T/rtime" "$RECV" -v "${ro[@]}" $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+    /usr/bin/time -f '%U %S' -o "$T/stime" "$SEND" -v "$@" $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 60 > /dev/null; rrc=$?
+    GBS=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
+    [ $src = 0 ] && [ $rrc = 0 ] || GBS="failed($src/$rrc: $(tail -1 "$T/serr"))"
+    CPU_S=$(awk -v gb=$gb '{ printf "%.2f", ($1 + $2) / gb }' "$T/stime")
+    CPU_R=$(awk -v gb=$gb '{ printf "%.2f", ($1 + $2) / gb }' "$T/rtime")
+}
+# RXE_ONLY=measure-rails: rdsend FILE -> rdrecv /dev/null, one connection (--streams 1) against
+# the rails found by default (rxe_b and rxe_d), in interleaved rounds, each end's GB/s and CPU
+measure_rails_cases() {
+    local mb=${RXE_MEASURE_MB:-48} rounds=${RXE_MEASURE_ROUNDS:-3} r v
+    head -c $((mb << 20)) "$T/big" > "$T/in"
+    echo "--- measuring: $mb MiB page-cached file -> /dev/null, $rounds rounds, 1 rail against 2 (vCPUs: $(nproc))"
+    declare -A all
+    for ((r = 1; r <= rounds; r++)); do
+        for v in "one connection" "rails by default"; do
+            local pin=(); [ "$v" = "one connection" ] && pin=(--streams 1)
+            measure_one --transport rdma -d rxe_a,rxe_c -- --transport rdma --timeout 20 --bind $C "${pin[@]}"
+            all[$v]+="$GBS "
+            echo "  round $r, $v: $GBS GB/s; CPU s/GB sender $CPU_S, receiver $CPU_R ($(grep -o 'over rdma.*(chunk' "$T/serr"))"
+        done
+    done
+    for v in "one connection" "rails by default"; do echo "  measured: $v: ${all[$v]}GB/s"; done
+}
 # RXE_ONLY=measure: rdsend FILE -> rdrecv /dev/null over rxe_b -> rxe_a, 1 stream against 2,
 # and the rings on small pages, transparent huge pages and hugetlbfs pages, in rounds (each
 # round runs every variant once, in turn), the sender's GB/s each
 measure_cases() {
-    local mb=${RXE_MEASURE_MB:-48} rounds=${RXE_MEASURE_ROUNDS:-3} r v gbs
+    local mb=${RXE_MEASURE_MB:-48} rounds=${RXE_MEASURE_ROUNDS:-3} r v
     head -c $((mb << 20)) "$T/big" > "$T/in"
     echo "--- measuring: $mb MiB page-cached file -> /dev/null, $rounds rounds; THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
     declare -A all
@@ -230,14 +264,9 @@ measure_cases() {
         for v in "1 stream, small pages" "1 stream, THP" "1 stream, hugetlbfs" "2 streams, hugetlbfs" "2 streams, small pages"; do
             local huge=1 streams=1; case $v in *small*) huge=0 ;; esac; case $v in 2*) streams=2 ;; esac
             case $v in *hugetlbfs) echo 128 > /proc/sys/vm/nr_hugepages ;; *) echo 0 > /proc/sys/vm/nr_hugepages ;; esac
-            next_port
-            RDPIPE_RDMA_HUGE=$huge "$RECV" -v -v "${RS[@]}" $PORT key > /dev/null 2> "$T/rerr" & rp=$!
-            RDPIPE_RDMA_HUGE=$huge "$SEND" -v -v "${SS[@]}" --streams $streams $S $PORT key "$T/in" 2> "$T/serr"; src=$?
-            wait_exit $rp 60 > /dev/null; rrc=$?
-            gbs=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
-            [ $src = 0 ] && [ $rrc = 0 ] || gbs="failed($src/$rrc: $(tail -1 "$T/serr"))"
-            all[$v]+="$gbs "
-            echo "  round $r, $v: $gbs GB/s ($(grep -o 'send ring .*' "$T/serr" | head -1); $(grep -o 'receive ring .*' "$T/rerr" | head -1))"
+            RDPIPE_RDMA_HUGE=$huge measure_one -v "${RS[@]}" -- -v "${SS[@]}" --streams $streams
+            all[$v]+="$GBS "
+            echo "  round $r, $v: $GBS GB/s ($(grep -o 'send ring .*' "$T/serr" | head -1); $(grep -o 'receive ring .*' "$T/rerr" | head -1))"
         done
     done
     echo 0 > /proc/sys/vm/nr_hugepages
@@ -314,22 +343,16 @@ filemr_cases() {
 # RXE_ONLY=measure-fmr: the file MR path against the copying path (RDPIPE_RDMA_FILE_MR=0),
 # page-cached file -> /dev/null, rounds interleaved: GB/s and the sender's CPU s/GB (user+sys)
 measure_fmr_cases() {
-    local mb=${RXE_MEASURE_MB:-128} rounds=${RXE_MEASURE_ROUNDS:-3} r v gbs cpu
+    local mb=${RXE_MEASURE_MB:-128} rounds=${RXE_MEASURE_ROUNDS:-3} r v
     head -c $((mb << 20)) "$T/big" > "$T/in"
     echo "--- measuring file MR: $mb MiB page-cached file -> /dev/null, $rounds rounds, chunk ${RXE_MEASURE_CHUNK:-4M}"
     declare -A all allc
     for ((r = 1; r <= rounds; r++)); do
         for v in "file MR" "copy"; do
             local on=1; [ "$v" = copy ] && on=0
-            next_port
-            "$RECV" -v "${RS[@]}" $PORT key > /dev/null 2> "$T/rerr" & rp=$!
-            RDPIPE_RDMA_FILE_MR=$on /usr/bin/time -f '%U %S' -o "$T/time" "$SEND" -v -v "${SS[@]}" --chunk-size ${RXE_MEASURE_CHUNK:-4M} $S $PORT key "$T/in" 2> "$T/serr"; src=$?
-            wait_exit $rp 60 > /dev/null; rrc=$?
-            gbs=$(sed -n 's/^Bandwidth \(.*\) GB\/s.*/\1/p' "$T/serr")
-            cpu=$(awk -v mb=$mb '{ printf "%.2f", ($1 + $2) / (mb * 1048576 / 1e9) }' "$T/time")
-            [ $src = 0 ] && [ $rrc = 0 ] || gbs="failed($src/$rrc: $(tail -1 "$T/serr"))"
-            all[$v]+="$gbs "; allc[$v]+="$cpu "
-            echo "  round $r, $v: $gbs GB/s, sender $cpu CPU s/GB ($(cat "$T/time"); zero-copy $(zc "$T/serr"))"
+            RDPIPE_RDMA_FILE_MR=$on measure_one "${RS[@]}" -- -v "${SS[@]}" --chunk-size ${RXE_MEASURE_CHUNK:-4M}
+            all[$v]+="$GBS "; allc[$v]+="$CPU_S "
+            echo "  round $r, $v: $GBS GB/s, sender $CPU_S CPU s/GB ($(cat "$T/stime"); zero-copy $(zc "$T/serr"))"
         done
     done
     for v in "file MR" "copy"; do echo "  measured: $v: ${all[$v]}GB/s; sender CPU ${allc[$v]}s/GB"; done
@@ -381,11 +404,12 @@ if [ -n "${RXE_ONLY:-}" ]; then
         case $g in
             streams) streams_cases ;;
             rails) default_rails_cases ;;
+            measure-rails) measure_rails_cases ;;
             filemr) filemr_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
             measure-fmr) measure_fmr_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, rails, filemr, linkdown, measure, measure-fmr)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, rails, measure-rails, filemr, linkdown, measure, measure-fmr)" ;;
         esac
     done
     rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail

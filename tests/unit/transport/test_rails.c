@@ -90,6 +90,21 @@ static void t_one_subnet_free_port_first(void)
     PAIR(p[1], "10.0.9.5", "10.0.0.2", "mlx5_0");   /* no port left free: one carries two */
 }
 
+/* a receiver port reached only through a port that already carries a connection comes after
+ * one reached through a free port, whatever the receiver's order */
+static void t_free_ports_first(void)
+{
+    struct rd_port_addr local[] = { port("10.0.0.2", 24, "mlx5_0", 1), port("10.0.1.2", 24, "mlx5_1", 1) };
+    struct rd_rails r = rails(3, (const char *[]){ "10.0.0.1", "10.0.0.9", "10.0.1.1" });
+    struct rd_rail_addr l0 = ip("10.0.0.2");
+    struct rd_rail_pair p[RD_MAX_RAILS];
+    CHECK_EQ_U(rd_rails_pair(local, 2, &r, &l0, p, RD_MAX_RAILS), 2);
+    PAIR(p[0], "10.0.1.1", "10.0.1.2", "mlx5_1");
+    PAIR(p[1], "10.0.0.9", "10.0.0.2", "mlx5_0");
+    CHECK_EQ_U(rd_rails_pair(local, 2, &r, &l0, p, 1), 1);   /* room for one: the free port's */
+    PAIR(p[0], "10.0.1.1", "10.0.1.2", "mlx5_1");
+}
+
 /* a receiver port on a network this host has no port on is left out */
 static void t_unreachable_left_out(void)
 {
@@ -219,6 +234,7 @@ int main(void)
     RUN(t_two_subnets);
     RUN(t_same_host);
     RUN(t_one_subnet_free_port_first);
+    RUN(t_free_ports_first);
     RUN(t_unreachable_left_out);
     RUN(t_prefixes);
     RUN(t_advert);

@@ -1156,19 +1156,31 @@ static void *receiver2_main(void *arg)
     return NULL;
 }
 
+/* The real receiver (r->limits) on b in a thread, the real sender (want) on a: the sender's
+ * result, the receiver's in r. -1 when the thread did not start. */
+static int both_sessions(struct rd_transport *a, struct rd_transport *b, const struct rd_params *want,
+                         struct rd_params *agreed, struct recv_side2 *r)
+{
+    r->tp = b;
+    r->key = key_of(secret);
+    r->rc = -1;
+    memset(agreed, 0, sizeof *agreed);
+    pthread_t th;
+    if (rd_thread_create(&th, NULL, receiver2_main, r))
+        return -1;
+    struct rd_key k = key_of(secret);
+    int rc = rd_session_sender(a, &k, want, agreed);
+    pthread_join(th, NULL);
+    return rc;
+}
+
 static void t_session_streams_not_tcp(void)
 {
     struct rd_transport *a, *b;
     CHECK_OR(mem_pair(&a, &b) == RD_OK, return);
-    struct recv_side2 r = { .tp = b, .key = key_of(secret),
-                            .limits = { .chunk_size = 65536, .depth = 4, .streams = 16 }, .rc = -1 };
-    pthread_t th;
-    CHECK_OR(rd_thread_create(&th, NULL, receiver2_main, &r) == 0, goto out);
-    struct rd_key k = key_of(secret);
+    struct recv_side2 r = { .limits = { .chunk_size = 65536, .depth = 4, .streams = 16 } };
     struct rd_params want = { .chunk_size = 65536, .depth = 4, .streams = 8 }, agreed;
-    memset(&agreed, 0, sizeof agreed);
-    CHECK_EQ_I(rd_session_sender(a, &k, &want, &agreed), RD_OK);
-    pthread_join(th, NULL);
+    CHECK_OR(both_sessions(a, b, &want, &agreed, &r) == RD_OK, goto out);
     CHECK_EQ_I(r.rc, RD_OK);
     CHECK_EQ_U(agreed.streams, 1);
     CHECK_EQ_U(r.agreed.streams, 1);
@@ -1229,17 +1241,11 @@ static void t_session_rails_only_over_rdma(void)
     struct rd_transport *a, *b;
     rd_error_clear();
     CHECK_OR(tcp_pair(&a, &b) == RD_OK, printf("    tcp_pair: %s\n", rd_error_msg()); return);
-    struct recv_side2 r = { .tp = b, .key = key_of(secret), .rc = -1,
-                            .limits = { .chunk_size = 65536, .depth = 4, .streams = 16,
+    struct recv_side2 r = { .limits = { .chunk_size = 65536, .depth = 4, .streams = 16,
                                         .rails = { .count = 3, .a = { { 4, 0, { 10, 0, 0, 1 } }, { 4, 1, { 10, 0, 1, 1 } },
                                                                       { 4, 2, { 10, 0, 2, 1 } } } } } };
-    pthread_t th;
-    CHECK_OR(rd_thread_create(&th, NULL, receiver2_main, &r) == 0, goto out);
-    struct rd_key k = key_of(secret);
     struct rd_params want = { .chunk_size = 65536, .depth = 4, .streams = 4, .caps = RD_CAP_RAILS }, agreed;
-    memset(&agreed, 0, sizeof agreed);
-    CHECK_EQ_I(rd_session_sender(a, &k, &want, &agreed), RD_OK);
-    pthread_join(th, NULL);
+    CHECK_OR(both_sessions(a, b, &want, &agreed, &r) == RD_OK, goto out);
     CHECK_EQ_I(r.rc, RD_OK);
     CHECK_EQ_U(agreed.streams, 1);
     CHECK_EQ_U(r.agreed.streams, 1);
