@@ -70,6 +70,21 @@ static void set_local_params(const struct rd_opts *o, struct rd_params *agreed)
     agreed->compress_level = o->compress_level;
 }
 
+/* -v: the rails a stream spreads over, or why there is one; -v -v: both ends' ports. */
+static void say_rails(int verbose, const struct rd_transport *tp, const struct rd_rails *theirs,
+                      const struct rd_port_addr *ours, unsigned n_ours, unsigned n, const struct rd_reach *rails)
+{
+    char t[RD_MAX_RAILS * 64], l[RD_MAX_RAILS * 96];
+    rd_rails_str(theirs, t, sizeof t);
+    rd_ports_str(ours, n_ours, l, sizeof l);
+    if (n > 1)
+        rd_warn("%u rails to %s: %s from %s (%s)", n, tp->peer, rails->host, rails->bind, rails->device);
+    else   /* the receiver's other ports are on networks ours are not */
+        rd_warn("one rail to %s: no port here (%s) reaches the receiver's others (%s)", tp->peer, l, t);
+    if (verbose > 1)
+        rd_warn("rails: the receiver's ports %s; ours %s", t, l);
+}
+
 int rd_send_source(const struct rd_opts *o, struct rd_source *src)
 {
     struct rd_key key;
@@ -102,15 +117,8 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     struct rd_reach rails = reach;
     if (!rc && (agreed.caps & RD_CAP_RAILS)) {
         unsigned n = rd_rails_reach(&reach, tp, &agreed.rails, ports, naddrs, &lists, &rails);
-        char theirs[RD_MAX_RAILS * 64], ours[RD_MAX_RAILS * 96];
-        rd_rails_str(&agreed.rails, theirs, sizeof theirs);
-        rd_ports_str(ports, naddrs, ours, sizeof ours);
-        if (o->verbose && n > 1)
-            rd_warn("%u rails to %s: %s from %s (%s)", n, tp->peer, rails.host, rails.bind, rails.device);
-        else if (o->verbose)   /* the receiver's other ports are on networks ours are not */
-            rd_warn("one rail to %s: no port here (%s) reaches the receiver's others (%s)", tp->peer, ours, theirs);
-        if (o->verbose > 1)
-            rd_warn("rails: the receiver's ports %s; ours %s", theirs, ours);
+        if (o->verbose)
+            say_rails(o->verbose, tp, &agreed.rails, ports, naddrs, n, &rails);
     }
     if (!rc && agreed.streams > 1)
         rc = rd_stripe_join(&rails, &tp, &agreed);
