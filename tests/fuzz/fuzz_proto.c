@@ -65,7 +65,7 @@ static void frame_round_trip(const uint8_t *data, size_t size, size_t max_payloa
         return;
     CHECK(f.length <= max_payload && RD_FRAME_HDR + (size_t)f.length == size);
     CHECK(f.payload == data + RD_FRAME_HDR);
-    CHECK(f.type >= RD_HELLO && f.type <= RD_JOIN);
+    CHECK(f.type >= RD_HELLO && f.type <= RD_FRAME_TYPE_MAX);
     CHECK(strcmp(rd_frame_type_name(f.type), "?") != 0);
     CHECK(memcmp(f.tag, data + RD_HDR_TAG, RD_TAG_LEN) == 0);
     /* the tag check: accepted iff the tag field is the tag of the rest, per direction */
@@ -146,14 +146,14 @@ static void payload_round_trips(const uint8_t *p, size_t n)
     } else {
         CHECK(n != RD_JOIN_LEN);
     }
-    struct rd_rails r, r2;
-    memset(&r2, 0, sizeof r2);
-    if (rd_rails_decode(p, n, &r) == RD_P_OK) {
-        CHECK(r.count >= 1 && r.count <= RD_MAX_RAILS && n == 1 + (size_t)r.count * RD_RAIL_ENTRY_LEN);
-        for (unsigned i = 0; i < r.count; i++)
-            CHECK(r.a[i].family == 4 || r.a[i].family == 6);
-        CHECK(rd_rails_encode(&r, out) == n && memcmp(out, p, n) == 0);
-        CHECK(rd_rails_decode(out, n, &r2) == RD_P_OK && memcmp(&r, &r2, sizeof r) == 0);
+    struct rd_rails rl, rl2;
+    memset(&rl2, 0, sizeof rl2);
+    if (rd_rails_decode(p, n, &rl) == RD_P_OK) {
+        CHECK(rl.count >= 1 && rl.count <= RD_MAX_RAILS && n == 1 + (size_t)rl.count * RD_RAIL_ENTRY_LEN);
+        for (unsigned i = 0; i < rl.count; i++)
+            CHECK(rl.a[i].family == 4 || rl.a[i].family == 6);
+        CHECK(rd_rails_encode(&rl, out) == n && memcmp(out, p, n) == 0);
+        CHECK(rd_rails_decode(out, n, &rl2) == RD_P_OK && memcmp(&rl, &rl2, sizeof rl) == 0);
     }
     struct rd_end e, e2;
     if (rd_end_decode(p, n, &e) == RD_P_OK) {

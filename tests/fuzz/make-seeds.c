@@ -187,6 +187,10 @@ static void seeds_proto(void)
     n = rd_join_encode(&j, p);
     frame_seed("join", RD_JOIN, p, n, 0);
     save("proto", "join-payload", p, n);
+    struct rd_rails rails = { .count = 2, .a = { { 4, 0, { 10, 0, 0, 1 } }, { 6, 1, { 0xfd, 0, [15] = 1 } } } };
+    n = rd_rails_encode(&rails, p);
+    frame_seed("rails", RD_RAILS, p, n, 0);
+    save("proto", "rails-payload", p, n);
 }
 
 /* ---- handshake scripts (fuzz_handshake.c) ---- */

@@ -113,7 +113,7 @@ static void t_seal_leaves_tag_zero(void)
 
 static void t_parse_every_type(void)
 {
-    for (int t = RD_HELLO; t <= RD_JOIN; t++) {
+    for (int t = RD_HELLO; t <= RD_FRAME_TYPE_MAX; t++) {
         memset(buf + RD_FRAME_HDR, t, 10);
         size_t n = rd_frame_seal(buf, (uint8_t)t, 0, 10, (uint64_t)t * 1000);
         tag_frame(buf, RD_TAG_UP);
