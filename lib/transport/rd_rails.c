@@ -38,18 +38,6 @@ static int same_port(const struct rd_port_addr *x, const struct rd_port_addr *y)
     return x->port == y->port && !strcmp(x->dev, y->dev);
 }
 
-unsigned rd_rails_count_ports(const struct rd_port_addr *p, unsigned n)
-{
-    unsigned ports = 0;
-    for (unsigned i = 0; i < n; i++) {
-        unsigned k = 0;
-        while (k < i && !same_port(&p[k], &p[i]))
-            k++;
-        ports += k == i;
-    }
-    return ports;
-}
-
 void rd_rails_of_ports(const struct rd_port_addr *p, unsigned n, struct rd_rails *out)
 {
     memset(out, 0, sizeof *out);
@@ -126,16 +114,22 @@ static int in_use(const struct rd_port_addr *const *used, unsigned n, const stru
     return 0;
 }
 
+/* The local port whose address a is, or NULL. */
+static const struct rd_port_addr *port_of(const struct rd_port_addr *local, unsigned nl, const struct rd_rail_addr *a)
+{
+    for (unsigned i = 0; i < nl; i++)
+        if (rd_rail_addr_eq(&local[i].a, a))
+            return &local[i];
+    return NULL;
+}
+
 unsigned rd_rails_pair(const struct rd_port_addr *local, unsigned nl, const struct rd_rails *remote,
                        const struct rd_rail_addr *local0, struct rd_rail_pair *out, unsigned max)
 {
     const struct rd_port_addr *used[RD_MAX_RAILS + 1];   /* the ports that carry a rail */
     unsigned nused = 0, got = 0;
-    for (unsigned i = 0; i < nl; i++)
-        if (rd_rail_addr_eq(&local[i].a, local0)) {
-            used[nused++] = &local[i];
-            break;
-        }
+    if ((used[0] = port_of(local, nl, local0)))
+        nused = 1;
     uint8_t done[RD_MAX_RAILS] = { remote->a[0].port };   /* the receiver's ports with a rail */
     unsigned ndone = 1;
     /* first every receiver port a free port of ours reaches, then those that must share one:
@@ -188,14 +182,13 @@ unsigned rd_rails_reach(const struct rd_reach *o, const struct rd_transport *tp,
     /* rail 0: connection 0 as it is, from the address and device it took */
     struct rd_rail r0;
     struct rd_reach first = rd_reach_rail(o, 0, &r0);
-    char bind0[48], dev0[64] = "";
+    const struct rd_port_addr *p0 = port_of(local, nl, &local0);
+    char bind0[48];
     addr_str(&local0, bind0, sizeof bind0);
-    if (sscanf(tp->desc, "rdma %63s port", dev0) != 1 && first.device)
-        snprintf(dev0, sizeof dev0, "%s", first.device);
     l->host[0] = l->bind[0] = l->dev[0] = 0;
     add(l->host, sizeof l->host, first.host);
     add(l->bind, sizeof l->bind, bind0);
-    add(l->dev, sizeof l->dev, dev0);
+    add(l->dev, sizeof l->dev, p0 ? p0->dev : first.device ? first.device : "");
     for (unsigned i = 0; i < n; i++) {
         add(l->host, sizeof l->host, pairs[i].host);
         add(l->bind, sizeof l->bind, pairs[i].bind);

@@ -32,10 +32,8 @@ unsigned rd_rails_local(const char *devices, struct rd_port_addr *out, unsigned 
 int rd_rail_addr_of(const struct sockaddr *sa, struct rd_rail_addr *out);
 int rd_rail_addr_eq(const struct rd_rail_addr *x, const struct rd_rail_addr *y);
 
-/* How many ports the addresses p are on. */
-unsigned rd_rails_count_ports(const struct rd_port_addr *p, unsigned n);
-/* Receiver: its port addresses as a RAILS list, each numbered by its port (at most
- * RD_MAX_RAILS addresses); and how many ports such a list names. */
+/* Port addresses as a RAILS list, each numbered by its port (at most RD_MAX_RAILS
+ * addresses); and how many ports such a list names. */
 void rd_rails_of_ports(const struct rd_port_addr *p, unsigned n, struct rd_rails *out);
 unsigned rd_rails_distinct(const struct rd_rails *r);
 

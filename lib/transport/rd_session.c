@@ -231,8 +231,12 @@ static int grant_rails(struct rd_transport *tp, const struct rd_hello *h, const 
     if (!(h->caps & RD_CAP_RAILS))
         return 0;
     unsigned ports = rd_rails_distinct(&limits->rails);
-    int ours = tp->ops == &rd_verbs_ops && ports >= 2 && tp->local.ss_family != AF_UNSPEC;
-    c->streams = ours && c->streams > ports ? ports : ours ? c->streams : 1;
+    if (tp->ops != &rd_verbs_ops || ports < 2 || tp->local.ss_family == AF_UNSPEC) {
+        c->streams = 1;
+        return 0;
+    }
+    if (c->streams > ports)
+        c->streams = ports;
     if (c->streams < 2)
         return 0;
     c->caps |= RD_CAP_RAILS;

@@ -74,7 +74,9 @@ unsigned rd_rails_offer(const struct rd_reach *o, int streams_set, const struct 
     if ((env && !strcmp(env, "0")) || streams_set || (tp->ops != &rd_verbs_ops && tp->ops != &rd_verbs_file_ops) || rd_list_len(o->host) > 1 ||
         rd_list_len(o->bind) > 1 || rd_list_len(o->device) == 1)
         return 0;
+    struct rd_rails mine;
     *nl = rd_rails_local(o->device, local, RD_MAX_RAILS);
-    unsigned ports = rd_rails_count_ports(local, *nl);
+    rd_rails_of_ports(local, *nl, &mine);
+    unsigned ports = rd_rails_distinct(&mine);
     return ports >= 2 ? ports : 0;
 }
