@@ -7,15 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -53,15 +51,19 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
     return RD_OK;
 }
 
-/* Is the whole range in the page cache? mincore() on a throw-away mapping: no page is
- * touched, so nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
-/* Are the pages of this mapping in the page cache? mincore() touches none of them, so
- * nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
-static int resident(void *m, size_t len)
+static long page_size(void)
 {
     static long page;
     if (!page)
         page = sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+/* Are the pages of this mapping in the page cache? mincore() touches none of them, so
+ * nothing is read (preadv2 RWF_NOWAIT would start readahead as a side effect). */
+static int resident(void *m, size_t len)
+{
+    long page = page_size();
     size_t pages = (len + (size_t)page - 1) / (size_t)page;
     unsigned char vec[4096];
     if (pages > sizeof vec)
@@ -72,9 +74,34 @@ static int resident(void *m, size_t len)
     return cached;
 }
 
-static int range_cached(int fd, uint64_t off, size_t len)
+#ifndef __NR_cachestat
+#define __NR_cachestat 451   /* the same number on every architecture but alpha */
+#endif
+
+/* cachestat(2), Linux 6.5 (not in Debian 12's headers or glibc). */
+struct rd_cachestat_range {
+    uint64_t off, len;
+};
+struct rd_cachestat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* Is the whole range in the page cache? cachestat walks the page cache's tree once and needs
+ * no mapping; without it (a kernel before 6.5, or a file the caller may not write, which
+ * cachestat refuses as mincore hides it) mincore() on a throw-away mapping, which costs an
+ * mmap, a lookup per page and a munmap (with its TLB shootdown) for every read. */
+static int range_cached(struct rd_source *s, uint64_t off, size_t len)
 {
-    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+    static atomic_int no_cachestat;   /* ENOSYS: the kernel has none */
+    if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed) &&
+        !atomic_load_explicit(&s->no_cachestat, memory_order_relaxed)) {
+        struct rd_cachestat_range r = { off, len };
+        struct rd_cachestat cs;
+        if (syscall(__NR_cachestat, s->fd, &r, &cs, 0) == 0)
+            return cs.nr_cache >= (len + (size_t)page_size() - 1) / (size_t)page_size();
+        atomic_store_explicit(errno == ENOSYS ? &no_cachestat : &s->no_cachestat, 1, memory_order_relaxed);
+    }
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd, (off_t)off);
     if (m == MAP_FAILED)
         return 1;
     int cached = resident(m, len);
@@ -84,21 +111,24 @@ static int range_cached(int fd, uint64_t off, size_t len)
 
 static int stopped(atomic_int *stop);
 
-/* One read of a regular file at off into buf. */
-static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_t off)
+/* One read of a regular file at off into buf; *buffered = 0 when it bypassed the page cache. */
+static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_t off, int *buffered)
 {
+    *buffered = 1;
     int aligned = s->fd_direct >= 0 && !atomic_load(&s->direct_refused) && ((uintptr_t)buf % 4096) == 0 &&
                   off % 4096 == 0 && want >= 4096 && off + 4096 <= __atomic_load_n(&s->size, __ATOMIC_RELAXED);
-    if (!aligned || (!s->is_direct && range_cached(s->fd, off, want))) {
+    if (!aligned || (!s->is_direct && range_cached(s, off, want))) {
         ssize_t n = pread(s->fd, buf, want, (off_t)off);
         if (n > 0)
             atomic_fetch_add(&s->cached_bytes, (uint64_t)n);
         return n;
     }
     /* not in the page cache (or --direct): straight from the device */
+    *buffered = 0;
     ssize_t n = pread(s->fd_direct, buf, want & ~(size_t)4095, (off_t)off);
     if (n < 0 && errno == EINVAL) {   /* this file refuses O_DIRECT after all */
         atomic_store(&s->direct_refused, 1);
+        *buffered = 1;
         n = pread(s->fd, buf, want, (off_t)off);
         if (n > 0)
             atomic_fetch_add(&s->cached_bytes, (uint64_t)n);
@@ -109,11 +139,13 @@ static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_
     return n;
 }
 
-ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset)
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset, int *cached)
 {
     size_t got = 0;
+    int all = 1, buffered;
     while (got < want) {
-        ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got);
+        ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got, &buffered);
+        all &= buffered;
         if (n < 0 && errno == EINTR && stopped(s->stop))
             return -1;
         if (n < 0 && errno == EINTR)
@@ -126,6 +158,8 @@ ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t 
             break;
         got += (size_t)n;
     }
+    if (cached)
+        *cached = all;
     return (ssize_t)got;
 }
 
@@ -151,75 +185,6 @@ void rd_sink_custom(struct rd_sink *s, const char *name,
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
-const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset)
-{
-    struct stat st;
-    if (!s->is_regular || s->read_fn || s->is_direct || s->offset % 4096 != 0)
-        return NULL;
-    if (s->offset >= s->size && fstat(s->fd, &st) == 0)   /* the file may have grown; lanes */
-        __atomic_store_n(&s->size, (uint64_t)st.st_size, __ATOMIC_RELAXED);   /* read it meanwhile */
-    if (s->offset >= s->size)
-        return NULL;   /* let read() say where the end is */
-    size_t n = s->size - s->offset < cap ? (size_t)(s->size - s->offset) : cap;
-    /* one mapping serves both the residency check and the send */
-    void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, s->fd, (off_t)s->offset);
-    if (m == MAP_FAILED)
-        return NULL;
-    if (!resident(m, n)) {
-        munmap(m, n);
-        return NULL;   /* cold: O_DIRECT into the buffer is cheaper than faulting pages in */
-    }
-#ifdef MADV_POPULATE_READ
-    madvise(m, n, MADV_POPULATE_READ);   /* map the cached pages now, not one fault at a time */
-#endif
-    *offset = s->offset;
-    s->offset += n;
-    s->cached_bytes += n;
-    *len = n;
-    return m;
-}
-
-void rd_source_unmap(const uint8_t *p, size_t len)
-{
-    munmap((void *)p, len);
-}
-
-static __thread sigjmp_buf *bus_jump;   /* set while this thread hashes mapped pages */
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-    if (bus_jump)
-        siglongjmp(*bus_jump, 1);
-    signal(sig, SIG_DFL);   /* not ours: die of it as we would have */
-    raise(sig);
-}
-
-static void install_sigbus(void)
-{
-    struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
-}
-
-int rd_tag_mapped(const struct rd_source *s, struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *hdr,
-                  const uint8_t *p, size_t n)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, install_sigbus);
-    sigjmp_buf env;
-    if (sigsetjmp(env, 1)) {
-        bus_jump = NULL;
-        rd_fail(RD_EIO, "%s shrank while it was being sent", s->name);
-        return -1;
-    }
-    bus_jump = &env;
-    int rc = rd_tag_compute(t, dir, hdr, p, n, hdr + RD_HDR_TAG);
-    bus_jump = NULL;
-    if (rc)
-        rd_fail(RD_EIO, "libcrypto cannot compute a frame tag");
-    return rc ? -1 : 0;
-}
-
 static int stopped(atomic_int *stop)
 {
     return stop && atomic_load(stop);
@@ -230,7 +195,7 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
     if (s->read_fn)
         return s->read_fn(s->ctx, buf, cap);
     if (s->is_regular) {   /* full reads, at s->offset */
-        ssize_t n = rd_source_read_at(s, buf, cap, s->offset);
+        ssize_t n = rd_source_read_at(s, buf, cap, s->offset, NULL);
         if (n > 0)
             s->offset += (uint64_t)n;
         return n;

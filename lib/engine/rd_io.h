@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire/rd_tag.h"
 
 /* A source or sink may also be a producer/consumer in the same process (rdcp's tree
  * stream): set the *_fn hooks with rd_source_custom / rd_sink_custom. */
@@ -23,6 +22,7 @@ struct rd_source {
     uint64_t offset;     /* regular files: next read position */
     _Atomic uint64_t direct_bytes, cached_bytes;   /* how the bytes were read (for -v) */
     atomic_int direct_refused;   /* the file refused O_DIRECT once: buffered from then on */
+    atomic_int no_cachestat;     /* cachestat(2) refused this file: mincore(2) instead */
     atomic_int *stop;    /* set by the engine: a read that rd_wake interrupts gives up (or NULL) */
     char name[256];      /* "stdin" or the path, for messages */
 };
@@ -58,19 +58,11 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap);
 void rd_source_close(struct rd_source *s);
 /* Regular files only: up to `want` bytes at `offset`, as rd_source_read reads them (cached
  * pages copied, others read with O_DIRECT), without touching s->offset: so lanes can read
- * the chunks of one file in parallel, each at its own offset. Returns bytes read (short only
- * at the end of the file) or -1 with rd_fail() recorded. Thread-safe. */
-ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset);
-/* Zero-copy read for transports with send_ref: map the next chunk of a regular file when
- * it is entirely in the page cache; NULL means "use rd_source_read instead". The mapping
- * lives until rd_source_unmap. */
-const uint8_t *rd_source_map(struct rd_source *s, size_t cap, size_t *len, uint64_t *offset);
-void rd_source_unmap(const uint8_t *p, size_t len);
-/* The tag of the sealed frame header hdr whose payload is mapped file pages p[0..n), into
- * the header; -1 (rd_fail recorded) if the file shrank under the mapping (SIGBUS), instead of
- * dying of it, or libcrypto failed. */
-int rd_tag_mapped(const struct rd_source *s, struct rd_tagger *t, enum rd_tag_dir dir, uint8_t *hdr,
-                  const uint8_t *p, size_t n);
+ * the chunks of one file in parallel, each at its own offset. *cached (if not NULL): 1 when
+ * every byte came through the page cache, so a transport may send them from the file's pages
+ * again (sendfile) without another read from the disk. Returns bytes read (short only at the
+ * end of the file) or -1 with rd_fail() recorded. Thread-safe. */
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset, int *cached);
 void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 

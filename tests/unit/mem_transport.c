@@ -12,13 +12,16 @@
 
 #include "util/rd_error.h"
 #include "transport/rd_pool.h"
+#include "wire/rd_proto.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MEM_MAX_POOLS 3              /* the control pool + up to two setup_ring calls */
 #define MEM_INBOX_CAP 4096           /* > every buffer of MEM_MAX_POOLS pools of RD_MAX_DEPTH */
@@ -43,6 +46,7 @@ struct mem_ep {
     pthread_mutex_t send_lock;
     struct mem_faults faults;         /* on frames this end sends */
     unsigned long sent, received;
+    atomic_ulong by_ref;              /* frames sent with send_ref (mem_file_ops) */
     struct mem_entry held;            /* a frame being reordered (sent by this end) */
     int have_held;
 };
@@ -468,3 +472,51 @@ const struct rd_transport_ops mem_ops = {
     .shutdown = mem_shutdown,
     .close = mem_close,
 };
+
+/* send_ref as TCP's sendfile does it: the payload is whatever the file holds at ref_off when
+ * the frame goes out, not the bytes the engine read (and tagged) before. */
+static int mem_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    uint8_t *to = b->data + RD_FRAME_HDR;
+    size_t got = 0;
+    if (b->ref_fd < 0)
+        memmove(to, b->ref, b->ref_len);
+    while (b->ref_fd >= 0 && got < b->ref_len) {
+        ssize_t n = pread(b->ref_fd, to + got, b->ref_len - got, (off_t)(b->ref_off + got));
+        if (n <= 0) {
+            put_back(b);
+            return rd_fail(RD_EIO, "the input file shrank while it was being sent");
+        }
+        got += (size_t)n;
+    }
+    b->len = RD_FRAME_HDR + b->ref_len;
+    atomic_fetch_add(&ep_of(tp)->by_ref, 1);
+    return mem_send(tp, b);
+}
+
+static const struct rd_transport_ops mem_file_ops = {
+    .name = "mem",
+    .listen = mem_listen,
+    .accept = mem_accept,
+    .listen_fd = mem_listen_fd,
+    .connect = mem_connect,
+    .setup_ring = mem_setup_ring,
+    .get_send_buf = mem_get_send_buf,
+    .send = mem_send,
+    .send_ref = mem_send_ref,
+    .recv = mem_recv,
+    .release = mem_release,
+    .drain = mem_drain,
+    .shutdown = mem_shutdown,
+    .close = mem_close,
+};
+
+void mem_use_send_ref(struct rd_transport *ep)
+{
+    ep->ops = &mem_file_ops;
+}
+
+unsigned long mem_frames_by_ref(struct rd_transport *ep)
+{
+    return atomic_load(&ep_of(ep)->by_ref);
+}

@@ -68,6 +68,7 @@ struct xfer {
     struct rd_params send_agreed, recv_agreed;
     struct rd_counters send_cnt, recv_cnt;
     struct rd_transport *a, *b;      /* a = sender's end, b = receiver's end */
+    int by_ref;                      /* the sender's end has send_ref (as TCP's sendfile) */
     atomic_int send_done, recv_done;
 };
 
@@ -93,6 +94,8 @@ static void *sender_main(void *arg)
     if (x->send_rc == RD_OK) {
         rd_key_derive(&k, x->send_secret, strlen(x->send_secret));
         x->send_rc = x->send_session_rc = rd_session_sender(x->a, &k, &x->want, &x->send_agreed);
+        x->send_agreed.compress_mode = x->want.compress_mode;   /* local, as rd_run sets it */
+        x->send_agreed.compress_level = x->want.compress_level;
         if (x->send_rc == RD_OK)
             x->send_rc = rd_engine_send(x->a, &src, &x->send_agreed, &x->send_cnt);
         rd_source_close(&src);
@@ -133,6 +136,8 @@ static int xfer_start(struct xfer *x)
         return -1;
     mem_set_faults(x->a, &x->send_faults);
     mem_set_faults(x->b, &x->recv_faults);
+    if (x->by_ref)
+        mem_use_send_ref(x->a);
     if (rd_thread_create(&g_receiver, NULL, receiver_main, x))
         return -1;
     if (rd_thread_create(&g_sender, NULL, sender_main, x))
@@ -206,6 +211,64 @@ static void t_size_two_chunks(void) { roundtrip_file(2 * CHUNK, CHUNK, 1, 7); }
 static void t_many_small_chunks(void) { roundtrip_file(37 * CHUNK + 123, CHUNK, 4, 8); }
 static void t_depth_1(void) { roundtrip_file(20 * CHUNK + 1, CHUNK, 1, 9); }
 static void t_bigger_chunks(void) { roundtrip_file((3u << 20) + 17, 65536, 8, 10); }
+
+/* A page-cached input file over a transport that can send from the file (TCP's sendfile):
+ * n bytes with `caps` (RD_FLAG_ENCRYPTED or 0) and compression mode `compress`; returns how
+ * many frames went by send_ref, or -1 when the transfer failed (checked here). */
+static long by_ref_case(size_t n, uint32_t caps, int compress, uint64_t seed)
+{
+    char in[256], out[256];
+    long refs = -1;
+    temp_path(in, sizeof in, "in");
+    temp_path(out, sizeof out, "out");
+    uint8_t *data = random_bytes(n, seed);
+    if (compress)
+        memset(data, 'z', n / 2);   /* half of it shrinks */
+    CHECK_OR(write_file(in, data, n) == 0, goto done);
+    struct xfer x;
+    xfer_init(&x, in, out);
+    x.by_ref = 1;
+    x.want.caps = x.limits.caps = caps | (compress ? RD_FLAG_COMPRESSED : 0);
+    x.want.compress_mode = compress;
+    x.want.compress_level = 1;
+    CHECK_OR(xfer_run(&x) == 0, goto done);
+    CHECK_EQ_I(x.send_rc, RD_OK);
+    CHECK_EQ_I(x.recv_rc, RD_OK);
+    if (x.send_rc || x.recv_rc)
+        check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
+    CHECK_EQ_U(x.recv_agreed.caps & RD_FLAG_ENCRYPTED, caps & RD_FLAG_ENCRYPTED);
+    size_t got_n = 0;
+    uint8_t *got = read_file(out, &got_n);
+    CHECK_OR(got, goto done);
+    CHECK_EQ_U(got_n, n);
+    if (got_n == n)
+        CHECK_MEM_EQ(got, data, n);
+    free(got);
+    refs = (long)mem_frames_by_ref(x.a);
+done:
+    free(data);
+    unlink(in);
+    unlink(out);
+    return refs;
+}
+
+/* Every chunk of a cached file is sent from the file itself, at its own offset: the bytes
+ * the lane read only make the tag. */
+static void t_cached_file_sent_from_the_file(void)
+{
+    CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, 0, 0, 41), 4);
+}
+
+/* Encrypted or compressed chunks are not the file's bytes: they go from the frame. */
+static void t_encrypted_never_from_the_file(void)
+{
+    CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, RD_FLAG_ENCRYPTED, 0, 42), 0);
+}
+
+static void t_compressed_never_from_the_file(void)
+{
+    CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, 0, 2, 43), 0);
+}
 
 /* The receiver grants less than asked; both sides use what it granted. */
 static void t_receiver_limits_win(void)
@@ -1138,6 +1201,9 @@ int main(void)
     RUN(t_many_small_chunks);
     RUN(t_depth_1);
     RUN(t_bigger_chunks);
+    RUN(t_cached_file_sent_from_the_file);
+    RUN(t_encrypted_never_from_the_file);
+    RUN(t_compressed_never_from_the_file);
     RUN(t_receiver_limits_win);
     RUN(t_pipe_to_pipe);
     RUN(t_wrong_key);
