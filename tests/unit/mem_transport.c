@@ -457,21 +457,22 @@ static void mem_close(struct rd_transport *tp)
     free(l);
 }
 
-const struct rd_transport_ops mem_ops = {
-    .name = "mem",
-    .listen = mem_listen,
-    .accept = mem_accept,
-    .listen_fd = mem_listen_fd,
-    .connect = mem_connect,
-    .setup_ring = mem_setup_ring,
-    .get_send_buf = mem_get_send_buf,
-    .send = mem_send,
-    .recv = mem_recv,
-    .release = mem_release,
-    .drain = mem_drain,
-    .shutdown = mem_shutdown,
-    .close = mem_close,
-};
+#define MEM_OPS                        \
+    .name = "mem",                     \
+    .listen = mem_listen,              \
+    .accept = mem_accept,              \
+    .listen_fd = mem_listen_fd,        \
+    .connect = mem_connect,            \
+    .setup_ring = mem_setup_ring,      \
+    .get_send_buf = mem_get_send_buf,  \
+    .send = mem_send,                  \
+    .recv = mem_recv,                  \
+    .release = mem_release,            \
+    .drain = mem_drain,                \
+    .shutdown = mem_shutdown,          \
+    .close = mem_close
+
+const struct rd_transport_ops mem_ops = { MEM_OPS };
 
 /* send_ref as TCP's sendfile does it: the payload is whatever the file holds at ref_off when
  * the frame goes out, not the bytes the engine read (and tagged) before. */
@@ -494,22 +495,7 @@ static int mem_send_ref(struct rd_transport *tp, struct rd_buf *b)
     return mem_send(tp, b);
 }
 
-static const struct rd_transport_ops mem_file_ops = {
-    .name = "mem",
-    .listen = mem_listen,
-    .accept = mem_accept,
-    .listen_fd = mem_listen_fd,
-    .connect = mem_connect,
-    .setup_ring = mem_setup_ring,
-    .get_send_buf = mem_get_send_buf,
-    .send = mem_send,
-    .send_ref = mem_send_ref,
-    .recv = mem_recv,
-    .release = mem_release,
-    .drain = mem_drain,
-    .shutdown = mem_shutdown,
-    .close = mem_close,
-};
+static const struct rd_transport_ops mem_file_ops = { MEM_OPS, .send_ref = mem_send_ref };
 
 void mem_use_send_ref(struct rd_transport *ep)
 {

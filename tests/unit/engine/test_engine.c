@@ -159,6 +159,18 @@ static int xfer_run(struct xfer *x)
     return 0;
 }
 
+/* The file at path holds exactly data[0..n). */
+static void expect_file_is(const char *path, const uint8_t *data, size_t n)
+{
+    size_t got_n = 0;
+    uint8_t *got = read_file(path, &got_n);
+    CHECK_OR(got, return);
+    CHECK_EQ_U(got_n, n);
+    if (got_n == n)
+        CHECK_MEM_EQ(got, data, n);
+    free(got);
+}
+
 /* ---- whole transfers that must succeed ---- */
 
 /* Send n random bytes file to file and check everything about the result. */
@@ -188,13 +200,7 @@ static void roundtrip_file(size_t n, uint32_t chunk, uint32_t depth, uint64_t se
     CHECK_EQ_U(atomic_load(&x.recv_cnt.bytes), n);
     uint64_t frames = (n + chunk - 1) / chunk;
     CHECK_EQ_U(atomic_load(&x.recv_cnt.frames), frames);
-    size_t got_n = 0;
-    uint8_t *got = read_file(out, &got_n);
-    CHECK_OR(got, goto done);
-    CHECK_EQ_U(got_n, n);
-    if (got_n == n)
-        CHECK_MEM_EQ(got, data, n);
-    free(got);
+    expect_file_is(out, data, n);
 done:
     free(data);
     unlink(in);
@@ -237,13 +243,7 @@ static long by_ref_case(size_t n, uint32_t caps, int compress, uint64_t seed)
     if (x.send_rc || x.recv_rc)
         check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
     CHECK_EQ_U(x.recv_agreed.caps & RD_FLAG_ENCRYPTED, caps & RD_FLAG_ENCRYPTED);
-    size_t got_n = 0;
-    uint8_t *got = read_file(out, &got_n);
-    CHECK_OR(got, goto done);
-    CHECK_EQ_U(got_n, n);
-    if (got_n == n)
-        CHECK_MEM_EQ(got, data, n);
-    free(got);
+    expect_file_is(out, data, n);
     refs = (long)mem_frames_by_ref(x.a);
 done:
     free(data);
@@ -291,13 +291,7 @@ static void t_receiver_limits_win(void)
     CHECK_EQ_U(x.recv_agreed.chunk_size, 16384);
     CHECK_EQ_U(x.recv_agreed.depth, 3);
     CHECK_EQ_U(atomic_load(&x.recv_cnt.frames), (n + 16383) / 16384);
-    size_t got_n = 0;
-    uint8_t *got = read_file(out, &got_n);
-    CHECK_OR(got, goto done);
-    CHECK_EQ_U(got_n, n);
-    if (got_n == n)
-        CHECK_MEM_EQ(got, data, n);
-    free(got);
+    expect_file_is(out, data, n);
 done:
     free(data);
     unlink(in);
