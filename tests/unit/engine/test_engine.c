@@ -69,6 +69,7 @@ struct xfer {
     struct rd_counters send_cnt, recv_cnt;
     struct rd_transport *a, *b;      /* a = sender's end, b = receiver's end */
     int by_ref;                      /* the sender's end has send_ref (as TCP's sendfile) */
+    unsigned long frames_by_ref;     /* result: frames it sent that way */
     atomic_int send_done, recv_done;
 };
 
@@ -101,6 +102,7 @@ static void *sender_main(void *arg)
         rd_source_close(&src);
         rd_key_wipe(&k);
     }
+    x->frames_by_ref = mem_frames_by_ref(x->a);   /* a is gone after close */
     x->a->ops->close(x->a);   /* as rdsend does when it exits */
     atomic_store(&x->send_done, 1);
     return NULL;
@@ -244,7 +246,7 @@ static long by_ref_case(size_t n, uint32_t caps, int compress, uint64_t seed)
         check_fail_at(__FILE__, __LINE__, "error: %s", rd_error_msg());
     CHECK_EQ_U(x.recv_agreed.caps & RD_FLAG_ENCRYPTED, caps & RD_FLAG_ENCRYPTED);
     expect_file_is(out, data, n);
-    refs = (long)mem_frames_by_ref(x.a);
+    refs = (long)x.frames_by_ref;
 done:
     free(data);
     unlink(in);
