@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +22,23 @@
 #define PIPE_SIZE (1 << 20)   /* what we ask of stdin/stdout pipes (pipe-max-size allows 1 MiB) */
 #define PIPE_IDLE_MS 5   /* a pipe that is quiet this long gets its partial chunk sent */
 #define DIO_ALIGN 4096u  /* O_DIRECT: buffer address, file offset and length in whole 4 KiB */
+
+/* Files of the kernel's pseudo filesystems (/proc, /sys, ...) are made when read: their
+ * size is a guess (a sysfs attribute says 4096 and holds a line), so they are read as a
+ * stream, to the end, as cat reads them, not chunk by chunk up to that size. */
+static int pseudo_file(int fd)
+{
+    static const uint32_t magic[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
+                                  SECURITYFS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                                  BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC, 0x62656570 /* configfs */ };
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+        if ((uint32_t)fs.f_type == magic[i])
+            return 1;
+    return 0;
+}
 
 int rd_source_open(struct rd_source *s, const char *path, int direct)
 {
@@ -39,7 +58,7 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
         return rd_fail(RD_EIO, "input '%s' is a directory", s->name);
     if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
         fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);   /* fewer, larger reads; best effort */
-    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) && !pseudo_file(s->fd)) {
         s->is_regular = 1;
         s->size = (uint64_t)st.st_size;
         s->offset = (uint64_t)lseek(s->fd, 0, SEEK_CUR);   /* stdin may be a file opened mid-way */

@@ -24,6 +24,25 @@ done
 
 gen "$RD_T/in" $((3 << 20))
 
+# files of the kernel's pseudo filesystems: a sysfs attribute says 4096 bytes and holds a line,
+# a /proc file says 0 and holds more; both arrive as cat reads them, as FILE and as stdin
+for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/devices/system/cpu/online /proc/version; do
+    if [ ! -r "$f" ]; then t_skip "pseudo file $f" "not on this machine"; continue; fi
+    for in in file stdin; do
+        t_begin "pseudo file $f ($(stat -c %s "$f") bytes by its size) as $in: what cat reads"
+        cat "$f" > "$C/pseudo"
+        port=$(free_port)
+        start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
+        wait_listen "$port" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+        if [ $in = file ]; then start sp /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key "$f"
+        else start sp "$f" /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key; fi
+        wait_pid "$sp" "$(lim 10)"; expect_rc $? 0 rdsend "$(cat "$C/serr")"
+        wait_pid "$rp" "$(lim 10)"; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+        expect_same_file "$C/pseudo" "$C/out" "data as cat reads it"
+        t_end
+    done
+done
+
 t_begin "chunk only on the sender (receiver grants it)"
 xfer_reset; X_SOPTS=(--chunk-size 4K --depth 3); xfer "$RD_T/in"; t_end
 
