@@ -8,10 +8,12 @@
 
 HEAD=$((6 << 20))
 
-# held_transfer SIZE CHANGE [RDSEND OPTION...]: SIZE random bytes in $C/in; rdrecv writes into a pipe whose reader takes HEAD
-# bytes and then stops, so the receiver, both sockets and the sender's window fill and stall
-# with chunks read, tagged and not yet sent; CHANGE (a command) changes $C/in meanwhile; then
-# the reader drains the rest. Sets SRC and RRC, the exit codes.
+# held_transfer SIZE CHANGE [RDSEND OPTION...]: SIZE random bytes in $C/in; rdrecv writes
+# into a pipe whose reader takes HEAD bytes and then stops, so the receiver, both sockets and
+# the sender's window fill and stall with chunks read, tagged and not yet sent; CHANGE (a
+# command) changes $C/in meanwhile; then the reader drains the rest. Sets SRC and RRC, the
+# exit codes. (64 MiB: about 26 MiB fit in the pipe, the receiver's ring and both socket
+# buffers here; a file that fits entirely is sent before the change, and rightly succeeds.)
 held_transfer() {
     local size=$1 change=$2 port rp sp readp
     shift 2
