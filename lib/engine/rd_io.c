@@ -29,8 +29,9 @@
 static int pseudo_file(int fd)
 {
     static const uint32_t magic[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
-                                  SECURITYFS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
-                                  BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC, 0x62656570 /* configfs */ };
+                                      SECURITYFS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                                      BPF_FS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC,
+                                      0x62656570 /* configfs */ };
     struct statfs fs;
     if (fstatfs(fd, &fs) != 0)
         return 0;
@@ -54,11 +55,13 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
             return rd_fail(RD_EIO, "cannot open input file '%s': %s", path, strerror(errno));
     }
     struct stat st;
-    if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode))
+    if (fstat(s->fd, &st) != 0)
+        return RD_OK;   /* read as a stream; read() will say what is wrong */
+    if (S_ISDIR(st.st_mode))
         return rd_fail(RD_EIO, "input '%s' is a directory", s->name);
-    if (fstat(s->fd, &st) == 0 && S_ISFIFO(st.st_mode))
+    if (S_ISFIFO(st.st_mode))
         fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);   /* fewer, larger reads; best effort */
-    if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) && !pseudo_file(s->fd)) {
+    if (S_ISREG(st.st_mode) && !pseudo_file(s->fd)) {
         s->is_regular = 1;
         s->size = (uint64_t)st.st_size;
         s->offset = (uint64_t)lseek(s->fd, 0, SEEK_CUR);   /* stdin may be a file opened mid-way */

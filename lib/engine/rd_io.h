@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-
 /* A source or sink may also be a producer/consumer in the same process (rdcp's tree
  * stream): set the *_fn hooks with rd_source_custom / rd_sink_custom. */
 struct rd_source {
