@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -172,11 +173,54 @@ static void progress(struct snd *s, int force)
             (unsigned long long)(s->bytes + s->holes), (unsigned long long)s->skipped);
 }
 
+#define PSEUDO_MAX (64u << 20)   /* /proc/kcore says 128 TiB: a pseudo file past this is refused */
+
+/* A file of /proc or /sys holds what reading it returns, not what its size says (rd_io.h):
+ * the record states the size before the data, so read it to its end first, into a memfd
+ * that stands in for it. Returns the memfd, or -1 after a warning. */
+static int pseudo_copy(int fd, const char *fs, struct stat *st)
+{
+    int m = memfd_create("rdcp-pseudo", MFD_CLOEXEC);
+    char buf[65536];
+    uint64_t total = 0;
+    ssize_t n = -1;
+    if (m >= 0)
+        while ((n = read(fd, buf, sizeof buf)) != 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 || (total += (uint64_t)n) > PSEUDO_MAX || write(m, buf, (size_t)n) != n)
+                break;
+        }
+    if (m < 0 || n != 0) {
+        char *p = rdc_shown(fs);
+        if (m >= 0 && n > 0 && total > PSEUDO_MAX)
+            rd_warn("cannot copy '%s': a file of /proc or /sys larger than %u MiB", p, PSEUDO_MAX >> 20);
+        else
+            rd_warn("cannot read '%s': %s", p, strerror(errno));
+        free(p);
+        if (m >= 0)
+            close(m);
+        return -1;
+    }
+    st->st_size = (off_t)total;
+    st->st_blocks = (blkcnt_t)((total + 511) / 512);   /* not sparse */
+    return m;
+}
+
 /* A regular file, opened and stat'ed by the walk: its header, and make it current (data
  * follows in fill()); fd is ours to close. */
 static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *stp, int fd)
 {
-    const struct stat st = *stp;
+    struct stat st = *stp;
+    if (rd_pseudo_file(fd)) {
+        int m = pseudo_copy(fd, fs, &st);
+        close(fd);
+        if (m < 0) {
+            s->errors++;
+            return;
+        }
+        fd = m;
+    }
     if (st.st_nlink > 1) {
         struct link_ent *l = find_link(s, st.st_dev, st.st_ino);
         if (l) {

@@ -26,7 +26,7 @@
 /* Files of the kernel's pseudo filesystems (/proc, /sys, ...) are made when read: their
  * size is a guess (a sysfs attribute says 4096 and holds a line), so they are read as a
  * stream, to the end, as cat reads them, not chunk by chunk up to that size. */
-static int pseudo_file(int fd)
+int rd_pseudo_file(int fd)
 {
     static const uint32_t magic[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
                                       SECURITYFS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
@@ -61,7 +61,7 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
         return rd_fail(RD_EIO, "input '%s' is a directory", s->name);
     if (S_ISFIFO(st.st_mode))
         fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);   /* fewer, larger reads; best effort */
-    if (S_ISREG(st.st_mode) && !pseudo_file(s->fd)) {
+    if (S_ISREG(st.st_mode) && !rd_pseudo_file(s->fd)) {
         s->is_regular = 1;
         s->size = (uint64_t)st.st_size;
         s->offset = (uint64_t)lseek(s->fd, 0, SEEK_CUR);   /* stdin may be a file opened mid-way */

@@ -62,6 +62,10 @@ void rd_source_close(struct rd_source *s);
  * again (sendfile) without another read from the disk. Returns bytes read (short only at the
  * end of the file) or -1 with rd_fail() recorded. Thread-safe. */
 ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset, int *cached);
+/* 1 when fd is a file of the kernel's pseudo filesystems (/proc, /sys, debugfs, cgroup, ...):
+ * its size says nothing of what it holds (a sysfs attribute says 4096 and holds a line,
+ * /proc/version says 0), so it is read to its end, as cat reads it. */
+int rd_pseudo_file(int fd);
 void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
 

@@ -99,6 +99,17 @@ rdcp_h0 "$T"/files/* h1:"$T/d2" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/files" "$T/d2" > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
+name="files of /proc and /sys (a size of 0, or 4096 for one line): what cat reads, both ways"
+# their size says nothing of what they hold; the sender reads them to their end, as cp does
+mkdir -p "$T/ps1" "$T/ps-want"
+P1=/proc/version P2=/sys/devices/system/cpu/online TOPO=/sys/devices/system/cpu/cpu0/topology
+cat $P1 > "$T/ps-want/version"; cat $P2 > "$T/ps-want/online"
+rdcp_h0 $P1 $P2 h1:"$T/ps1" 2> "$T/err"; rc1=$?
+rdcp_h0 -r h1:$TOPO "$T/ps-topo" 2>> "$T/err"; rc2=$?
+r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && diff -r "$T/ps-want" "$T/ps1" > "$T/why" 2>&1 && [ -s "$T/ps1/version" ] &&
+    (cd $TOPO && for f in *; do [ -f "$f" ] && [ -r "$f" ] || continue; cat "$f" | cmp -s - "$T/ps-topo/$f" || { echo "differs: $f"; exit 1; }; done) >> "$T/why" && r=0
+check "$name" $r "rc=$rc1/$rc2 $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
 name="remote -> local: -a the zoo (names, symlinks, dangling, hard links, empty dirs, depth 40, owners)"
 rdcp_h0 -a h1:"$T/zoo" "$T/zoo-copy" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/zoo-copy" t > "$T/why" &&
