@@ -8,6 +8,12 @@
 #   the runs named below; FILE_MIB=0 or NFILES=0 leaves that half out). The data lives in
 #   the test directory under /tmp: it needs FILE_MIB x 2 + the trees' size x 2 free.
 #   BASE_BIN=dir: also time the rdcp in dir (a build from before a change), in the same run
+#   DEST=dir: where the copies are written (default: the test directory under /tmp). Mount it
+#   before the run (the hosts' sshds see the mounts made before they start). This machine's
+#   root ext4 has no journal, and without one ext4 checks every inode freed in the last
+#   minutes one by one before reusing it (`recently_deleted`); a journaled ext4, the default
+#   of mkfs.ext4 on a real server, does not: e.g. DEST=/mnt/x after
+#   `truncate -s 12G /tmp/x.img && mkfs.ext4 -q /tmp/x.img && mount -o loop /tmp/x.img /mnt/x`
 #   CPU=1: each rdcp run's agents start the tree roles through a wrapper that logs their CPU
 #   time (/usr/bin/time); the table gets CPU s per GB of the sending and the receiving end
 #   (of the run with the best time)
@@ -40,6 +46,9 @@ on() { local h=$1; shift; ip netns exec "$P$h" env PATH="$BIN:$PATH" "$@"; }
 now() { date +%s.%N; }
 
 ONLY=${ONLY:-}
+DEST=${DEST:-$T}
+[ -d "$DEST" ] && [ -w "$DEST" ] || skip "DEST=$DEST is not a writable directory"
+trap 'rm -rf "$DEST"/out.*; cleanup' EXIT
 want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 SETS=${NFILES//,/ }
 [ "$FILE_MIB" -gt 0 ] && head -c $((FILE_MIB << 20)) /dev/urandom > "$T/big"
@@ -73,8 +82,8 @@ done
 # done, then removed, synced and left to age for SETTLE seconds (default 61; 300 outlasts a
 # dirty table block). SETTLE0=s: wait that long before the first set too (after a run that
 # deleted many files).
-clean() { OUTD=$(mktemp -d "$T/out.XXXXXX"); sync; }
-settle() { rm -rf "$T"/out.*; sync; sleep "${SETTLE:-61}"; }
+clean() { OUTD=$(mktemp -d "$DEST/out.XXXXXX"); sync; }
+settle() { rm -rf "$DEST"/out.*; sync; sleep "${SETTLE:-61}"; }
 # time_one CMD...: seconds of one run (the output dir is emptied first); with CPU=1 also the
 # user+sys seconds of the tree roles of that run: "SECONDS SEND_CPU RECV_CPU"
 time_one() {
@@ -108,9 +117,20 @@ rdcp_file() { on h0 rdcp "${RP[@]}" --no-progress --ssh "$SSH" h1:"$T/big" h2:"$
 rdcp_file_nosync() { on h0 rdcp "${RP[@]}" --no-progress --no-sync --ssh "$SSH" h1:"$T/big" h2:"$OUTD/big"; }
 scp_file() { on h1 scp -O -q -F "$CFG" "$T/big" h2:"$OUTD/big"; }
 rsync_file() { on h1 rsync --whole-file -e "ssh -F $CFG" "$T/big" h2:"$OUTD/big"; }
+# listening PORT PID: wait until the receiver on h2 listens (it dies: fail). A poll, not a
+# fixed sleep, which would count against the tar pipe's time (0.2 s did until 2026-11-26)
+listening() {
+    local i
+    for i in $(seq 1000); do
+        ip netns exec "${P}h2" ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.005
+    done
+    return 1
+}
 rdsend_file() {
     on h2 rdrecv --timeout 120 7791 "$KEY" "$OUTD/big" & local p=$!
-    sleep 0.2
+    listening 7791 $p || { wait $p; return 1; }
     on h1 rdsend "${ADDR[h2]}" 7791 "$KEY" "$T/big" && wait $p
 }
 TREE=tree   # the set being run: tree$N
@@ -129,7 +149,7 @@ rdcp_tree() { on h0 rdcp "${RP[@]}" --no-progress -r --ssh "$SSH" h1:"$T/$TREE" 
 rdcp_tree_nosync() { on h0 rdcp "${RP[@]}" --no-progress -r --no-sync --ssh "$SSH" h1:"$T/$TREE" h2:"$OUTD/$TREE"; }
 tar_tree() {
     on h2 bash -c "rdrecv --timeout 120 7792 $KEY | tar x -C $OUTD" & local p=$!
-    sleep 0.2
+    listening 7792 $p || { wait $p; return 1; }
     on h1 bash -c "tar c -C $T $TREE | rdsend ${ADDR[h2]} 7792 $KEY" && wait $p
 }
 rsync_tree() { on h1 rsync -a --whole-file -e "ssh -F $CFG" "$T/$TREE" h2:"$OUTD/"; }
