@@ -318,8 +318,13 @@ static void lost(void *ctx, int i)
     struct end *x = &r->e[i];
     rdr_watch_settle(&r->w, i, 500);
     char msg[512];
-    snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
-             x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
+    if (!x->l.hello && x->dest && x->l.reaped && !x->l.signal)   /* ssh failed before the agent spoke */
+        snprintf(msg, sizeof msg, "%s: cannot %s (ssh exited with status %d%s)", x->host,
+                 x->l.status == 127 ? "start the agent" : "log in", x->l.status,
+                 x->l.status == 127 ? "; is rdpipe on the PATH there? see --remote-path" : "; see its message above");
+    else
+        snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
+                 x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");
     fail(r, 8, RD_ELOST, msg);
 }
 

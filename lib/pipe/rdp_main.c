@@ -300,9 +300,15 @@ static void lost(void *ctx, int i)
         snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
     else if (x->l.reaped)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
-    snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
-             label(x, lb, sizeof lb), how,
-             x->l.reaped && x->l.status == 127 && x->s.dest ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
+    int no_agent = x->l.reaped && x->l.status == 127 && x->s.dest;
+    if (!x->l.hello && x->s.dest && x->l.reaped && !x->l.signal)   /* ssh failed before the agent spoke */
+        snprintf(msg, sizeof msg, "%s: cannot %s to run %s%s%s", x->s.host, no_agent ? "start the agent" : "log in",
+                 label(x, lb, sizeof lb), how,
+                 no_agent ? "; is rdpipe on the PATH there? (see --remote-path)" : "; see ssh's message above");
+    else
+        snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
+                 label(x, lb, sizeof lb), how,
+                 no_agent ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
     add_failure(r, i, "lost", 10, RD_ELOST, msg);
 }
 

@@ -110,6 +110,14 @@ r=1; [ $rc1 = 0 ] && [ $rc2 = 0 ] && diff -r "$T/ps-want" "$T/ps1" > "$T/why" 2>
     (cd $TOPO && for f in *; do [ -f "$f" ] && [ -r "$f" ] || continue; cat "$f" | cmp -s - "$T/ps-topo/$f" || { echo "differs: $f"; exit 1; }; done) >> "$T/why" && r=0
 check "$name" $r "rc=$rc1/$rc2 $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
+name="a host ssh cannot reach: exit 255, 'cannot log in'; no rdpipe there: 'cannot start the agent'"
+rdcp_h0 "$T/files/f1" nosuchhost.invalid:"$T/nowhere" 2> "$T/err"; rc1=$?
+rdcp_h0 --remote-path /nonexistent/rdpipe "$T/files/f1" h1:"$T/nowhere" 2> "$T/err2"; rc2=$?
+r=1; [ $rc1 = 255 ] && [ $rc2 = 255 ] && [ ! -e "$T/nowhere" ] &&
+    grep -q "^rdcp: nosuchhost.invalid: cannot log in (ssh exited with status 255; see its message above)$" "$T/err" &&
+    grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 127; is rdpipe on the PATH there? see --remote-path)$" "$T/err2" && r=0
+check "$name" $r "rc=$rc1/$rc2 $(cat "$T/err" "$T/err2" | head -4 | tr '\n' ' ')"
+
 name="remote -> local: -a the zoo (names, symlinks, dangling, hard links, empty dirs, depth 40, owners)"
 rdcp_h0 -a h1:"$T/zoo" "$T/zoo-copy" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/zoo-copy" t > "$T/why" &&

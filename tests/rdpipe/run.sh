@@ -157,9 +157,14 @@ rdpipe_h0 h1:cat "h2:< x" </dev/null >/dev/null 2>&1; r2=$?
 rdpipe_h0 "h1:> x" h2:cat </dev/null >/dev/null 2>&1; r3=$?
 if [ $r1$r2$r3 = 111 ]; then ok "$name"; else bad "$name" "rc=$r1 $r2 $r3"; fi
 
-name="unknown host: ssh fails, exit 255 naming the host"
+name="unknown host: ssh fails, exit 255 naming the host and saying it could not log in"
 rdpipe_h0 h1:cat nosuchhost.invalid:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
-if [ $rc = 255 ] && grep -q "rdpipe: nosuchhost.invalid: lost" "$T/err"; then after "$name" && ok "$name"
+if [ $rc = 255 ] && grep -q "rdpipe: nosuchhost.invalid: cannot log in to run nosuchhost.invalid .cat. (ssh exited with status 255); see ssh.s message above" "$T/err"; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
+
+name="no rdpipe at --remote-path: exit 255, 'cannot start the agent', the PATH named"
+rdpipe_h0 --remote-path /nonexistent/rdpipe h1:cat h2:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 255 ] && grep -q "rdpipe: h[12]: cannot start the agent to run h[12] .cat. (ssh exited with status 127); is rdpipe on the PATH there? (see --remote-path)" "$T/err"; then after "$name" && ok "$name"
 else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
 
 name="'false' in the middle: status 1, message names host and command"
