@@ -420,9 +420,20 @@ static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long de
 /* The len bytes of a frame whose length prefix was read, into b. */
 static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, long long deadline)
 {
-    if (len > b->cap)
+    if (len > b->cap) {
+        /* a length prefix of printable bytes is another protocol talking (SSH-, HTTP, ...) */
+        char text[5] = { 0 };
+        int printable = 1;
+        for (int i = 0; i < 4; i++) {
+            text[i] = (char)(len >> (8 * i));
+            printable &= text[i] >= 0x20 && text[i] < 0x7f;
+        }
+        if (printable)
+            return rd_fail(RD_ESTREAM, "peer %s does not speak rdpipe's protocol (it sent '%s...')",
+                           tp->peer, text);
         return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
                        tp->peer, len, b->cap);
+    }
     int rc = read_full(tp, b->data, len, deadline, "in the middle of a frame");
     if (rc)
         return rc;

@@ -170,6 +170,30 @@ expect_rc $rc 2 "rdrecv on a port nc holds"; expect_err "$C/rerr2" rdrecv "alrea
 kill_reap "$nl"
 t_end
 
+t_begin "another protocol on the port (an sshd's banner): rdsend exits 4 and says so"
+port=$(free_port)
+printf 'SSH-2.0-OpenSSH_9.2p1\r\n' > "$C/banner"
+start nl "$C/banner" /dev/null /dev/null nc -4 -l 127.0.0.1 "$port"
+wait_listen "$port" || t_fail "nc not listening"
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 4 rdsend; expect_err "$C/serr" rdsend "127.0.0.1:$port does not speak rdpipe's protocol \(it sent 'SSH-\.\.\.'\)"
+kill_reap "$nl"
+t_end
+
+t_begin "an HTTP client at rdrecv's port: named on one line, then the real sender's data arrives whole"
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" --bind 127.0.0.1 "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 nc -4 -q 2 127.0.0.1 "$port" > /dev/null 2>&1
+wait_for_text "$C/rerr" "does not speak" 10 || t_fail "rdrecv did not name the stranger"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 0 rdsend "$(cat "$C/serr")"
+wait_pid "$rp" "$(lim 20)"; rc=$?
+expect_rc $rc 0 rdrecv "$(cat "$C/rerr")"
+expect_err "$C/rerr" rdrecv "peer 127.0.0.1:[0-9]+ does not speak rdpipe's protocol \(it sent 'GET \.\.\.'\)"
+expect_same_file "$RD_T/in" "$C/out" "the sender's data"
+t_end
+
 t_begin "unresolvable host: exit 2"
 t0=$(now)
 timeout -k 2 "$(lim 20)" "$RDSEND" no-such-host.invalid 5000 key "$RD_T/in" 2> "$C/serr"; rc=$?
