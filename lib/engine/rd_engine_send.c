@@ -64,10 +64,11 @@ static void seal_abort(struct send_ctx *c, struct rd_buf *b)
 
 /* A lane's work: one DATA frame's bytes when it reads them itself (a chunk of a regular
  * file, at its own offset), and its tag: the per-byte work of the sender. A chunk that came
- * from the page cache and goes out unchanged is also named by file and offset (b->ref_fd),
- * so TCP sends it from the page cache with sendfile and RDMA from registered file pages:
- * our copy is only read for the tag. (Tagging from a mapping of the file instead cost more:
- * mapping, populating and unmapping each chunk, 0.66 against 0.50 sender CPU s/GB.) */
+ * from the page cache and goes out unchanged is also named by file and offset (b->ref_fd):
+ * the transport picks how to send it. TCP sends our copy (cheaper than sendfile once it is
+ * read: rd_tcp.c), RDMA sends from registered file pages where the kernel allows it.
+ * (Tagging from a mapping of the file instead cost more: mapping, populating and unmapping
+ * each chunk, 0.66 against 0.50 sender CPU s/GB.) */
 static int tag_job(void *ctx, unsigned lane, void *arg)
 {
     struct send_ctx *c = ctx;

@@ -241,12 +241,16 @@ static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
     return post(s, b);
 }
 
-/* The worker sends a file chunk later with sendfile (the mapping at b->ref may be gone by
- * then, the file is not); a chunk in memory is copied into the frame now. */
+/* A file chunk the engine already read into the frame goes from there, as on one connection
+ * (rd_tcp.c says why); a chunk elsewhere in memory is copied into the frame now; only a file
+ * chunk in no memory is sent by the worker later with sendfile. */
 static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
-    if (b->ref_fd < 0) {
+    if (b->ref == b->data + RD_FRAME_HDR) {
+        b->ref_fd = -1;
+        b->len = RD_FRAME_HDR + b->ref_len;
+    } else if (b->ref_fd < 0) {
         memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
         b->len = RD_FRAME_HDR + b->ref_len;
     }

@@ -44,11 +44,12 @@ struct rd_buf {
     size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
     unsigned slot;   /* index inside the transport's pool (transport private meaning) */
     void *owner;     /* transport private */
-    /* send_ref only: the payload lives here (a mapping of the input file), not in data */
+    /* send_ref only: the payload lives here (memory, or data's own payload area), not
+     * necessarily in data */
     const uint8_t *ref;
     size_t ref_len;
-    int ref_fd;          /* the file ref maps, and where: TCP hands these pages to the kernel */
-    uint64_t ref_off;    /* with sendfile, so not even the socket copies them */
+    int ref_fd;          /* >= 0: the same bytes are in this file at ref_off, its page cache: */
+    uint64_t ref_off;    /* verbs may send from a registration of those pages instead */
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -95,8 +96,10 @@ struct rd_transport_ops {
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
      * followed by the b->ref_len bytes at b->ref, which stay valid only until the call
-     * returns. When they map file b->ref_fd (>= 0) at b->ref_off, TCP hands the page-cache
-     * pages to the kernel with sendfile and copies nothing. */
+     * returns. When they are also file b->ref_fd (>= 0) at b->ref_off, the transport may send
+     * them from the page cache: verbs from registered file pages; TCP sends them from memory
+     * when they are in memory (cheaper than sendfile once read: rd_tcp.c) and with sendfile
+     * only when they are not. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
      * checks, until a control frame went on or an error; payloads need not pass through user
