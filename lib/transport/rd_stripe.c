@@ -126,8 +126,7 @@ static void *send_worker(void *arg)
     struct rd_buf *b;
     rd_errctx_bind(NULL);
     while ((b = rd_queue_pop(&w->q))) {
-        int rc = b->ref_fd >= 0 ? rd_tcp_send_file(w->conn, b->data, b->ref_fd, b->ref_off, b->ref_len)
-                                : rd_tcp_send_frame(w->conn, b->data, b->len);
+        int rc = rd_tcp_send_frame(w->conn, b->data, b->len);
         rd_pool_put(&s->send_pool, b);
         pthread_mutex_lock(&s->lock);
         s->in_flight--;
@@ -237,23 +236,17 @@ static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
     struct stripe *s = tp->priv;
     if (b->owner == conn0(s))
         return conn0(s)->ops->send(conn0(s), b);
-    b->ref_fd = -1;
     return post(s, b);
 }
 
-/* A file chunk the engine already read into the frame goes from there, as on one connection
- * (rd_tcp.c says why); a chunk elsewhere in memory is copied into the frame now; only a file
- * chunk in no memory is sent by the worker later with sendfile. */
+/* The worker sends later, when b->ref may be gone: the payload goes into the frame now,
+ * unless a lane read it there already (memory, not the file's pages: rd_tcp.c says why). */
 static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
-    if (b->ref == b->data + RD_FRAME_HDR) {
-        b->ref_fd = -1;
-        b->len = RD_FRAME_HDR + b->ref_len;
-    } else if (b->ref_fd < 0) {
+    if (b->ref != b->data + RD_FRAME_HDR)
         memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
-        b->len = RD_FRAME_HDR + b->ref_len;
-    }
+    b->len = RD_FRAME_HDR + b->ref_len;
     return post(s, b);
 }
 
@@ -460,10 +453,9 @@ static int direct_send(struct rd_transport *tp, struct rd_buf *b)
     return rc ? rc : to->ops->send(to, o);
 }
 
-/* As direct_send, for a frame whose payload is a mapping of the input file (b->ref): sent on
- * its own connection from the file's pages; a frame borrowed out of turn is copied into the
- * due connection's buffer, the payload read from the file (a file that shrank is a short
- * read and an error, never a SIGBUS) or, for memory, copied. */
+/* As direct_send, for a frame whose payload is at b->ref (memory, which may also be the input
+ * file's pages): sent by its own connection's send_ref (verbs may use the file's registered
+ * pages); a frame borrowed out of turn is copied into the due connection's buffer. */
 static int direct_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
@@ -478,13 +470,8 @@ static int direct_send_ref(struct rd_transport *tp, struct rd_buf *b)
     int rc = borrow_from(s, want, RD_FRAME_HDR + b->ref_len, &o);
     if (!rc) {
         memcpy(o->data, b->data, RD_FRAME_HDR);
-        if (b->ref_fd < 0)
-            memcpy(o->data + RD_FRAME_HDR, b->ref, b->ref_len);
-        else if (pread(b->ref_fd, o->data + RD_FRAME_HDR, b->ref_len, (off_t)b->ref_off) != (ssize_t)b->ref_len)
-            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
+        memcpy(o->data + RD_FRAME_HDR, b->ref, b->ref_len);
         o->len = RD_FRAME_HDR + b->ref_len;
-        if (rc)
-            to->ops->release(to, o);
     }
     c->ops->release(c, b);
     return rc ? rc : to->ops->send(to, o);

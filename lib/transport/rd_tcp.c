@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -371,28 +370,20 @@ static int send_head(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], s
     return RD_OK;
 }
 
-/* A payload in memory (a relay's received frame, or a file chunk the engine already read
- * into the frame) goes out from there; only a file chunk that is nowhere in memory is sent
- * from the page cache with sendfile (header by send_head), the socket taking references to
- * its pages. A chunk already read is cheaper to copy than to splice: 2026-11-26, 1 GiB
- * page-cached file, bench/bench.sh, median of 5: loopback 2.50 GB/s and 0.67 CPU s/GB for
- * both ends, against 1.77 and 0.85 with sendfile (veth: 1.79 and 1.76, 0.83 both); a
+/* The payload at b->ref is memory (a relay's received frame, or a file chunk a lane read
+ * into the frame) and goes out from there, even when it is also file b->ref_fd's page cache:
+ * once it is read, a copy measured cheaper than sendfile of the file's pages. 2026-11-26,
+ * 1 GiB page-cached file, bench/bench.sh, median of 5: loopback 2.50 GB/s and 0.67 CPU s/GB
+ * for both ends, against 1.77 and 0.85 with sendfile (veth: 1.79 and 1.76, 0.83 both); a
  * sendfile'd skb of 4 KiB page fragments costs the local receiver more than the copy saves
  * the sender. And what is sent is then what was tagged: a file rewritten meanwhile goes out
  * as it was read, never as a tag failure. */
 static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
-    struct tcp_conn *c = tp->priv;
-    if (b->ref_fd < 0 || b->ref == b->data + RD_FRAME_HDR) {
-        uint8_t prefix[4];
-        put_prefix(prefix, RD_FRAME_HDR + b->ref_len);
-        struct iovec iov[3] = { { prefix, 4 }, { b->data, RD_FRAME_HDR },
-                                { (void *)b->ref, b->ref_len } };
-        return send_iov(tp, b, iov, 3);
-    }
-    int rc = rd_tcp_send_file(tp, b->data, b->ref_fd, b->ref_off, b->ref_len);
-    rd_pool_put(&c->send_pool, b);
-    return rc;
+    uint8_t prefix[4];
+    put_prefix(prefix, RD_FRAME_HDR + b->ref_len);
+    struct iovec iov[3] = { { prefix, 4 }, { b->data, RD_FRAME_HDR }, { (void *)b->ref, b->ref_len } };
+    return send_iov(tp, b, iov, 3);
 }
 
 /* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. */
@@ -590,26 +581,6 @@ int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b)
     if (rc)
         return rc;
     return read_frame(tp, b, len, -1);
-}
-
-int rd_tcp_send_file(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], int fd, uint64_t offset,
-                     size_t len)
-{
-    struct tcp_conn *c = tp->priv;
-    int rc = send_head(tp, hdr, len);
-    off_t off = (off_t)offset;
-    while (!rc && len) {
-        ssize_t n = sendfile(c->fd, fd, &off, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            rc = io_error(tp, errno, "while sending");
-        else if (n == 0)
-            rc = rd_fail(RD_EIO, "the input file shrank while it was being sent");
-        else
-            len -= (size_t)n;
-    }
-    return rc;
 }
 
 int rd_tcp_fd(const struct rd_transport *tp)

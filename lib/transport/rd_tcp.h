@@ -21,10 +21,6 @@ int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n);
 /* The next whole frame into b (b->cap bytes at most), as recv gives it;
  * b stays the caller's (no pool involved). */
 int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b);
-/* A frame whose payload is len bytes of file fd at offset, sent with sendfile (for a payload
- * that is in no memory of ours: once read, a copy from memory is cheaper, see rd_tcp.c). */
-int rd_tcp_send_file(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], int fd, uint64_t offset,
-                     size_t len);
 /* One whole frame (header + payload) from memory. */
 int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len);
 /* Send head, then move the n payload bytes still waiting in in's socket to out's socket

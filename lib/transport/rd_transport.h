@@ -96,10 +96,9 @@ struct rd_transport_ops {
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
      * followed by the b->ref_len bytes at b->ref, which stay valid only until the call
-     * returns. When they are also file b->ref_fd (>= 0) at b->ref_off, the transport may send
-     * them from the page cache: verbs from registered file pages; TCP sends them from memory
-     * when they are in memory (cheaper than sendfile once read: rd_tcp.c) and with sendfile
-     * only when they are not. */
+     * returns. When they are also file b->ref_fd (>= 0) at b->ref_off, verbs may send them
+     * from registered file pages instead; TCP always sends them from memory (cheaper than
+     * sendfile once they are read: rd_tcp.c). */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
      * checks, until a control frame went on or an error; payloads need not pass through user

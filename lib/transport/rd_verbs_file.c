@@ -16,10 +16,10 @@
  * locked-memory limit) the connection copies from then on: pread into the ring slot, what
  * the lanes would have done.
  *
- * Integrity: the lane tagged the chunk through the engine's mapping of the same page-cache
- * pages. A file changed in place is sent as it is at DMA time and fails its tag at the
- * receiver (as TCP's sendfile does); a file truncated while pinned leaves our pages orphaned
- * but valid memory (no SIGBUS, no crash), and the engine's own mapping fails the next chunk.
+ * Integrity: the lane tagged its own copy of the same page-cache pages. A file changed in
+ * place is sent as it is at DMA time and fails its tag at the receiver (TCP sends the lane's
+ * copy, so there it arrives as read); a file truncated while pinned leaves our pages orphaned
+ * but valid memory (no SIGBUS, no crash), and the next lane's pread comes up short.
  *
  * Threads: send_ref is called by one thread (the engine's network thread, or a relay); it
  * alone registers and drops windows, so it may do that outside the connection's mutex.
