@@ -1,7 +1,6 @@
 #!/bin/bash
 # rxe-bench.sh - rdsend -> rdrecv over Soft-RoCE against perftest (ib_send_bw, ib_write_bw) with
-# the same message size, rxe_b -> rxe_a over the veth, measured in the same VM boot; and rdsend
-# with the page-cached file copied into the ring (RDPIPE_RDMA_FILE_MR=0) against from its pages.
+# the same message size, rxe_b -> rxe_a over the veth, measured in the same VM boot.
 # On the host it boots the VM (tests/rxe/run-in-vm.sh) and runs itself inside. Not a test: it
 # prints a table (GB/s = 1e9 bytes/s) and ratios ours/perftest; the target ratio is >= 0.95.
 #   bench/rxe-bench.sh [CHUNK ...]      default: 1M 4M (4M is rdsend's default chunk)
@@ -35,14 +34,12 @@ perftest1() {
     [ -n "$r" ] || { echo "$1 -s $2 failed: $(tail -3 /tmp/pt-c.log /tmp/pt-s.log | tr '\n' ' ')" >&2; r=0; }
     echo "$r"
 }
-# ours CHUNK [BUSY_US [FILE_MR]] -> GB/s (no BUSY_US: the transport's default) as rdsend --json
-# reports it (transfer phase); FILE_MR 0: page-cached input copied into the ring, not sent from
-# the file's registered pages (needs Linux >= 6.2 in the VM: RXE_KERNEL=linux-image-6.12-amd64)
+# ours CHUNK [BUSY_US] -> GB/s (no BUSY_US: the transport's default) as rdsend --json reports
+# it (transfer phase)
 ours() { median ours1 "$@"; }
 ours1() {
     PORT=$((PORT + 1))
     if [ -n "$2" ]; then export RDPIPE_BUSY_POLL_US=$2; else unset RDPIPE_BUSY_POLL_US; fi
-    export RDPIPE_RDMA_FILE_MR=${3:-1}
     "$BIN/rdrecv" --transport rdma --bind $S --chunk-size $1 --depth $DEPTH $PORT k > /dev/null 2> /tmp/r.err &
     local rp=$!
     "$BIN/rdsend" --transport rdma --bind $C --timeout 20 --json --chunk-size $1 --depth $DEPTH \
@@ -60,9 +57,9 @@ echo "rxe bench (median of $REPEAT): $MB MiB page-cached file -> /dev/null, rxe_
 if [ "$BUSY" != 0 ]; then
     for b in $BUSY; do printf "  busy-poll %5s us, chunk %s: %s GB/s\n" "$b" "${CHUNKS[0]}" "$(ours "${CHUNKS[0]}" "$b")"; done
 fi
-printf "%-8s %12s %12s %12s %12s %10s %10s %10s\n" chunk "rdpipe GB/s" "copy GB/s" "send_bw" "write_bw" "/copy" "/send_bw" "/write_bw"
+printf "%-8s %12s %12s %12s %10s %10s\n" chunk "rdpipe GB/s" "send_bw" "write_bw" "/send_bw" "/write_bw"
 for ch in "${CHUNKS[@]}"; do
     sz=$(bytes "$ch")
-    o=$(ours "$ch" ""); k=$(ours "$ch" "" 0); s=$(perftest ib_send_bw "$sz"); w=$(perftest ib_write_bw "$sz")
-    printf "%-8s %12s %12s %12s %12s %10s %10s %10s\n" "$ch" "$o" "$k" "$s" "$w" "$(ratio "$o" "$k")" "$(ratio "$o" "$s")" "$(ratio "$o" "$w")"
+    o=$(ours "$ch" ""); s=$(perftest ib_send_bw "$sz"); w=$(perftest ib_write_bw "$sz")
+    printf "%-8s %12s %12s %12s %10s %10s\n" "$ch" "$o" "$s" "$w" "$(ratio "$o" "$s")" "$(ratio "$o" "$w")"
 done

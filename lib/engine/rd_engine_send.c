@@ -63,12 +63,12 @@ static void seal_abort(struct send_ctx *c, struct rd_buf *b)
 }
 
 /* A lane's work: one DATA frame's bytes when it reads them itself (a chunk of a regular
- * file, at its own offset), and its tag: the per-byte work of the sender. A chunk that came
- * from the page cache and goes out unchanged is also named by file and offset (b->ref_fd):
- * the transport picks how to send it. TCP sends our copy (cheaper than sendfile once it is
- * read: rd_tcp.c), RDMA sends from registered file pages where the kernel allows it.
- * (Tagging from a mapping of the file instead cost more: mapping, populating and unmapping
- * each chunk, 0.66 against 0.50 sender CPU s/GB.) */
+ * file, at its own offset), and its tag: the per-byte work of the sender. The chunk goes out
+ * of the frame it was read into, on every transport: what is sent is what was tagged, and
+ * the copy costs less than sending from the file's pages again (sendfile on TCP: rd_tcp.c;
+ * registered file windows on RDMA, 0.91x in the VM). Tagging from a mapping of the file
+ * instead cost more too: mapping, populating and unmapping each chunk, 0.66 against 0.50
+ * sender CPU s/GB. */
 static int tag_job(void *ctx, unsigned lane, void *arg)
 {
     struct send_ctx *c = ctx;
@@ -77,22 +77,15 @@ static int tag_job(void *ctx, unsigned lane, void *arg)
     if (b->data[5] != RD_DATA)
         return RD_OK;
     if (j->read_len) {
-        int cached = 0;
-        ssize_t n = rd_source_read_at(c->src, b->data + RD_FRAME_HDR, j->read_len, j->read_off, &cached);
+        ssize_t n = rd_source_read_at(c->src, b->data + RD_FRAME_HDR, j->read_len, j->read_off);
         if (n < 0)
             return rd_error_or(RD_EIO);
         if ((size_t)n < j->read_len)
             return rd_fail(RD_EIO, "%s shrank while it was being sent", c->src->name);
-        if (cached && c->tp->ops->send_ref && !c->data_flags && !c->comp[0] && j->read_off % 4096 == 0) {
-            b->ref = b->data + RD_FRAME_HDR;
-            b->ref_len = j->read_len;
-            b->ref_fd = c->src->fd;
-            b->ref_off = j->read_off;
-        }
     }
     j->raw_len = (uint32_t)(b->len - RD_FRAME_HDR);
     int level = j->level = c->comp[0] ? rd_adapt_level(&c->adapt) : 0;
-    if (level && !b->ref && j->raw_len) {   /* compress, then encrypt or tag */
+    if (level && j->raw_len) {   /* compress, then encrypt or tag */
         long z = rd_compress_chunk(c->comp[lane], level, b->data + RD_FRAME_HDR, j->raw_len);
         if (z < 0)
             return rd_fail(RD_EIO, "zstd cannot compress a chunk");
@@ -133,7 +126,6 @@ static int lane_reads(struct send_ctx *c, struct send_job *j, uint64_t seq)
 static ssize_t next_chunk(struct send_ctx *c, struct send_job *j, uint64_t seq)
 {
     struct rd_buf *b = j->b;
-    b->ref = NULL;
     if (lane_reads(c, j, seq))
         return j->read_len;
     ssize_t n = read_chunk(c, b);
@@ -313,7 +305,6 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         }
         uint8_t type = b->data[5];
         if (job_rc) {   /* the lane could not tag it (the file shrank): tell the receiver why */
-            b->ref = NULL;
             seal_abort(&c, b);
             type = RD_ABORT;
         } else if (type == RD_DATA) {
@@ -328,7 +319,7 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         uint32_t raw = j->raw_len;
         int level = j->level;
         double t_send = rd_now();
-        rc = b->ref ? tp->ops->send_ref(tp, b) : tp->ops->send(tp, b);
+        rc = tp->ops->send(tp, b);
         if (rc)
             break;
         if (type == RD_DATA) {

@@ -161,13 +161,12 @@ static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_
     return n;
 }
 
-ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset, int *cached)
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset)
 {
     size_t got = 0;
-    int all = 1, buffered;
+    int buffered;
     while (got < want) {
         ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got, &buffered);
-        all &= buffered;
         if (n < 0 && errno == EINTR && stopped(s->stop))
             return -1;
         if (n < 0 && errno == EINTR)
@@ -180,8 +179,6 @@ ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t 
             break;
         got += (size_t)n;
     }
-    if (cached)
-        *cached = all;
     return (ssize_t)got;
 }
 
@@ -217,7 +214,7 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap)
     if (s->read_fn)
         return s->read_fn(s->ctx, buf, cap);
     if (s->is_regular) {   /* full reads, at s->offset */
-        ssize_t n = rd_source_read_at(s, buf, cap, s->offset, NULL);
+        ssize_t n = rd_source_read_at(s, buf, cap, s->offset);
         if (n > 0)
             s->offset += (uint64_t)n;
         return n;

@@ -57,11 +57,9 @@ ssize_t rd_source_read(struct rd_source *s, void *buf, size_t cap);
 void rd_source_close(struct rd_source *s);
 /* Regular files only: up to `want` bytes at `offset`, as rd_source_read reads them (cached
  * pages copied, others read with O_DIRECT), without touching s->offset: so lanes can read
- * the chunks of one file in parallel, each at its own offset. *cached (if not NULL): 1 when
- * every byte came through the page cache, so a transport may send them from the file's pages
- * again (a registered RDMA window) without another read from the disk. Returns bytes read
- * (short only at the end of the file) or -1 with rd_fail() recorded. Thread-safe. */
-ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset, int *cached);
+ * the chunks of one file in parallel, each at its own offset. Returns bytes read (short only
+ * at the end of the file) or -1 with rd_fail() recorded. Thread-safe. */
+ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset);
 /* 1 when fd is a file of the kernel's pseudo filesystems (/proc, /sys, debugfs, cgroup, ...):
  * its size says nothing of what it holds (a sysfs attribute says 4096 and holds a line,
  * /proc/version says 0), so it is read to its end, as cat reads it. */

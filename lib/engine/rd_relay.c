@@ -206,7 +206,6 @@ static int relay_buffers(struct relay *r, enum side *side)
             memcpy(o->data, b->data, RD_FRAME_HDR);
             o->ref = b->data + RD_FRAME_HDR;
             o->ref_len = f.length;
-            o->ref_fd = -1;
             rc = down->ops->send_ref(down, o);
         } else if (!rc) {
             memcpy(o->data, b->data, b->len);

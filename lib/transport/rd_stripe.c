@@ -239,8 +239,8 @@ static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
     return post(s, b);
 }
 
-/* The worker sends later, when b->ref may be gone: the payload goes into the frame now,
- * unless a lane read it there already (memory, not the file's pages: rd_tcp.c says why). */
+/* The worker sends later, when b->ref may be gone: the payload goes into the frame now
+ * (a relay's received frame), unless it is there already. */
 static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
@@ -372,8 +372,6 @@ static int returned(struct stripe *s, struct rd_buf *b)
     return i;
 }
 
-static const struct rd_transport_ops direct_file_ops;
-
 static int direct_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
 {
     struct stripe *s = tp->priv;
@@ -387,13 +385,6 @@ static int direct_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t fr
             return rc;
     }
     s->dir = dir;
-    /* every connection can send a file's pages (verbs on a kernel that registers them): so
-     * can the stripe, and the engine then maps page-cached input for it */
-    unsigned with_ref = 0;
-    for (unsigned i = 0; i < s->n; i++)
-        with_ref += s->w[i].conn->ops->send_ref != NULL;
-    if (dir == RD_DIR_SEND && with_ref == s->n)
-        tp->ops = &direct_file_ops;
     return RD_OK;
 }
 
@@ -448,30 +439,6 @@ static int direct_send(struct rd_transport *tp, struct rd_buf *b)
     if (!rc) {
         memcpy(o->data, b->data, b->len);
         o->len = b->len;
-    }
-    c->ops->release(c, b);
-    return rc ? rc : to->ops->send(to, o);
-}
-
-/* As direct_send, for a frame whose payload is at b->ref (memory, which may also be the input
- * file's pages): sent by its own connection's send_ref (verbs may use the file's registered
- * pages); a frame borrowed out of turn is copied into the due connection's buffer. */
-static int direct_send_ref(struct rd_transport *tp, struct rd_buf *b)
-{
-    struct stripe *s = tp->priv;
-    int i = returned(s, b);
-    if (i < 0)
-        return rd_fail(RD_EIO, "internal error: a control frame sent by reference");
-    unsigned want = due(s);
-    struct rd_transport *c = s->w[i].conn, *to = s->w[want].conn;
-    if ((unsigned)i == want)
-        return c->ops->send_ref(c, b);
-    struct rd_buf *o;
-    int rc = borrow_from(s, want, RD_FRAME_HDR + b->ref_len, &o);
-    if (!rc) {
-        memcpy(o->data, b->data, RD_FRAME_HDR);
-        memcpy(o->data + RD_FRAME_HDR, b->ref, b->ref_len);
-        o->len = RD_FRAME_HDR + b->ref_len;
     }
     c->ops->release(c, b);
     return rc ? rc : to->ops->send(to, o);
@@ -546,21 +513,18 @@ static int direct_numa_node(struct rd_transport *tp)
     return node;
 }
 
-#define DIRECT_OPS                         \
-    .name = "rdma",                        \
-    .setup_ring = direct_setup_ring,       \
-    .get_send_buf = direct_get_send_buf,   \
-    .send = direct_send,                   \
-    .recv = direct_recv,                   \
-    .release = direct_release,             \
-    .drain = direct_drain,                 \
-    .shutdown = direct_shutdown,           \
-    .close = direct_close,                 \
-    .numa_node = direct_numa_node
-
-static const struct rd_transport_ops direct_ops = { DIRECT_OPS };
-/* what a sending stripe becomes when every connection has send_ref (direct_setup_ring) */
-static const struct rd_transport_ops direct_file_ops = { DIRECT_OPS, .send_ref = direct_send_ref };
+static const struct rd_transport_ops direct_ops = {
+    .name = "rdma",
+    .setup_ring = direct_setup_ring,
+    .get_send_buf = direct_get_send_buf,
+    .send = direct_send,
+    .recv = direct_recv,
+    .release = direct_release,
+    .drain = direct_drain,
+    .shutdown = direct_shutdown,
+    .close = direct_close,
+    .numa_node = direct_numa_node,
+};
 
 /* What -v names: each distinct connection's description once, then the count. */
 static void describe(struct rd_transport *tp, struct rd_transport **conns, unsigned n)

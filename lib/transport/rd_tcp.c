@@ -370,9 +370,9 @@ static int send_head(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], s
     return RD_OK;
 }
 
-/* The payload at b->ref is memory (a relay's received frame, or a file chunk a lane read
- * into the frame) and goes out from there, even when it is also file b->ref_fd's page cache:
- * once it is read, a copy measured cheaper than sendfile of the file's pages. 2026-11-26,
+/* The payload at b->ref is memory (a relay's received frame). A file's chunk goes out of the
+ * frame a lane read it into, not with sendfile of the file's pages: once it is read, a copy
+ * measured cheaper than sendfile. 2026-11-26,
  * 1 GiB page-cached file, bench/bench.sh, median of 5: loopback 2.50 GB/s and 0.67 CPU s/GB
  * for both ends, against 1.77 and 0.85 with sendfile (veth: 1.79 and 1.76, 0.83 both); a
  * sendfile'd skb of 4 KiB page fragments costs the local receiver more than the copy saves

@@ -44,12 +44,9 @@ struct rd_buf {
     size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
     unsigned slot;   /* index inside the transport's pool (transport private meaning) */
     void *owner;     /* transport private */
-    /* send_ref only: the payload lives here (memory, or data's own payload area), not
-     * necessarily in data */
+    /* send_ref only: the payload lives here (a relay's received frame), not in data */
     const uint8_t *ref;
     size_t ref_len;
-    int ref_fd;          /* >= 0: the same bytes are in this file at ref_off, its page cache: */
-    uint64_t ref_off;    /* verbs may send from a registration of those pages instead */
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -96,9 +93,7 @@ struct rd_transport_ops {
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
      * followed by the b->ref_len bytes at b->ref, which stay valid only until the call
-     * returns. When they are also file b->ref_fd (>= 0) at b->ref_off, verbs may send them
-     * from registered file pages instead; TCP always sends them from memory (cheaper than
-     * sendfile once they are read: rd_tcp.c). */
+     * returns: a relay passes a received payload on without copying it into b. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
      * checks, until a control frame went on or an error; payloads need not pass through user

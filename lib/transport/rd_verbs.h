@@ -77,24 +77,6 @@ struct rd_v_hello {
 
 enum rd_v_kind { K_CTRL_SEND = 1, K_RING_SEND, K_CTRL_RECV, K_RING_RECV, K_INTERNAL, K_HEARTBEAT };
 
-/* send_ref over verbs (rd_verbs_file.c): a page-cached input goes out of the file's own pages,
- * registered read-only a window at a time, the frame header from the ring slot (2 SGEs), so
- * no lane copies it into the ring. What is pinned is bounded: at most RD_V_FWIN_MAX windows
- * of RD_V_FWIN_BYTES (RDPIPE_RDMA_FILE_MR_WINDOW, 1-1024 MiB) each, at least one chunk, only over
- * pages already cached. RDPIPE_RDMA_FILE_MR=0 turns it off (the lanes pread into the ring). */
-#define RD_V_FWIN_MAX 3u
-#define RD_V_FWIN_BYTES (64u << 20)
-
-struct rd_v_fwin {
-    int fd;                        /* the file, -1 = slot free; dev/ino guard against reuse */
-    unsigned long long dev, ino;
-    uint64_t off;                  /* file offset of map[0] (page aligned) */
-    size_t len;                    /* bytes registered */
-    uint8_t *map;                  /* our own read-only mapping, pinned by mr */
-    struct ibv_mr *mr;
-    unsigned inflight;             /* posted sends reading from it (under mu) */
-};
-
 struct rd_v_acceptor;   /* rd_verbs_accept.c */
 
 /* A set of equal frames inside one registration. */
@@ -159,15 +141,6 @@ struct rd_v_conn {
     long long sq_moved_us;         /* when a send last completed, or was posted to an idle SQ */
     unsigned long long stat_sleeps, stat_internal, stat_heartbeats;
 
-    /* send_ref (rd_verbs_file.c); windows are registered and dropped by the one thread that
-     * sends, inflight and fwin_of change under mu (posts and completions) */
-    int send_sge;                  /* SGEs a send may have (2 where the device allows) */
-    int fmr_pinnable;              /* this kernel pins read-only file pages (probed) */
-    int fmr;                       /* 1: register file pages; 0: off, refused or failed */
-    size_t fmr_window;             /* bytes a window covers at most */
-    struct rd_v_fwin fwin[RD_V_FWIN_MAX];
-    uint8_t *fwin_of;              /* ring send slot -> 1 + the window it reads, 0 = none */
-    unsigned long long stat_fmr_bytes, stat_fmr_copied, stat_fmr_regs;
 };
 
 /* rd_verbs_res.c */
@@ -191,7 +164,7 @@ int rd_v_flow_init(struct rd_v_conn *c, unsigned peer_small);
 extern const struct rd_transport_ops rd_verbs_ops;
 int rd_v_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth);
 int rd_v_get_send_buf(struct rd_transport *tp, struct rd_buf **out);
-int rd_v_send(struct rd_transport *tp, struct rd_buf *b);
+int rd_v_send(struct rd_transport *tp, struct rd_buf *b);   /* waits for credits */
 int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
 void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
@@ -199,19 +172,6 @@ void rd_v_shutdown(struct rd_transport *tp);
 int rd_v_watch_fd(struct rd_transport *tp);
 int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);
 int rd_v_numa_node(struct rd_transport *tp);   /* the device's node (sysfs), -1 if none */
-/* Post frame b (b->len bytes in all): its first hdr_len bytes from the ring slot, the rest
- * from `extra` (NULL: all from the slot) in file window `win` (-1: none); waits for credits.
- * On failure the slot goes back to the pool. */
-int rd_v_send_frame(struct rd_v_conn *c, struct rd_buf *b, size_t hdr_len,
-                    const struct ibv_sge *extra, int win);
-
-/* rd_verbs_file.c */
-extern const struct rd_transport_ops rd_verbs_file_ops;   /* rd_verbs_ops + send_ref */
-void rd_v_file_probe(struct rd_v_conn *c);   /* before the QP: sets fmr_pinnable */
-void rd_v_file_setup(struct rd_transport *tp, unsigned depth);   /* at setup_ring(SEND) */
-int rd_v_send_ref(struct rd_transport *tp, struct rd_buf *b);
-void rd_v_file_sent(struct rd_v_conn *c, unsigned slot);   /* a ring send completed (mu held) */
-void rd_v_file_release(struct rd_v_conn *c);   /* deregister, unmap; after the QP is gone */
 
 /* rd_verbs.c: connection management shared by both sides */
 void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n);

@@ -83,23 +83,20 @@ static void consume_credit(struct rd_v_conn *c)
         c->peer_big--;
 }
 
-/* len bytes from the slot, then extra's (a file window's pages: send_ref) when not NULL */
-static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len, int internal,
-                const struct ibv_sge *extra)
+/* len bytes from ring slot `slot` of p, or (p NULL) an internal message with no payload */
+static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len, int internal)
 {
-    struct ibv_sge sge[2];
+    struct ibv_sge sge;
     struct ibv_send_wr wr = { 0 }, *bad;
     unsigned big = c->owe_big, small = c->owe_small;
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.imm_data = htonl(RD_V_IMM(internal, big, small));
     if (p) {
-        sge[0] = (struct ibv_sge){ .addr = (uintptr_t)p->bufs[slot].data, .length = (uint32_t)len,
-                                   .lkey = p->mr->lkey };
-        if (extra)
-            sge[1] = *extra;
-        wr.sg_list = sge;
-        wr.num_sge = extra ? 2 : 1;
+        sge = (struct ibv_sge){ .addr = (uintptr_t)p->bufs[slot].data, .length = (uint32_t)len,
+                                .lkey = p->mr->lkey };
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
         wr.wr_id = ((uint64_t)p->kind << 32) | slot;
     } else {
         wr.wr_id = (uint64_t)K_INTERNAL << 32;
@@ -166,7 +163,7 @@ static void flush_credits(struct rd_v_conn *c)
         return;
     if (c->peer_small + c->peer_big < 1 || c->sq_internal >= RD_V_SQ_EXTRA)
         return;   /* retried by the next progress round: a completion will come */
-    if (post(c, NULL, 0, 0, 1, NULL) == RD_OK)
+    if (post(c, NULL, 0, 0, 1) == RD_OK)
         c->stat_internal++;
 }
 
@@ -278,8 +275,6 @@ static void on_send(struct rd_v_conn *c, const struct ibv_wc *wc)
         /* counted in sq_used only */
     } else if (p) {
         c->payload_out--;
-        if (p->kind == K_RING_SEND)
-            rd_v_file_sent(c, (uint32_t)wc->wr_id);   /* its file window may go now */
         p->free[p->nfree++] = (uint32_t)wc->wr_id;
         if (wc->status != IBV_WC_SUCCESS)
             c->send_err = 1;
@@ -454,8 +449,6 @@ int rd_v_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size,
             goto out;
         }
         rc = rd_v_pool_create(c, &c->ring_send, K_RING_SEND, depth, frame_size);
-        if (!rc)
-            rd_v_file_setup(tp, depth);
     }
 out:
     if (!rc && c->verbose > 1) {
@@ -500,14 +493,14 @@ static int can_send(struct rd_v_conn *c, size_t len)
     if (c->peer_big < 1 + RD_V_RESERVE)
         return 0;
     while (c->peer_small && c->sq_internal < RD_V_SQ_EXTRA)
-        if (post(c, NULL, 0, 0, 1, NULL))
+        if (post(c, NULL, 0, 0, 1))
             return 0;
     return c->peer_small == 0;
 }
 
-int rd_v_send_frame(struct rd_v_conn *c, struct rd_buf *b, size_t hdr_len,
-                    const struct ibv_sge *extra, int win)
+int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
 {
+    struct rd_v_conn *c = tp->priv;
     struct rd_v_pool *p = b->owner;
     int rc = RD_OK;
     pthread_mutex_lock(&c->mu);
@@ -519,23 +512,14 @@ int rd_v_send_frame(struct rd_v_conn *c, struct rd_buf *b, size_t hdr_len,
             break;
         }
         if (can_send(c, b->len)) {
-            if (post(c, p, b->slot, hdr_len, 0, extra))
+            if (post(c, p, b->slot, b->len, 0))
                 continue;
-            if (win >= 0) {   /* the window stays registered until this send completes */
-                c->fwin[win].inflight++;
-                c->fwin_of[b->slot] = (uint8_t)(win + 1);
-            }
             break;
         }
         wait_round(c, 0);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
-}
-
-int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
-{
-    return rd_v_send_frame(tp->priv, b, b->len, NULL, -1);
 }
 
 int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
@@ -593,14 +577,8 @@ int rd_v_drain(struct rd_transport *tp)
     if (c->payload_out || c->send_err)
         rc = fail_dead(c);
     if (c->verbose > 1)
-    {
         fprintf(stderr, "%s: rdma: %llu sleeps, %llu credit messages, %llu heartbeats\n",
                 rd_progname(), c->stat_sleeps, c->stat_internal, c->stat_heartbeats);
-        if (c->fwin_of)
-            fprintf(stderr, "%s: rdma: %llu bytes zero-copy from the file's pages (%llu "
-                    "registrations), %llu bytes copied\n", rd_progname(), c->stat_fmr_bytes,
-                    c->stat_fmr_regs, c->stat_fmr_copied);
-    }
     pthread_mutex_unlock(&c->mu);
     return rc;
 }

@@ -71,7 +71,7 @@ unsigned rd_rails_offer(const struct rd_reach *o, int streams_set, const struct 
 {
     const char *env = getenv("RDPIPE_RAILS");
     *nl = 0;
-    if ((env && !strcmp(env, "0")) || streams_set || (tp->ops != &rd_verbs_ops && tp->ops != &rd_verbs_file_ops) || rd_list_len(o->host) > 1 ||
+    if ((env && !strcmp(env, "0")) || streams_set || tp->ops != &rd_verbs_ops || rd_list_len(o->host) > 1 ||
         rd_list_len(o->bind) > 1 || rd_list_len(o->device) == 1)
         return 0;
     struct rd_rails mine;

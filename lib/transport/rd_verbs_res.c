@@ -254,7 +254,6 @@ int rd_v_res_create(struct rd_v_conn *c)
         c->sq_cap = (unsigned)da.max_qp_wr;
     if (c->rq_cap > (unsigned)da.max_qp_wr)
         c->rq_cap = (unsigned)da.max_qp_wr;
-    c->send_sge = da.max_sge >= 2 ? 2 : 1;   /* header + file pages (send_ref), if allowed */
 
     c->pd = ibv_alloc_pd(ctx);
     if (!c->pd)
@@ -272,7 +271,6 @@ int rd_v_res_create(struct rd_v_conn *c)
         rd_fail(RD_ECONNECT, "cannot create RDMA completion queues: %s", strerror(errno));
         goto out_destroy_cqs;
     }
-    rd_v_file_probe(c);   /* registers and drops a page: before any QP of ours exists */
     /* the buffers before the QP, so that the QP goes first on the way down */
     if ((rc = rd_v_pool_create(c, &c->ctrl_send, K_CTRL_SEND, RD_V_CTRL_SEND, RD_CTRL_FRAME)) ||
         (rc = rd_v_pool_create(c, &c->ctrl_recv, K_CTRL_RECV, RD_V_CTRL_RECV, RD_CTRL_FRAME)))
@@ -281,7 +279,7 @@ int rd_v_res_create(struct rd_v_conn *c)
         .send_cq = c->scq,
         .recv_cq = c->rcq,
         .cap = { .max_send_wr = c->sq_cap, .max_recv_wr = c->rq_cap,
-                 .max_send_sge = (uint32_t)c->send_sge, .max_recv_sge = 1 },
+                 .max_send_sge = 1, .max_recv_sge = 1 },
         .qp_type = IBV_QPT_RC,
     };
     if (rdma_create_qp(c->id, c->pd, &qa)) {
@@ -315,7 +313,6 @@ out_destroy_channels:
 void rd_v_res_destroy(struct rd_v_conn *c)
 {
     destroy_qp(c);
-    rd_v_file_release(c);
     dereg_pools(c);
     destroy_cq(&c->rcq, &c->rcq_events);
     destroy_cq(&c->scq, &c->scq_events);
@@ -347,7 +344,6 @@ void rd_v_conn_free(struct rd_v_conn *c)
     if (c->watch_ep >= 0)
         close(c->watch_ep);
     free(c->ready);
-    free(c->fwin_of);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

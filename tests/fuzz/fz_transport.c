@@ -101,7 +101,6 @@ static int fz_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
     if (!b->data)
         abort();
     b->cap = cap;
-    b->ref_fd = -1;
     *out = b;
     return RD_OK;
 }
@@ -164,7 +163,6 @@ static int fz_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
     b->data = dup_bytes(f.data, f.len);   /* exactly f.len bytes: reading past the frame is an ASan report */
     b->len = f.len;
     b->cap = cap;
-    b->ref_fd = -1;
     *out = b;
     return RD_OK;
 }

@@ -13,7 +13,7 @@
 #   second rail's RXE_SERVER_IP2 RXE_CLIENT_IP2 RXE_SERVER_DEV2 RXE_CLIENT_DEV2.
 # env: RXE_TIMEOUT (s, default 600), RXE_MEM (MiB, 2048), RXE_CPUS (2), RXE_LAB (/tmp/rxe-lab), RXE_KEEP=1
 #   RXE_KERNEL: the kernel's meta-package (default linux-image-amd64; e.g. linux-image-6.12-amd64,
-#   whose RDMA core pins read-only file pages, which 6.1 refuses: rdpipe's file MR path)
+#   whose rxe flushes a downed link's queue pairs at once)
 # host packages: qemu-system-x86 busybox-static kmod cpio (image build, cached in $RXE_LAB/cache)
 #   + whatever the command uses in the guest, e.g. rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
 #     perftest iproute2 (iproute2 with `rdma` is required for the setup).

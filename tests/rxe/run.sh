@@ -5,7 +5,7 @@
 # Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1,
 # RXE_ONLY=streams (only tests.sh's --streams and multi-rail cases, to iterate quickly),
 # RXE_ONLY=measure (1 stream against 2, small against huge pages; RXE_MEASURE_MB, _ROUNDS),
-# RXE_ONLY=filemr (the file MR cases), RXE_ONLY=measure-fmr (file MR against copy; _CHUNK)
+# RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); TOP=$(cd "$HERE/../.." && pwd)
 npass=0; nfail=0

@@ -5,7 +5,7 @@
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
 #      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
-#      RXE_ONLY=filemr (the file MR cases alone), RXE_ONLY=measure-fmr (file MR against copy)
+#      RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
 S=${RXE_SERVER_IP:-10.0.0.1}; C=${RXE_CLIENT_IP:-10.0.0.2}
@@ -272,90 +272,59 @@ measure_cases() {
     echo 0 > /proc/sys/vm/nr_hugepages
     for v in "${!all[@]}"; do echo "  measured: $v: ${all[$v]}GB/s"; done
 }
-# ---- page-cached input sent from the file's own pages (send_ref: the file registered a window
-# at a time, the payload a second SGE; RDPIPE_RDMA_FILE_MR=0 copies into the ring instead) ----
-# zc FILE: the bytes rdsend -v -v says went zero-copy (summed over its connections), "" if none
-zc() { awk '/bytes zero-copy from the file/ { n += $3; seen = 1 } END { if (seen) print n }' "$1"; }
-# Linux 6.2 on pins a read-only file mapping; 6.1 refuses (rdsend then copies, and says so)
-FMR_KERNEL=$(uname -r | awk -F'[.-]' '{ print ($1 > 6 || ($1 == 6 && $2 >= 2)) ? 1 : 0 }')
-# zc_ok FILE BYTES: rdsend's -v -v says BYTES went zero-copy, or (a kernel before 6.2) that it
-# cannot register file pages and copied
-zc_ok() {
-    if [ "$FMR_KERNEL" = 1 ]; then [ "$(zc "$1")" = "$2" ]
-    else [ -z "$(zc "$1")" ] && grep -q "cannot register file pages read-only here" "$1"; fi
+# ---- the input file changes while it is sent: each chunk goes out of the ring slot a lane
+# read it into, so a file rewritten meanwhile arrives as read, chunk by chunk, with exit 0 (as
+# over TCP: tests/integration/changing.sh); a file that shrinks fails both ends, no signal ----
+# held_rewrite [RDSEND OPTION...]: 64 MiB sent to rdrecv's stdout, a pipe whose reader takes 6
+# MiB and stops, so both rings fill with chunks read and not yet taken; the file is rewritten
+# in place; then the reader drains the rest. Sets rc1 rc2 (rdrecv, rdsend) and OLD (how many
+# 1 MiB chunks of the output are the old file's; "" when one is neither file's)
+held_rewrite() {
+    local rp sp readp i k n=64 off
+    next_port; head -c $((n << 20)) "$T/big" > "$T/in"; cp "$T/in" "$T/old"
+    head -c $((n << 20)) /dev/urandom > "$T/new"
+    rm -f "$T/out" "$T/head" "$T/rest" "$T/got" "$T/go" "$T/fifo"; mkfifo "$T/fifo"
+    { head -c $((6 << 20)) > "$T/head"; touch "$T/got"
+      while [ ! -e "$T/go" ]; do sleep 0.05; done; cat > "$T/rest"; } < "$T/fifo" & readp=$!
+    "$RECV" "${RS[@]}" --chunk-size 1M $PORT key > "$T/fifo" 2> "$T/rerr" & rp=$!
+    "$SEND" "${SS[@]}" --chunk-size 1M "$@" $S $PORT key "$T/in" 2> "$T/serr" & sp=$!
+    for ((k = 0; k < 600; k++)); do [ -e "$T/got" ] && break; sleep 0.05; done
+    sleep 1   # the stall: both rings fill
+    dd if="$T/new" of="$T/in" bs=1M conv=notrunc status=none
+    touch "$T/go"
+    wait_exit $sp 60; rc2=$?; wait_exit $rp 60; rc1=$?; wait_exit $readp 10 > /dev/null
+    cat "$T/head" "$T/rest" 2> /dev/null > "$T/out"; rm -f "$T/head" "$T/rest"
+    OLD=0
+    [ "$(stat -c %s "$T/out")" = $((n << 20)) ] || { OLD=""; return; }
+    for ((i = 0; i < n; i++)); do
+        off=$((i << 20))
+        if cmp -s -i "$off:$off" -n 1048576 "$T/out" "$T/old"; then OLD=$((OLD + 1))
+        elif ! cmp -s -i "$off:$off" -n 1048576 "$T/out" "$T/new"; then OLD=""; return; fi
+    done
 }
-regs() { sed -n 's/.*zero-copy from the file.s pages (\([0-9]*\) registrations.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'; }
-filemr_cases() {
-    local K=65536 sz bad="" how="every byte zero-copy"
-    [ "$FMR_KERNEL" = 1 ] || how="kernel $(uname -r) cannot pin file pages: copied, and rdsend says so"
-    echo "--- page-cached files from their own pages (file MR; $how)"
-    RO=(-v "${RS[@]}" --chunk-size 64K); SO=(-v -v "${SS[@]}" --chunk-size 64K)
-    for sz in 0 1 $((K - 1)) $K $((K + 1)) $((5 * K + 4097)); do
-        xfer2 x $sz file $S || { bad+="$sz: $WHY "; continue; }
-        zc_ok "$T/serr" $sz || bad+="$sz: zero-copy bytes '$(zc "$T/serr")' (want $sz: $(grep 'rdma: ' "$T/serr" | tr '\n' '|')) "
+changing_cases() {
+    echo "--- the input file changes while it is sent"
+    local rp sp rc1 rc2 i k
+    for i in 1 2; do
+        local so=(); [ $i = 2 ] && so=(--streams 2)
+        held_rewrite "${so[@]}"
+        if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -n "$OLD" ] && [ "$OLD" -ge 6 ] && [ "$OLD" -lt 64 ]; then
+            pass "input rewritten mid-stream$([ $i = 2 ] && echo ', --streams 2'): exit 0 both, each chunk old or new ($OLD of 64 old)"
+        else fail "input rewritten mid-stream$([ $i = 2 ] && echo ', --streams 2')" "rdsend $rc2, rdrecv $rc1, old chunks '${OLD}' (want 6..63; '' = a chunk of neither file, or short): $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
     done
-    if [ -z "$bad" ]; then pass "file MR: 0, 1, 64K-1, 64K, 64K+1, 5x64K+4097 bytes byte-identical, $how"
-    else fail "file MR, sizes around the chunk" "$bad"; fi
-
-    # windows smaller than the file: registered again and again, the old ones dropped
-    RO=(-v "${RS[@]}" --chunk-size 256K); SO=(-v -v "${SS[@]}" --chunk-size 256K)
-    if RDPIPE_RDMA_FILE_MR_WINDOW=1 xfer2 x $((9 * 1048576 + 12345)) file $S &&
-       zc_ok "$T/serr" $((9 * 1048576 + 12345)) && { [ "$FMR_KERNEL" = 0 ] || [ "$(regs "$T/serr")" -ge 9 ]; }; then
-        pass "file MR, 1 MiB windows over 9 MiB + 12345: byte-identical, $(regs "$T/serr") registrations (${XDT}s)"
-    else fail "file MR, 1 MiB windows" "${WHY:-zero-copy $(zc "$T/serr"), $(regs "$T/serr") registrations: $(grep 'rdma: ' "$T/serr" | tr '\n' '|')}"; fi
-
-    # the default chunk, on and off
-    RO=(-v "${RS[@]}"); SO=(-v -v "${SS[@]}")
-    if xfer2 x $((24 * 1048576 + 5)) file $S && zc_ok "$T/serr" $((24 * 1048576 + 5)); then
-        pass "file MR, 24 MiB + 5 at the default chunk: byte-identical, $how (${XDT}s)"
-    else fail "file MR, default chunk" "${WHY:-zero-copy '$(zc "$T/serr")': $(grep 'rdma: ' "$T/serr" | tr '\n' '|')}"; fi
-    if RDPIPE_RDMA_FILE_MR=0 xfer2 x $((4 * 1048576 + 5)) file $S && [ -z "$(zc "$T/serr")" ]; then
-        pass "RDPIPE_RDMA_FILE_MR=0: byte-identical, nothing zero-copy (the lanes copy)"
-    else fail "RDPIPE_RDMA_FILE_MR=0" "${WHY:-zero-copy '$(zc "$T/serr")'}"; fi
-
-    # --streams 2 (the stripe's direct mode): each frame from its own connection's window, every
-    # byte zero-copy where the kernel allows it; a pipe is copied, and intact
-    RO=(-v "${RS[@]}" --chunk-size 64K); SO=(-v -v "${SS[@]}" --chunk-size 64K --streams 2)
-    bad=""
-    for sz in 1 $((K - 1)) $((K + 1)) $((5 * K + 4097)); do
-        xfer2 x $sz file $S || { bad+="$sz: $WHY "; continue; }
-        zc_ok "$T/serr" $sz || bad+="$sz: zero-copy bytes '$(zc "$T/serr")' (want $sz) "
-    done
-    xfer2 x $((5 * K + 4097)) pipe $S || bad+="pipe: $WHY "
-    if [ -z "$bad" ]; then pass "file MR, --streams 2: 1, 64K-1, 64K+1, 5x64K+4097 bytes byte-identical, $how; a pipe intact"
-    else fail "file MR, --streams 2" "$bad"; fi
-
-    # the file truncated while it is sent: both ends fail, neither by a signal
-    local rp sp rc1 rc2 i
+    rm -f "$T/old" "$T/new" "$T/out"
     for i in 1 2; do
         next_port; head -c $((96 << 20)) "$T/big" > "$T/in"; rm -f "$T/out"
-        local so=(-v -v "${SS[@]}" --chunk-size 1M); [ $i = 2 ] && so+=(--streams 2)
+        local so=(-v "${SS[@]}" --chunk-size 1M); [ $i = 2 ] && so+=(--streams 2)
         "$RECV" -v "${RS[@]}" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
         "$SEND" "${so[@]}" $S $PORT key "$T/in" 2> "$T/serr" & sp=$!
         for ((k = 0; k < 400; k++)); do [ "$(stat -c %s "$T/out" 2> /dev/null || echo 0)" -ge $((6 << 20)) ] && break; sleep 0.05; done
         truncate -s $((3 << 20)) "$T/in"
         wait_exit $sp 30; rc2=$?; wait_exit $rp 30; rc1=$?
-        if [ $rc1 != 0 ] && [ $rc1 -lt 128 ] && [ $rc2 != 0 ] && [ $rc2 -lt 128 ]; then
-            pass "file MR, input truncated mid-stream$([ $i = 2 ] && echo ', --streams 2'): rdsend $rc2, rdrecv $rc1: $(tail -1 "$T/serr")"
-        else fail "file MR, input truncated mid-stream$([ $i = 2 ] && echo ', --streams 2')" "rdsend $rc2, rdrecv $rc1 (want both non-zero, no signal): $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+        if [ $rc1 != 0 ] && [ $rc1 -lt 128 ] && [ $rc2 != 0 ] && [ $rc2 -lt 128 ] && grep -q "shrank" "$T/serr"; then
+            pass "input truncated mid-stream$([ $i = 2 ] && echo ', --streams 2'): rdsend $rc2, rdrecv $rc1: $(tail -1 "$T/serr")"
+        else fail "input truncated mid-stream$([ $i = 2 ] && echo ', --streams 2')" "rdsend $rc2, rdrecv $rc1 (want both non-zero, no signal, 'shrank'): $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
     done
-}
-# RXE_ONLY=measure-fmr: the file MR path against the copying path (RDPIPE_RDMA_FILE_MR=0),
-# page-cached file -> /dev/null, rounds interleaved: GB/s and the sender's CPU s/GB (user+sys)
-measure_fmr_cases() {
-    local mb=${RXE_MEASURE_MB:-128} rounds=${RXE_MEASURE_ROUNDS:-3} r v
-    head -c $((mb << 20)) "$T/big" > "$T/in"
-    echo "--- measuring file MR: $mb MiB page-cached file -> /dev/null, $rounds rounds, chunk ${RXE_MEASURE_CHUNK:-4M}"
-    declare -A all allc
-    for ((r = 1; r <= rounds; r++)); do
-        for v in "file MR" "copy"; do
-            local on=1; [ "$v" = copy ] && on=0
-            RDPIPE_RDMA_FILE_MR=$on measure_one "${RS[@]}" -- -v "${SS[@]}" --chunk-size ${RXE_MEASURE_CHUNK:-4M}
-            all[$v]+="$GBS "; allc[$v]+="$CPU_S "
-            echo "  round $r, $v: $GBS GB/s, sender $CPU_S CPU s/GB ($(cat "$T/stime"); zero-copy $(zc "$T/serr"))"
-        done
-    done
-    for v in "file MR" "copy"; do echo "  measured: $v: ${all[$v]}GB/s; sender CPU ${allc[$v]}s/GB"; done
 }
 # wait_both PID1 PID2 SECS: sets rc1 dt1 rc2 dt2 (exit status, seconds since $t0); a process
 # still running after SECS is SIGKILLed (status 255)
@@ -405,11 +374,10 @@ if [ -n "${RXE_ONLY:-}" ]; then
             streams) streams_cases ;;
             rails) default_rails_cases ;;
             measure-rails) measure_rails_cases ;;
-            filemr) filemr_cases ;;
+            changing) changing_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
-            measure-fmr) measure_fmr_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, rails, measure-rails, filemr, linkdown, measure, measure-fmr)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, rails, measure-rails, changing, linkdown, measure)" ;;
         esac
     done
     rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail
@@ -431,7 +399,7 @@ cp "$T/big.keep" "$T/big"; rm -f "$T/big.keep" "$T/big.z"
 xfer "$BIG_MB MiB random, default chunk, pipes" $((BIG_MB << 20)) pipe
 xfer "$BIG_MB MiB random, 256K chunks depth 16, files" $((BIG_MB << 20)) file --chunk-size 256K --depth 16
 streams_cases
-filemr_cases
+changing_cases
 
 # Differential subset over RDMA (tests/integration/differential.sh does the full matrix on
 # TCP): each sender mode (a pipe written in random pieces with pauses, FILE, --direct FILE)

@@ -474,22 +474,10 @@ static void mem_close(struct rd_transport *tp)
 
 const struct rd_transport_ops mem_ops = { MEM_OPS };
 
-/* send_ref as TCP's sendfile does it: the payload is whatever the file holds at ref_off when
- * the frame goes out, not the bytes the engine read (and tagged) before. */
+/* send_ref as TCP's: the payload at b->ref goes out after the header */
 static int mem_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
-    uint8_t *to = b->data + RD_FRAME_HDR;
-    size_t got = 0;
-    if (b->ref_fd < 0)
-        memmove(to, b->ref, b->ref_len);
-    while (b->ref_fd >= 0 && got < b->ref_len) {
-        ssize_t n = pread(b->ref_fd, to + got, b->ref_len - got, (off_t)(b->ref_off + got));
-        if (n <= 0) {
-            put_back(b);
-            return rd_fail(RD_EIO, "the input file shrank while it was being sent");
-        }
-        got += (size_t)n;
-    }
+    memmove(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
     b->len = RD_FRAME_HDR + b->ref_len;
     atomic_fetch_add(&ep_of(tp)->by_ref, 1);
     return mem_send(tp, b);

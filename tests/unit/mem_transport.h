@@ -63,8 +63,7 @@ void mem_kill(struct rd_transport *ep);
 
 /* Frames ep has passed to send() so far (dropped ones included, failed ones not). */
 unsigned long mem_frames_sent(struct rd_transport *ep);
-/* ep gets send_ref, which sends a file chunk as sendfile does: its bytes are read from the
- * file (b->ref_fd at b->ref_off) when the frame goes out. */
+/* ep gets send_ref, as TCP has it. */
 void mem_use_send_ref(struct rd_transport *ep);
 /* Frames ep has sent with send_ref so far. */
 unsigned long mem_frames_by_ref(struct rd_transport *ep);
