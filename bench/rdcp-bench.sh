@@ -15,8 +15,8 @@
 #   of mkfs.ext4 on a real server, does not: e.g. DEST=/mnt/x after
 #   `truncate -s 12G /tmp/x.img && mkfs.ext4 -q /tmp/x.img && mount -o loop /tmp/x.img /mnt/x`
 #   CPU=1: each rdcp run's agents start the tree roles through a wrapper that logs their CPU
-#   time (/usr/bin/time); the table gets CPU s per GB of the sending and the receiving end
-#   (of the run with the best time)
+#   time (/usr/bin/time), and rdsend and rdrecv run under it; the table gets CPU s per GB of
+#   the sending and the receiving end (of the run with the best time)
 #
 # Every tool copies from h1 to h2:
 #   one big file:  rdcp h1:F h2:D (started on h0) | the same with --no-sync | scp -O F h2:D (on
@@ -24,8 +24,10 @@
 #                  rdsend on h1 (no ssh at all)
 #   small files:   rdcp -r | rdcp -r --no-sync | tar c | rdsend  +  rdrecv | tar x | rsync -a |
 #                  scp -r
-# rdcp syncs the destination's filesystem before it exits 0 (syncfs); tar, rsync, scp and
-# rdrecv do not, so the --no-sync rows are the like-for-like ones. The ratio columns are the
+# rdcp syncs the destination's filesystem before it exits 0 (syncfs), and rdrecv syncs the
+# file it wrote (fdatasync); tar, rsync and scp do not. So rdcp is compared with rdsend/rdrecv
+# at the same setting, and the --no-sync rows with tar, rsync and scp (in the tar pipe
+# rdrecv writes to a pipe: nothing to sync). The ratio columns are the
 # other tool's time over this row's time: above 1, this row was faster.
 # Times are wall clock of the whole command, ssh logins included (rdsend/rdrecv: none). The
 # hosts share this machine's CPUs and page cache (the source is cached). Needs rsync
@@ -96,7 +98,7 @@ time_one() {
     rm -f "$OUTD/big"   # 4 GiB per run would fill the disk; one inode does not slow the allocator
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
     [ "${CPU:-0}" = 1 ] && [ -s "$T/cpu.log" ] &&
-        awk -F'|' '{ split($2, c, " "); if ($1 ~ /--tree-send/) s += c[2] + c[3]; if ($1 ~ /--tree-recv/) r += c[2] + c[3] }
+        awk -F'|' '{ split($2, c, " "); if ($1 ~ /--tree-send|^rdsend /) s += c[2] + c[3]; if ($1 ~ /--tree-recv|^rdrecv /) r += c[2] + c[3] }
             END { printf " %.2f %.2f", s, r }' "$T/cpu.log"
 }
 # cpu_bin DIR: a copy of DIR's tools whose rdcp is a wrapper logging each role's CPU time
@@ -128,11 +130,15 @@ listening() {
     done
     return 1
 }
+# rdrecv syncs the file before it confirms, as rdcp syncs; --no-sync on both for the other row
+CPUT=()   # CPU=1: rdsend and rdrecv run under /usr/bin/time, logged as rdcp's roles are
+[ "${CPU:-0}" = 1 ] && CPUT=(/usr/bin/time -a -o "$T/cpu.log" -f "%C|%e %U %S")
 rdsend_file() {
-    on h2 rdrecv --timeout 120 7791 "$KEY" "$OUTD/big" & local p=$!
+    on h2 "${CPUT[@]}" rdrecv --timeout 120 "$@" 7791 "$KEY" "$OUTD/big" & local p=$!
     listening 7791 $p || { wait $p; return 1; }
-    on h1 rdsend "${ADDR[h2]}" 7791 "$KEY" "$T/big" && wait $p
+    on h1 "${CPUT[@]}" rdsend "${ADDR[h2]}" 7791 "$KEY" "$T/big" && wait $p
 }
+rdsend_file_nosync() { rdsend_file --no-sync; }
 TREE=tree   # the set being run: tree$N
 BASE_BIN=${BASE_BIN:-}
 case $BASE_BIN in /*|'') ;; *) BASE_BIN=$ROOT/$BASE_BIN ;; esac
@@ -173,7 +179,7 @@ rounds() {
     done
 }
 if [ "$FILE_MIB" -gt 0 ]; then
-    rounds "" rdcp_file rdcp_file_nosync ${BASE_RUNS:+rdcp_file_base rdcp_file_nosync_base} scp_file rsync_file rdsend_file
+    rounds "" rdcp_file rdcp_file_nosync ${BASE_RUNS:+rdcp_file_base rdcp_file_nosync_base} scp_file rsync_file rdsend_file rdsend_file_nosync
     settle
 fi
 [ -n "${SETTLE0:-}" ] && { sync; sleep "$SETTLE0"; }
@@ -211,12 +217,16 @@ hdr() {
 }
 if [ "$FILE_MIB" -gt 0 ]; then
     echo
+    # rdsend / x: against rdsend/rdrecv with the same sync (rdcp, rdrecv: synced; the
+    # --no-sync rows, scp and rsync: not)
     hdr "one $FILE_MIB MiB file, h1 -> h2" "rdsend / x" "rsync / x"
     for t in rdcp_file:"rdcp" rdcp_file_nosync:"rdcp --no-sync" \
              ${BASE_RUNS:+rdcp_file_base:"rdcp (BASE_BIN)" rdcp_file_nosync_base:"rdcp --no-sync (BASE_BIN)"} \
              scp_file:"scp" rsync_file:"rsync --whole-file" \
-             rdsend_file:"rdsend/rdrecv (no ssh)"; do
-        row "${t#*:}" "${R[${t%%:*}]}" $FILE_BYTES "${R[rdsend_file]}" "${R[rsync_file]}"
+             rdsend_file:"rdsend/rdrecv (no ssh)" rdsend_file_nosync:"rdsend/rdrecv --no-sync"; do
+        ref=rdsend_file_nosync
+        case ${t%%:*} in rdcp_file|rdcp_file_base|rdsend_file) ref=rdsend_file ;; esac
+        row "${t#*:}" "${R[${t%%:*}]}" $FILE_BYTES "${R[$ref]}" "${R[rsync_file]}"
     done
 fi
 for n in $SETS; do
