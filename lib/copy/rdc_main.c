@@ -255,8 +255,11 @@ static void handle_line(void *ctx, int i, char **w, int n)
         if (r->nman == r->capman) {
             r->capman = r->capman ? r->capman * 2 : 256;
             r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
+            if (!r->manifest)
+                abort();
         }
-        r->manifest[r->nman++] = strdup(w[1]);
+        if (!(r->manifest[r->nman++] = strdup(w[1])))
+            abort();
     } else if (strcmp(w[0], "log") == 0 && n == 2) {
         char *t = rdr_unhex(w[1], NULL);
         if (!t)

@@ -522,6 +522,8 @@ static void read_manifest(struct snd *s)
         if (s->nman == capm) {
             capm = capm ? capm * 2 : 256;
             s->man = realloc(s->man, capm * sizeof *s->man);
+            if (!s->man)
+                abort();
         }
         s->man[s->nman++] = e;
     }

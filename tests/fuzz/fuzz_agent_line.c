@@ -7,11 +7,15 @@
  *     seg line that names a role, rdr_role_argv (what the agent would start for it),
  *   - rdr_link_setup_line, the initiator's parser of the agent's replies (hello/port/...),
  *   - rdr_parse_segment (+ rdr_plan over the lines so far), the pipeline spec parser,
- *   - rdr_unhex on every word, with a rdr_hex round trip.
+ *   - rdr_unhex on every word, with a rdr_hex round trip,
+ *   - rdc_manifest_parse on every word: rdcp --resume's manifest entries, which the
+ *     destination sends and the source reads (rdc_tree.h), with a round trip through
+ *     rdc_manifest_line.
  * Checked: decoded values round-trip, enums stay in range, a role is a row of the table and
  * its argv starts with that row's tool and argument (never a program the line names), nothing
  * leaks.
  */
+#include "copy/rdc_tree.h"
 #include "pipe/rdp_agent.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_link.h"
@@ -66,6 +70,27 @@ static void hex_round_trip(const char *w)
     }
     free(again);
     free(bytes);
+}
+
+/* A manifest entry that parses is written back by rdc_manifest_line into one that parses to
+ * the same entry (a path or tmp name is cut at a NUL, as the parser keeps it). */
+static void manifest_word(const char *w)
+{
+    struct rdc_manifest_entry e, again;
+    if (rdc_manifest_parse(w, &e))
+        return;
+    CHECK(e.path != NULL && e.tmp != NULL);
+    char *line = rdc_manifest_line(&e);
+    CHECK(line != NULL);
+    CHECK(rdc_manifest_parse(line, &again) == 0);
+    CHECK(again.kind == e.kind && again.size == e.size && again.mtime_s == e.mtime_s);
+    CHECK(again.mtime_ns == e.mtime_ns && memcmp(again.hash, e.hash, 16) == 0);
+    CHECK(strcmp(again.path, e.path) == 0 && strcmp(again.tmp, e.tmp) == 0);
+    free(again.path);
+    free(again.tmp);
+    free(line);
+    free(e.path);
+    free(e.tmp);
 }
 
 /* What the agent would start for a role: the table's tool (beside us or in PATH), its
@@ -148,6 +173,7 @@ static void link_line(const char *line)
     for (int i = 0; i < n; i++) {
         CHECK(w[i][0] != '\0' && strchr(w[i], ' ') == NULL);
         hex_round_trip(w[i]);
+        manifest_word(w[i]);
     }
     if (n > 0) {
         struct rdr_link l;

@@ -8,6 +8,7 @@
  */
 #include "fz_input.h"
 
+#include "copy/rdc_tree.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
 #include "wire/rd_tag.h"
@@ -511,6 +512,24 @@ static void seeds_agent_line(void)
     save("agent_line", "files", files, sizeof files - 1);
     save("agent_line", "replies", replies, sizeof replies - 1);
     save("agent_line", "specs", specs, sizeof specs - 1);
+
+    /* rdcp --resume's manifest as the source's agent gets it: DST a directory, a complete
+     * file, a partial one with its temporary file */
+    struct rdc_manifest_entry e[3] = {
+        { .kind = 'T', .size = 1, .path = "", .tmp = "" },
+        { .kind = 'F', .size = 70000, .mtime_s = 1700000000, .mtime_ns = 5, .path = "a/b.txt", .tmp = "" },
+        { .kind = 'P', .size = 4096, .mtime_s = 1700000001, .path = "big.img", .tmp = ".rdcp.big.img.x1" },
+    };
+    char man[1024] = "rdpipe-agent-1\nseg tree-send none send tcp 0 - -\n";
+    for (int i = 0; i < 3; i++) {
+        memset(e[i].hash, 0x11 * (i + 1), 16);
+        char *h = rdc_manifest_line(&e[i]);
+        if (h && strlen(man) + strlen(h) + 16 < sizeof man)
+            strcat(strcat(strcat(man, "manifest "), h), "\n");
+        free(h);
+    }
+    strcat(man, "setup\n");
+    save("agent_line", "manifest", man, strlen(man));
 }
 
 /* ---- codec: 2 bytes of raw length, then a payload (fuzz_codec.c) ---- */
