@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int rdc_anon_open(int dfd)
+int rdc_anon_open(int dfd, mode_t mode)
 {
     static atomic_int off = -1;   /* -1 not yet known, 1 RDCP_NO_TMPFILE or no O_TMPFILE here */
     /* without /proc (a bare chroot) an unprivileged process could not name the file later */
@@ -19,7 +19,7 @@ int rdc_anon_open(int dfd)
         errno = EOPNOTSUPP;
         return -1;
     }
-    int fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
     /* kernels before 3.11 take O_TMPFILE for O_DIRECTORY (EISDIR); filesystems without it
      * say EOPNOTSUPP: try no more in this process */
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR))

@@ -6,11 +6,13 @@
 #ifndef RDC_ANON_H
 #define RDC_ANON_H
 
-/* An unnamed regular file (O_RDWR, mode 0600, close-on-exec) in the directory dfd; -1 with
- * errno where the filesystem or the kernel has no O_TMPFILE, or there is no /proc to name it
+#include <sys/types.h>
+
+/* An unnamed regular file (O_RDWR, close-on-exec) in the directory dfd, created with `mode`
+ * (the umask or the directory's default ACL applied, as for any new file); -1 with errno where the filesystem or the kernel has no O_TMPFILE, or there is no /proc to name it
  * through later (the caller then names a temporary file as before). RDCP_NO_TMPFILE set:
  * always -1 (the tests' older-kernel path). */
-int rdc_anon_open(int dfd);
+int rdc_anon_open(int dfd, mode_t mode);
 
 /* Give fd (from rdc_anon_open, written and complete) the name `name` in dfd, never replacing
  * what is there: -1 with errno EEXIST when the name is taken. */

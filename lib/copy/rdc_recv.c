@@ -179,6 +179,30 @@ static void set_times_at(int dfd, const char *name, const struct rdc_meta *m)
     utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
+/* The mode a new file is made with. Without -p, as cp makes one: the source's permission
+ * bits, and the kernel applies the umask or the directory's default ACL (an fchmod to
+ * mode & ~umask afterwards overrode the ACL: a directory whose default ACL keeps others out
+ * got world-readable copies), plus owner read and write while it is written (--resume reads
+ * and writes a partial file again), taken back by final_mode. With -p: 0600 until the exact
+ * mode is set at the end. */
+static mode_t create_mode(const struct rdc_rcv *r, mode_t mode)
+{
+    return r->preserve ? 0600 : (mode & 0777) | 0600;
+}
+
+/* The file's mode before it is named: with -p the source's, all 12 bits; else what it was
+ * made with, less the owner bits the source lacks (nothing to do, and no syscall, for the
+ * usual owner rw). Never wider than the kernel made it. */
+static void final_mode(const struct rdc_rcv *r, int fd, mode_t mode)
+{
+    struct stat st;
+    mode_t drop = 0600 & ~mode;
+    if (r->preserve)
+        fchmod(fd, mode & 07777);
+    else if (drop && fstat(fd, &st) == 0)
+        fchmod(fd, st.st_mode & 07777 & ~drop);
+}
+
 /* A file for the pool: sent whole and unhashed (the tags cover it), small, no holes. */
 static int pooled(const struct rdc_rcv *r, uint64_t size, uint64_t start, uint8_t flags)
 {
@@ -241,7 +265,7 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
         }
         return;
     }
-    r->fd = rdc_create_tmp(r->pfd, name, &r->tmp);
+    r->fd = rdc_create_tmp(r->pfd, name, create_mode(r, m->mode), &r->tmp);
     if (r->fd < 0) {
         rdc_rcv_err(r, "cannot create a file in the directory of", f, errno);
         r->tmp = NULL;
@@ -303,13 +327,9 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         r->errors++;
         goto fail;
     }
-    if (r->preserve) {
-        if (r->owners && fchown(fd, r->m.uid, r->m.gid))
-            rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
-        fchmod(fd, r->m.mode & 07777);
-    } else {
-        fchmod(fd, r->m.mode & 0777 & ~r->umask);
-    }
+    if (r->preserve && r->owners && fchown(fd, r->m.uid, r->m.gid))
+        rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
+    final_mode(r, fd, r->m.mode);
     if (r->times) {
         struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
         futimens(fd, ts);
@@ -346,9 +366,9 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
 {
     int dfd = j->dir->fd;
     char *tmp = NULL;
-    int fd = rdc_anon_open(dfd), anon = fd >= 0;
+    int fd = rdc_anon_open(dfd, create_mode(r, j->m.mode)), anon = fd >= 0;
     if (!anon)
-        fd = rdc_create_tmp(dfd, j->name, &tmp);
+        fd = rdc_create_tmp(dfd, j->name, create_mode(r, j->m.mode), &tmp);
     if (fd < 0) {
         j->what = "cannot create a file in the directory of";
         j->err = errno;
@@ -366,13 +386,9 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
         }
         done += (size_t)w;
     }
-    if (r->preserve) {
-        if (r->owners && fchown(fd, j->m.uid, j->m.gid))
-            j->owner_err = errno;
-        fchmod(fd, j->m.mode & 07777);
-    } else {
-        fchmod(fd, j->m.mode & 0777 & ~r->umask);
-    }
+    if (r->preserve && r->owners && fchown(fd, j->m.uid, j->m.gid))
+        j->owner_err = errno;
+    final_mode(r, fd, j->m.mode);
     if (r->times) {
         struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
         futimens(fd, ts);

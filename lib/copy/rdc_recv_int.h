@@ -67,7 +67,6 @@ struct rdc_rcv {
     const char *dst;
     int dst_is_dir, dst_exists, nsrc, preserve, owners, times, nosync;
     uint64_t max_file;        /* bigger files fail (EFBIG): the fuzzer's guard */
-    mode_t umask;
     int base;                 /* DST (dst_is_dir) or DST's directory: every path is beneath it */
     char *pre;                /* "" or DST's name in base */
     /* roots: their path relative to base, NULL = failed */

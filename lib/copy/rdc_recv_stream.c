@@ -213,8 +213,6 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int nosync)
     r->times = preserve;
     r->max_file = UINT64_MAX;
     r->owners = preserve && geteuid() == 0;
-    r->umask = umask(0);
-    umask(r->umask);
     struct stat st;
     const char *what = "access";
     if (stat(dst, &st) == 0) {

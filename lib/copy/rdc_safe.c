@@ -132,13 +132,12 @@ int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, cons
 
 static int create_excl(int dfd, const char *t, void *arg)
 {
-    (void)arg;
-    return openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    return openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, *(mode_t *)arg);
 }
 
-int rdc_create_tmp(int dfd, const char *name, char **tmp)
+int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp)
 {
-    return rdc_tmp_try(dfd, name, tmp, create_excl, NULL);
+    return rdc_tmp_try(dfd, name, tmp, create_excl, &mode);
 }
 
 char *rdc_dir_of(const char *rel, const char **base)

@@ -4,6 +4,7 @@
 #define RDC_SAFE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Why p[0..n) is not a relative path a record may name (components separated by single '/',
  * none empty, "." or "..", no NUL, not absolute), or NULL when it is. n = 0 is not a valid
@@ -16,10 +17,10 @@ const char *rdc_name_bad(const char *p, size_t n);
  * itself. -1 with errno (ELOOP or ENOTDIR where a component is a symlink or a file). */
 int rdc_open_beneath(int base, const char *rel);
 
-/* Create a new temporary file ".rdcp.NAME.XXXXXX" (random suffix, O_EXCL | O_NOFOLLOW, mode
- * 0600) in the directory dfd for the final name `name`; *tmp gets its name (malloc'd).
- * Returns the fd (O_RDWR) or -1 with errno. */
-int rdc_create_tmp(int dfd, const char *name, char **tmp);
+/* Create a new temporary file ".rdcp.NAME.XXXXXX" (random suffix, O_EXCL | O_NOFOLLOW, `mode`
+ * with the umask or the directory's default ACL applied) in the directory dfd for the final
+ * name `name`; *tmp gets its name (malloc'd). Returns the fd (O_RDWR) or -1 with errno. */
+int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 
 /* The same names, made by make(dfd, tmpname, arg) (>= 0: done, its result is returned; -1 with
  * errno EEXIST: the next random name); rdc_create_tmp is make = openat(O_CREAT | O_EXCL). */
