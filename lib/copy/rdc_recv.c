@@ -531,7 +531,7 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
     free(b);
 }
 
-static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta *m)
+static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta *m, mode_t drop)
 {
     if (r->ndirs == r->capdirs) {
         r->capdirs = r->capdirs ? r->capdirs * 2 : 64;
@@ -539,7 +539,7 @@ static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta 
         if (!r->dirs)
             abort();
     }
-    r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m };
+    r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m, drop };
 }
 
 /* a file or symlink in the way of a new link (never a directory) */
@@ -575,7 +575,7 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     char *t = strndup(path, pl), *f = rdc_join(r->root, t);
     free(t);
     if (!*f) {   /* the DST directory itself */
-        add_dirmeta(r, f, m);
+        add_dirmeta(r, f, m, 0);
         r->ndir++;
         free(f);
         return;
@@ -590,14 +590,16 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     }
     if (rdc_pool_pending(r, f))   /* a job still writes that name: it comes first, as sent */
         rdc_pool_reap(r, 1);
+    /* without -p as cp -r makes it: the source's bits, the umask or the default ACL applied
+     * by the kernel, owner rwx while the copy fills it (taken back at the end) */
     struct stat st;
-    if (mkdirat(pfd, name, r->preserve ? 0700 : 0777) &&
-        !(errno == EEXIST && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
+    int made = mkdirat(pfd, name, r->preserve ? 0700 : (m->mode & 0777) | 0700) == 0;
+    if (!made && !(errno == EEXIST && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
         rdc_rcv_err(r, "cannot create directory", f, errno);
         skip_subtree(r, path, pl);
     } else {
         rdc_set_add(&r->made_dirs, f);
-        add_dirmeta(r, f, m);
+        add_dirmeta(r, f, m, made && !r->preserve ? 0700 & ~m->mode : 0);
         r->ndir++;
     }
     free(f);

@@ -61,6 +61,7 @@ struct rdc_pool {
 struct dirmeta {
     char *path;               /* relative to base */
     struct rdc_meta m;
+    mode_t drop;              /* without -p: owner bits to take back once its files are in */
 };
 
 struct rdc_rcv {

@@ -172,8 +172,9 @@ int rdc_rcv_finish(void *ctx)
         return rd_fail(RD_ESTREAM, "tree stream ended inside a record");
     for (size_t i = r->ndirs; i-- > 0;) {   /* deepest first: a read-only dir last */
         struct dirmeta *d = &r->dirs[i];
-        if (!r->preserve && !r->times)
-            break;
+        struct stat st;
+        if (!r->preserve && !r->times && !d->drop)
+            continue;
         int fd = rdc_open_beneath(r->base, d->path);
         if (fd < 0)
             continue;
@@ -181,6 +182,8 @@ int rdc_rcv_finish(void *ctx)
             if (r->owners && fchown(fd, d->m.uid, d->m.gid))
                 rdc_rcv_err(r, "cannot set the owner of", d->path, errno);
             fchmod(fd, d->m.mode & 07777);
+        } else if (d->drop && fstat(fd, &st) == 0) {   /* never wider than it was made */
+            fchmod(fd, st.st_mode & 07777 & ~d->drop);
         }
         if (r->times) {
             struct timespec ts[2] = { { d->m.mtime_s, d->m.mtime_ns }, { d->m.mtime_s, d->m.mtime_ns } };

@@ -346,36 +346,44 @@ done
 r=1; [ -z "$why" ] && r=0
 check "$name" $r "$why"
 
-# Without -p a new file gets its mode as cp gives it: the kernel applies the umask, or the
-# directory's default ACL, to the source's bits. An fchmod to mode & ~umask afterwards (before
-# 2026-11-26) overrode the ACL: in a directory whose default ACL keeps others out, copies came
-# out world-readable. Small files (the workers, with and without O_TMPFILE) and one over the
-# pool's 1 MiB (the stream thread); -p keeps each mode exactly.
-name="a destination's default ACL (others: none) applies as for cp, small and big files, with and without O_TMPFILE; -p keeps the exact modes"
+# Without -p a new file or directory gets its mode as cp -r gives it: the kernel applies the
+# umask, or the directory's default ACL, to the source's bits. Before 2026-11-26 an fchmod to
+# mode & ~umask afterwards overrode the ACL (in a directory whose default ACL keeps others out,
+# copies came out world-readable), and every new directory was made 0777 & ~umask (a private
+# 0700 directory came out 0755, its 0644 files readable by all). Small files (the workers,
+# with and without O_TMPFILE), one over the pool's 1 MiB (the stream thread), directories of
+# 0755, 0700 and 0500 (each with a file, so it is written into before its mode is final); in a
+# directory with a default ACL and in a plain one; -p keeps each mode exactly.
+name="modes as cp -r gives them: a default ACL (others: none) applies, a 0700 directory stays 0700, small and big files, with and without O_TMPFILE; -p exact"
 if ! command -v setfacl > /dev/null; then
     check "$name" 1 "no setfacl (apt-get install acl)"
 else
-    mkdir -p "$T/acl-src" && echo small > "$T/acl-src/f644" && echo ro > "$T/acl-src/f400" &&
-        printf '#!/bin/sh\n' > "$T/acl-src/x755" && head -c $(((1 << 20) + 5)) /dev/urandom > "$T/acl-src/big644" &&
-        chmod 644 "$T/acl-src/f644" "$T/acl-src/big644" && chmod 400 "$T/acl-src/f400" && chmod 755 "$T/acl-src/x755"
-    modes() { (cd "$1" && stat -c '%a %n' f644 f400 x755 big644 | tr '\n' ' '); }
+    mkdir -p "$T/acl-src/d755" "$T/acl-src/d700" "$T/acl-src/d500" && echo small > "$T/acl-src/f644" &&
+        echo ro > "$T/acl-src/f400" && printf '#!/bin/sh\n' > "$T/acl-src/x755" &&
+        head -c $(((1 << 20) + 5)) /dev/urandom > "$T/acl-src/big644" &&
+        for d in d755 d700 d500; do echo in > "$T/acl-src/$d/f"; chmod 644 "$T/acl-src/$d/f"; done &&
+        chmod 644 "$T/acl-src/f644" "$T/acl-src/big644" && chmod 400 "$T/acl-src/f400" && chmod 755 "$T/acl-src/x755" &&
+        chmod 755 "$T/acl-src/d755" && chmod 700 "$T/acl-src/d700" && chmod 500 "$T/acl-src/d500"
+    modes() { (cd "$1" && stat -c '%a %n' f644 f400 x755 big644 d755 d700 d500 d700/f | tr '\n' ' '); }
     why=
-    for v in cp RDCP_RECV_WORKERS=2 RDCP_NO_TMPFILE=1 p; do
+    for v in cp RDCP_RECV_WORKERS=2 RDCP_NO_TMPFILE=1 p plain; do
         d="$T/acl-${v/=/-}"
-        mkdir -p "$d" && setfacl -d -m u::rwx,g::r-x,o::--- "$d" || { why="setfacl failed on $T"; break; }
+        mkdir -p "$d"
+        [ $v = plain ] || setfacl -d -m u::rwx,g::r-x,o::--- "$d" || { why="setfacl failed on $T"; break; }
         case $v in
-            cp) (umask 022 && cp "$T/acl-src/"* "$d/") ;;
+            cp) (umask 022 && cp -r "$T/acl-src/"* "$d/") ;;
             p) on_h0 bash -c 'umask 022 && exec timeout 60 rdcp --no-progress -rp "$0" "$1"' "$T/acl-src/" "$d" 2> "$T/err" ;;
+            plain) on_h0 bash -c 'umask 022 && exec timeout 60 rdcp --no-progress -r "$0" "$1"' "$T/acl-src/" "$d" 2> "$T/err" ;;
             *) on_h0 env "$v" bash -c 'umask 022 && exec timeout 60 rdcp --no-progress -r "$0" "$1"' "$T/acl-src/" "$d" 2> "$T/err" ;;
         esac || { why="$v: rc=$? $(head -3 "$T/err" | tr '\n' ' ')"; break; }
-        want="640 f644 400 f400 750 x755 640 big644 "
-        [ $v = p ] && want="644 f644 400 f400 755 x755 644 big644 "
+        want="640 f644 400 f400 750 x755 640 big644 750 d755 700 d700 500 d500 640 d700/f "
+        [ $v = p ] || [ $v = plain ] && want="644 f644 400 f400 755 x755 644 big644 755 d755 700 d700 500 d500 644 d700/f "
         [ "$(modes "$d")" = "$want" ] || { why="$v: modes '$(modes "$d")', want '$want' (cp gave '$(modes "$T/acl-cp" 2>/dev/null)')"; break; }
-        cmp -s "$T/acl-src/big644" "$d/big644" || { why="$v: big644 differs"; break; }
+        cmp -s "$T/acl-src/big644" "$d/big644" && [ "$(cat "$d/d500/f")" = in ] || { why="$v: contents differ"; break; }
     done
     r=1; [ -z "$why" ] && r=0
     check "$name" $r "$why"
-    rm -rf "$T"/acl-*
+    chmod -R u+w "$T"/acl-* 2> /dev/null; rm -rf "$T"/acl-*
 fi
 
 # the workers give a new file its name with linkat, which never replaces: a name already
