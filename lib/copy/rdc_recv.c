@@ -641,6 +641,43 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     free(f);
 }
 
+/* A FIFO or a socket, made empty with the source's mode as a file gets it (create_mode; the
+ * kernel applies the umask or the default ACL; -p: exactly). Any other type is refused: a
+ * device node from a hostile source would hand its device to whoever can open the copy. */
+void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint8_t type)
+{
+    if (!r->root || skipped_path(r, path, pl))
+        return;
+    int pfd;
+    const char *name;
+    char *f = place(r, path, pl, &pfd, &name);
+    if (!f)
+        return;
+    if (type != 'p' && type != 's') {
+        refuse(r, f, "not a FIFO or a socket (rdcp makes no device nodes)");
+        free(f);
+        return;
+    }
+    if (rdc_pool_pending(r, f))
+        rdc_pool_reap(r, 1);
+    remove_old(pfd, name);
+    mode_t kind = type == 'p' ? S_IFIFO : S_IFSOCK;
+    if (mknodat(pfd, name, kind | (r->preserve ? 0600 : (m->mode & 0777)), 0)) {
+        rdc_rcv_err(r, type == 'p' ? "cannot create FIFO" : "cannot create socket", f, errno);
+    } else {
+        if (r->preserve) {
+            if (r->owners && fchownat(pfd, name, m->uid, m->gid, AT_SYMLINK_NOFOLLOW))
+                rdc_rcv_err(r, "cannot set the owner of", f, errno);
+            if (fchmodat(pfd, name, m->mode & 07777, AT_SYMLINK_NOFOLLOW))
+                rdc_rcv_err(r, "cannot set the mode of", f, errno);
+        }
+        if (r->times)
+            set_times_at(pfd, name, m);
+        r->files++;
+    }
+    free(f);
+}
+
 void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, const char *t,
                      size_t tl)
 {

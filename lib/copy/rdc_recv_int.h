@@ -112,6 +112,7 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
 void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m);
 void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
                   uint64_t start, uint8_t flags, const char *t, size_t tl);
+void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint8_t type);
 void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, const char *t,
                      size_t tl);
 void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root, const char *t, size_t tl);

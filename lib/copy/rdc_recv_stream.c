@@ -92,6 +92,17 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
             return -1;
         rdc_rcv_symlink(r, path, pl, &m, t, tl);
         return (ssize_t)rd.off;
+    case 'n': {
+        path = rdc_get_str(&rd, &pl);
+        rdc_get_meta(&rd, &m);
+        uint8_t node = rdc_get_u8(&rd);
+        if (rd.short_)
+            break;
+        if (r->in_file)
+            return -1;
+        rdc_rcv_node(r, path, pl, &m, node);
+        return (ssize_t)rd.off;
+    }
     case 'h': {
         path = rdc_get_str(&rd, &pl);
         uint32_t root = rdc_get_u32(&rd);

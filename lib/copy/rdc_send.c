@@ -344,6 +344,13 @@ static void walk(struct snd *s)
             rdc_put_str(&s->pend, e.target, e.tlen);
             s->files++;
             break;
+        case RDC_E_NODE:
+            rdc_put_u8(&s->pend, 'n');
+            rdc_put_str(&s->pend, e.rel, strlen(e.rel));
+            rdc_put_meta(&s->pend, &m);
+            rdc_put_u8(&s->pend, S_ISFIFO(e.st.st_mode) ? 'p' : 's');
+            s->files++;
+            break;
         case RDC_E_MSG:
             rd_warn("%s", e.target);
             if (e.err)

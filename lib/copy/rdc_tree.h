@@ -13,6 +13,8 @@
  *   'e' end       u8 status (0 ok, 1 the source failed: discard), 16 bytes XXH3-128 of the file
  *                 (zeros under RDC_F_NOHASH)
  *   'l' symlink   str path, meta, str target
+ *   'n' node      str path, meta, u8 type ('p' a FIFO, 's' a socket): made again empty, as
+ *                 cp -r makes them; device nodes are never sent, and refused when they are
  *   'h' hardlink  str path, u32 root, str target path (inside root)
  *   'Z' end of tree
  * meta = u32 mode, u32 uid, u32 gid, i64 mtime_s, u32 mtime_ns. Paths are relative to their

@@ -260,10 +260,15 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
                              .target = t, .tlen = (size_t)n };
         return put(w, &e);
     }
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {   /* made again, as cp -r makes them */
+        struct rdc_ent e = { .kind = RDC_E_NODE, .fd = -1, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
+        return put(w, &e);
+    }
+    /* a device node would give whoever reads the copy the device: never made (rdc_tree.h) */
     char *p = rdc_shown(fs);
-    char *line = fmt("skipping special file '%s'", p);
+    char *line = fmt("not copied: device file '%s' (rdcp makes no device nodes)", p);
     free(p);
-    return put_msg(w, 0, line);
+    return put_msg(w, 1, line);
 }
 
 static int start_root(struct rdc_walk *w)

@@ -19,6 +19,7 @@ enum rdc_ent_kind {
     RDC_E_DIR,       /* a directory (its entries follow, in name order) */
     RDC_E_FILE,      /* a regular file: st, fd (open, read ahead), or err and what */
     RDC_E_LINK,      /* a symlink: st, target */
+    RDC_E_NODE,      /* a FIFO or a socket: st */
     RDC_E_MSG,       /* a line to say; counted as an error when err is set */
     RDC_E_END,       /* nothing more */
 };

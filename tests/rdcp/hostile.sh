@@ -224,6 +224,30 @@ f - X
 Z
 EOF
 
+# special files: a FIFO and a socket are made (empty, the mode as a file gets it); a device
+# node is refused whatever mode it asks, and so is one outside DST or through a symlink
+EXPECT="^rdcp: refusing $D/dev-c': not a FIFO or a socket \(rdcp makes no device nodes\)
+^rdcp: refusing $D/dev-b': not a FIFO or a socket \(rdcp makes no device nodes\)
+^rdcp: refusing $D/\.\./evil-fifo': '\.\.' component
+^rdcp: refusing $D/ln/evil-fifo': $NOTIN"
+case_ "special files: FIFO and socket made; device nodes, a FIFO outside DST or through a symlink refused" 23 <<EOF
+R 0 d 1 x
+n fifo p 0640
+n sock s 0600
+n dev-c c 0666
+n dev-b b 0666
+n ../evil-fifo p
+l ln $CAN/dir
+n ln/evil-fifo p
+f after AFTER
+Z
+EOF
+r=1; [ -p "$S/dst/fifo" ] && [ -S "$S/dst/sock" ] && [ "$(stat -c %a "$S/dst/fifo")" = 640 ] &&
+    [ ! -e "$S/dst/dev-c" ] && [ ! -e "$S/dst/dev-b" ] && [ ! -e "$CAN/dir/evil-fifo" ] &&
+    [ "$(cat "$S/dst/after")" = AFTER ] && r=0
+[ $r = 0 ] && ok "  ... a FIFO and a socket are there, no device node, the file after them copied" ||
+    bad "  ... a FIFO and a socket are there, no device node, the file after them copied" "$(ls -la "$S/dst" | tr '\n' ' ')"
+
 # a file sent with its whole-file hash (not RDC_F_NOHASH) is checked against it
 EXPECT="^rdcp: whole-file hash mismatch, not copied: $D/bad'"
 case_ "a hashed file whose whole-file hash does not match: not copied, no temp file" 23 <<EOF

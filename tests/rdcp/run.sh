@@ -386,6 +386,23 @@ else
     chmod -R u+w "$T"/acl-* 2> /dev/null; rm -rf "$T"/acl-*
 fi
 
+# special files as cp -r copies them: a FIFO and a socket are made again (empty), with their
+# modes (and times with -a); a device node is not copied, and says so: exit 23
+name="special files (remote -> remote, -a): FIFO and socket made with mode and time, a device node refused with exit 23, the rest copied"
+rm -rf "$T/sp" && mkdir -p "$T/sp/src" && mkfifo -m 0640 "$T/sp/src/fifo" && echo a > "$T/sp/src/a" &&
+    /usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sp/src/sock" &&
+    mknod "$T/sp/src/null" c 1 3 && touch -h -d '2001-02-03' "$T/sp/src/fifo"
+rdcp_h0 -a h1:"$T/sp/src" h2:"$T/sp/dst" 2> "$T/err"; rc=$?
+why=
+[ $rc = 23 ] || why="exit $rc, want 23"
+[ "$(grep -c . "$T/err")" = 1 ] && grep -q "not copied: device file '.*/sp/src/null' (rdcp makes no device nodes)" "$T/err" ||
+    why+=" stderr: $(head -3 "$T/err" | tr '\n' ' ')"
+[ -p "$T/sp/dst/fifo" ] && [ -S "$T/sp/dst/sock" ] && [ ! -e "$T/sp/dst/null" ] && [ "$(cat "$T/sp/dst/a")" = a ] &&
+    [ "$(stat -c '%a %Y' "$T/sp/dst/fifo")" = "$(stat -c '%a %Y' "$T/sp/src/fifo")" ] || why+=" tree: $(ls -la "$T/sp/dst" | tr '\n' ' ')"
+r=1; [ -z "$why" ] && r=0
+check "$name" $r "$why"
+rm -rf "$T/sp"
+
 # the workers give a new file its name with linkat, which never replaces: a name already
 # taken goes through a temporary name and a rename, as every file did before
 name="small files onto an existing tree (workers, with and without O_TMPFILE): each replaced, a symlink in the way replaced and not followed, a directory in the way refused, exit 23"

@@ -11,6 +11,8 @@
  *   x PATH DATA [MODE [MTIME]]     file as f, hashed (never RDC_F_NOHASH), with a wrong hash
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
+ *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
+ *                                  else is what a hostile source might try, c or b a device)
  *   Z                              end of tree
  * A PATH of "-" is the empty path (the root itself).
  * TREEGEN_NOHASH=1 in the environment: 'f' files are sent as rdcp's sender sends a whole file,
@@ -149,6 +151,11 @@ int main(void)
             str(w[1], l[1]);
             u32((uint32_t)atoi(w[2]));
             str(w[3], l[3]);
+        } else if (c == 'n' && n >= 3) {
+            u8('n');
+            str(w[1], l[1]);
+            meta(n > 3 ? (uint32_t)strtoul(w[3], NULL, 8) : 0644, mtime);
+            u8((unsigned char)w[2][0]);
         } else if (c == 'Z') {
             u8('Z');
         } else {
