@@ -9,7 +9,8 @@
 #include <sys/types.h>
 
 /* An unnamed regular file (O_RDWR, close-on-exec) in the directory dfd, created with `mode`
- * (the umask or the directory's default ACL applied, as for any new file); -1 with errno where the filesystem or the kernel has no O_TMPFILE, or there is no /proc to name it
+ * (the umask or the directory's default ACL applied, as for any new file); -1 with errno
+ * where the filesystem or the kernel has no O_TMPFILE, or there is no /proc to name it
  * through later (the caller then names a temporary file as before). RDCP_NO_TMPFILE set:
  * always -1 (the tests' older-kernel path). */
 int rdc_anon_open(int dfd, mode_t mode);
