@@ -641,16 +641,23 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     free(f);
 }
 
+/* Where a record that is not a file or a directory (a node, a symlink, a hard link) goes:
+ * NULL when its root or subtree is not being made, or place() refused it. */
+static char *leaf(struct rdc_rcv *r, const char *path, size_t pl, int *pfd, const char **name)
+{
+    if (!r->root || skipped_path(r, path, pl))
+        return NULL;
+    return place(r, path, pl, pfd, name);
+}
+
 /* A FIFO or a socket, made empty with the source's mode as a file gets it (create_mode; the
  * kernel applies the umask or the default ACL; -p: exactly). Any other type is refused: a
  * device node from a hostile source would hand its device to whoever can open the copy. */
 void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint8_t type)
 {
-    if (!r->root || skipped_path(r, path, pl))
-        return;
     int pfd;
     const char *name;
-    char *f = place(r, path, pl, &pfd, &name);
+    char *f = leaf(r, path, pl, &pfd, &name);
     if (!f)
         return;
     if (type != 'p' && type != 's') {
@@ -681,11 +688,9 @@ void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct r
 void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, const char *t,
                      size_t tl)
 {
-    if (!r->root || skipped_path(r, path, pl))
-        return;
     int pfd;
     const char *name;
-    char *f = place(r, path, pl, &pfd, &name);
+    char *f = leaf(r, path, pl, &pfd, &name);
     if (!f)
         return;
     if (rdc_pool_pending(r, f))
@@ -712,11 +717,9 @@ void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struc
 
 void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root, const char *t, size_t tl)
 {
-    if (!r->root || skipped_path(r, path, pl))
-        return;
     int pfd;
     const char *name;
-    char *f = place(r, path, pl, &pfd, &name);
+    char *f = leaf(r, path, pl, &pfd, &name);
     if (!f)
         return;
     const char *why = rdc_name_bad(t, tl);
