@@ -140,7 +140,6 @@ struct rd_v_conn {
     long long last_heard_us;       /* when the peer last acknowledged or sent something */
     long long sq_moved_us;         /* when a send last completed, or was posted to an idle SQ */
     unsigned long long stat_sleeps, stat_internal, stat_heartbeats;
-
 };
 
 /* rd_verbs_res.c */
