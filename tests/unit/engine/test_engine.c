@@ -220,8 +220,9 @@ static void t_many_small_chunks(void) { roundtrip_file(37 * CHUNK + 123, CHUNK, 
 static void t_depth_1(void) { roundtrip_file(20 * CHUNK + 1, CHUNK, 1, 9); }
 static void t_bigger_chunks(void) { roundtrip_file((3u << 20) + 17, 65536, 8, 10); }
 
-/* A page-cached input file over a transport that has send_ref (as TCP): n bytes with `caps` (RD_FLAG_ENCRYPTED or 0) and compression mode `compress`; returns how
- * many frames went by send_ref, or -1 when the transfer failed (checked here). */
+/* A page-cached input file over a transport that has send_ref (as TCP): n bytes with `caps`
+ * (RD_FLAG_ENCRYPTED or 0) and compression mode `compress`; returns how many frames went by
+ * send_ref, or -1 when the transfer failed (checked here). */
 static long by_ref_case(size_t n, uint32_t caps, int compress, uint64_t seed)
 {
     char in[256], out[256];
