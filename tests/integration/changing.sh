@@ -7,13 +7,16 @@
 . "$(dirname "$0")/../lib.sh"
 
 HEAD=$((6 << 20))
+MIB=160   # the file's size in MiB (see held_transfer)
 
 # held_transfer SIZE CHANGE [RDSEND OPTION...]: SIZE random bytes in $C/in; rdrecv writes
 # into a pipe whose reader takes HEAD bytes and then stops, so the receiver, both sockets and
 # the sender's window fill and stall with chunks read, tagged and not yet sent; CHANGE (a
 # command) changes $C/in meanwhile; then the reader drains the rest. Sets SRC and RRC, the
-# exit codes. (64 MiB: about 26 MiB fit in the pipe, the receiver's ring and both socket
-# buffers here; a file that fits entirely is sent before the change, and rightly succeeds.)
+# exit codes. (SIZE must exceed what fits in the pipe, the receiver's ring and the socket
+# buffers, or the whole file is read before the change and rightly succeeds: one connection
+# held 26-42 MiB here, two can hold over 64 MiB, as each socket's receive buffer grows to
+# tcp_rmem's 32 MiB.)
 held_transfer() {
     local size=$1 change=$2 port rp sp readp
     shift 2
@@ -56,7 +59,7 @@ each_chunk_old_or_new() {
 for streams in 1 2; do
     opts=(); [ $streams = 2 ] && opts=(--streams 2)
     t_begin "input FILE truncated while its chunks wait to be sent (streams $streams): rdsend 5, rdrecv 4"
-    held_transfer $((64 << 20)) shrink "${opts[@]}"
+    held_transfer $((MIB << 20)) shrink "${opts[@]}"
     expect_rc "$SRC" 5 rdsend "$(head -c 300 "$C/serr")"
     expect_rc "$RRC" 4 rdrecv "$(head -c 300 "$C/rerr")"
     expect_err "$C/serr" rdsend "shrank while it was being sent"
@@ -65,13 +68,13 @@ for streams in 1 2; do
     t_end
 
     t_begin "input FILE rewritten in place while its chunks wait to be sent (streams $streams): sent as read, exit 0"
-    held_transfer $((64 << 20)) rewrite "${opts[@]}"
+    held_transfer $((MIB << 20)) rewrite "${opts[@]}"
     expect_rc "$SRC" 0 rdsend "$(head -c 300 "$C/serr")"
     expect_rc "$RRC" 0 rdrecv "$(head -c 300 "$C/rerr")"
     old=$(each_chunk_old_or_new) || t_fail "the output is not the file as read: $old"
     # the first 6 MiB left before the rewrite; the chunks read after it are the new file's
-    t_note "$old of 64 chunks as before the rewrite"
+    t_note "$old of $MIB chunks as before the rewrite"
     [ "${old:-0}" -ge 6 ] 2>/dev/null || t_fail "fewer than the 6 chunks sent before the rewrite are old: $old"
-    [ "${old:-64}" -lt 64 ] 2>/dev/null || t_fail "every chunk was read before the rewrite: the case tested nothing"
+    [ "${old:-$MIB}" -lt $MIB ] 2>/dev/null || t_fail "every chunk was read before the rewrite: the case tested nothing"
     t_end
 done
