@@ -650,8 +650,9 @@ static char *leaf(struct rdc_rcv *r, const char *path, size_t pl, int *pfd, cons
     return place(r, path, pl, pfd, name);
 }
 
-/* A FIFO or a socket, made empty with the source's mode as a file gets it (create_mode; the
- * kernel applies the umask or the default ACL; -p: exactly). Any other type is refused: a
+/* A FIFO or a socket, made empty with the source's permission bits (the kernel applies the
+ * umask or the default ACL; nothing is written into it, so no owner bits are added for the
+ * while; -p: exactly). Any other type is refused: a
  * device node from a hostile source would hand its device to whoever can open the copy. */
 void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint8_t type)
 {

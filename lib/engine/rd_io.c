@@ -133,10 +133,10 @@ static int range_cached(struct rd_source *s, uint64_t off, size_t len)
 
 static int stopped(atomic_int *stop);
 
-/* One read of a regular file at off into buf; *buffered = 0 when it bypassed the page cache. */
-static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_t off, int *buffered)
+/* One read of a regular file at off into buf: through the page cache where the range is
+ * cached (or cannot go direct), else around it with O_DIRECT. */
+static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_t off)
 {
-    *buffered = 1;
     int aligned = s->fd_direct >= 0 && !atomic_load(&s->direct_refused) && ((uintptr_t)buf % 4096) == 0 &&
                   off % 4096 == 0 && want >= 4096 && off + 4096 <= __atomic_load_n(&s->size, __ATOMIC_RELAXED);
     if (!aligned || (!s->is_direct && range_cached(s, off, want))) {
@@ -146,11 +146,9 @@ static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_
         return n;
     }
     /* not in the page cache (or --direct): straight from the device */
-    *buffered = 0;
     ssize_t n = pread(s->fd_direct, buf, want & ~(size_t)4095, (off_t)off);
     if (n < 0 && errno == EINVAL) {   /* this file refuses O_DIRECT after all */
         atomic_store(&s->direct_refused, 1);
-        *buffered = 1;
         n = pread(s->fd, buf, want, (off_t)off);
         if (n > 0)
             atomic_fetch_add(&s->cached_bytes, (uint64_t)n);
@@ -164,9 +162,8 @@ static ssize_t read_regular(struct rd_source *s, char *buf, size_t want, uint64_
 ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t offset)
 {
     size_t got = 0;
-    int buffered;
     while (got < want) {
-        ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got, &buffered);
+        ssize_t n = read_regular(s, (char *)buf + got, want - got, offset + got);
         if (n < 0 && errno == EINTR && stopped(s->stop))
             return -1;
         if (n < 0 && errno == EINTR)

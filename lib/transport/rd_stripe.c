@@ -239,13 +239,12 @@ static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
     return post(s, b);
 }
 
-/* The worker sends later, when b->ref may be gone: the payload goes into the frame now
- * (a relay's received frame), unless it is there already. */
+/* The worker sends later, when b->ref (a relay's received frame) may be gone: the payload
+ * goes into the frame now. */
 static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
-    if (b->ref != b->data + RD_FRAME_HDR)
-        memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
+    memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
     b->len = RD_FRAME_HDR + b->ref_len;
     return post(s, b);
 }
