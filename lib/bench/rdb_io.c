@@ -4,6 +4,7 @@
 
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@ static void *lane_main(void *arg)
 {
     struct lane *l = arg;
     uint64_t done = 0;
+    rd_thread_name("rdb-lane");
     while (done < l->len && !l->err) {
         size_t n = l->len - done < RDB_IO_BLOCK ? (size_t)(l->len - done) : RDB_IO_BLOCK;
         ssize_t r = l->write ? pwrite(l->fd, l->buf, n, (off_t)(l->off + done))
@@ -117,6 +119,7 @@ static void *pipe_writer(void *arg)
 {
     struct pipe_job *j = arg;
     uint64_t done = 0;
+    rd_thread_name("rdb-pipe");
     while (done < j->bytes) {
         size_t n = j->bytes - done < RDB_IO_BLOCK ? (size_t)(j->bytes - done) : RDB_IO_BLOCK;
         ssize_t r = write(j->fd, j->buf, n);

@@ -2,6 +2,7 @@
 #include "copy/rdc_flush.h"
 
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@ struct rdc_flush {
 static void *flush_main(void *arg)
 {
     struct rdc_flush *f = arg;
+    rd_thread_name("rdc-sync");
     pthread_mutex_lock(&f->lock);
     for (;;) {
         while (!f->want && !f->stop)

@@ -11,6 +11,7 @@
 #include "copy/rdc_recv_int.h"
 
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static void *worker_main(void *arg)
 {
     struct rdc_rcv *r = arg;
     struct rdc_pool *p = &r->pool;
+    rd_thread_name("rdc-worker");
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->queue && !p->stop)

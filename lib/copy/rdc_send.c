@@ -13,6 +13,7 @@
 #include "engine/rd_io.h"
 #include "run/rd_report.h"
 #include "run/rd_run.h"
+#include "util/rd_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -484,6 +485,7 @@ static int count_cb(const char *p, const struct stat *st, int flag, struct FTW *
 static void *count_main(void *arg)
 {
     struct snd *s = arg;
+    rd_thread_name("rdc-count");
     for (int i = 0; i < s->nsrc; i++)
         nftw(s->srcs[i], count_cb, 16, s->follow ? 0 : FTW_PHYS);
     dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)tot_files,

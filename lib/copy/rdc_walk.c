@@ -6,6 +6,7 @@
 #include "copy/rdc_tree.h"
 
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -328,6 +329,7 @@ static int step(struct rdc_walk *w)
 static void *walk_main(void *arg)
 {
     struct rdc_walk *w = arg;
+    rd_thread_name("rdc-walk");
     while (step(w) == 0)
         ;
     return NULL;

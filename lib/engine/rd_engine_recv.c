@@ -5,6 +5,7 @@
 #include "engine/rd_lanes.h"
 #include "util/rd_error.h"
 #include "util/rd_wake.h"
+#include "util/rd_thread.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -184,6 +185,7 @@ static void *writer_main(void *arg)
     struct recv_ctx *c = arg;
     struct rd_stream_hash hash;
     uint64_t total = 0, frames = 0;
+    rd_thread_name("rd-writer");
     rd_wake_unblock();
     rd_stream_hash_init(&hash);
     for (;;) {

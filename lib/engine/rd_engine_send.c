@@ -7,6 +7,7 @@
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_wake.h"
+#include "util/rd_thread.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -141,6 +142,7 @@ static void *reader_main(void *arg)
 {
     struct send_ctx *c = arg;
     uint64_t seq = 0;
+    rd_thread_name("rd-reader");
     rd_wake_unblock();
     for (;;) {
         struct send_job *j = &c->jobs[seq % c->njobs];
@@ -170,6 +172,7 @@ static void *monitor_main(void *arg)
     struct send_ctx *c = arg;
     struct rd_buf *b;
     struct rd_frame f;
+    rd_thread_name("rd-monitor");
     int rc = rd_recv_ctrl_quiet(c->tp, -1, &b, &f);   /* never answers: the network thread is the one sender */
     if (rc == RD_OK) {
         if (f.type == RD_CONFIRM) {

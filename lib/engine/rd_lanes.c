@@ -2,6 +2,7 @@
 
 #include "util/rd_error.h"
 #include "util/rd_numa.h"
+#include "util/rd_thread.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ static void *lane_main(void *arg)
 {
     struct lane_arg *a = arg;
     struct rd_lanes *l = a->l;
+    rd_thread_name("rd-lane%u", a->i);
     if (l->node >= 0)
         (void)rd_numa_run_on(l->node);   /* best effort: off the node is slower, not wrong */
     pthread_mutex_lock(&l->m);

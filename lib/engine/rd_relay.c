@@ -12,6 +12,7 @@
 #include "engine/rd_relay.h"
 
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static void *monitor_main(void *arg)
     struct rd_buf *b;
     struct rd_frame f;
     int ok = 0;
+    rd_thread_name("rd-relay-mon");
     if (rd_recv_ctrl_quiet(r->down, -1, &b, &f) == RD_OK) {   /* the main thread sends on down */
         if (f.type == RD_CONFIRM && rd_end_decode(f.payload, f.length, &r->confirm) == RD_P_OK) {
             memcpy(r->confirm_frame, b->data, sizeof r->confirm_frame);

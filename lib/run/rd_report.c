@@ -1,6 +1,7 @@
 #include "run/rd_report.h"
 #include "util/rd_error.h"
 #include "util/rd_clock.h"
+#include "util/rd_thread.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,7 @@ static void draw(struct rd_report *r, int final)
 static void *progress_main(void *arg)
 {
     struct rd_report *r = arg;
+    rd_thread_name("rd-progress");
     pthread_mutex_lock(&r->lock);
     while (r->running) {
         struct timespec ts;

@@ -17,6 +17,7 @@
 #include "util/rd_queue.h"
 #include "transport/rd_session.h"
 #include "transport/rd_tcp.h"
+#include "util/rd_thread.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -124,6 +125,7 @@ static void *send_worker(void *arg)
     struct worker *w = arg;
     struct stripe *s = w->s;
     struct rd_buf *b;
+    rd_thread_name("rd-tx%d", (int)(w - s->w));
     rd_errctx_bind(NULL);
     while ((b = rd_queue_pop(&w->q))) {
         int rc = rd_tcp_send_frame(w->conn, b->data, b->len);
@@ -155,6 +157,7 @@ static int hung_up(struct rd_transport *conn)
 static void *recv_worker(void *arg)
 {
     struct worker *w = arg;
+    rd_thread_name("rd-rx%d", (int)(w - w->s->w));
     rd_errctx_bind(NULL);
     for (;;) {
         int timed_out;

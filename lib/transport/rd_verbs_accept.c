@@ -15,6 +15,7 @@
  */
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
+#include "util/rd_thread.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -195,6 +196,7 @@ static void *acceptor_main(void *arg)
 {
     struct rd_v_acceptor *a = arg;
     struct rd_v_conn *l = a->l;
+    rd_thread_name("rd-rdma-accept");
     rd_errctx_bind(NULL);
     for (;;) {
         long long now = rd_v_now_ms();

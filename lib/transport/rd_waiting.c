@@ -18,6 +18,7 @@
 #include "wire/rd_proto.h"
 #include "transport/rd_session.h"
 #include "transport/rd_tcp.h"
+#include "util/rd_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,6 +186,7 @@ static void *run_job(void *arg)
 {
     struct job *j = arg;
     struct rd_waiting *w = j->w;
+    rd_thread_name("rd-handshake");
     rd_errctx_bind(NULL);   /* a stranger's failure is a line, never the transfer's error */
     j->first = first_word(j);
     pthread_mutex_lock(&w->lock);

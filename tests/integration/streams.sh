@@ -173,6 +173,28 @@ t_note "rdsend exit after ${dt}s"
 kill_reap "$feeder"
 t_end
 
+# ---------------------------------------------------------------- thread names
+# threads PID: the names of PID's threads (/proc/PID/task/*/comm), sorted, on one line
+threads() { cat /proc/"$1"/task/*/comm 2>/dev/null | LC_ALL=C sort | tr '\n' ' '; }
+t_begin "threads are named for what they do (top -H, perf): lanes, stripes, reader, writer"
+mkfifo "$C/fifo"
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" --lanes 2 "$port" key
+wait_listen "$port" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+start sp "$C/fifo" /dev/null "$C/serr" "$RDSEND" --lanes 2 --streams 2 127.0.0.1 "$port" key
+exec 3> "$C/fifo"
+head -c $((2 << 20)) /dev/zero >&3
+for _ in $(seq 100); do [ "$(stat -c %s "$C/out")" -ge $((2 << 20)) ] && break; sleep 0.05; done
+st=$(threads "$sp") rt=$(threads "$rp")
+exec 3>&-
+wait_pid "$sp" 10; expect_rc $? 0 rdsend "$(head -c 300 "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(head -c 300 "$C/rerr")"
+[ "$st" = "rd-lane0 rd-lane1 rd-monitor rd-reader rd-tx0 rd-tx1 rdsend " ] ||
+    t_fail "rdsend's threads: '$st'"
+[ "$rt" = "rd-lane0 rd-lane1 rd-rx0 rd-rx1 rd-writer rdrecv " ] || t_fail "rdrecv's threads: '$rt'"
+rm -f "$C/fifo"
+t_end
+
 # ---------------------------------------------------------------- errors on either side
 t_begin "wrong key with --streams 3: rdsend 3, rdrecv goes on and serves the right --streams 3 sender"
 port=$(free_port)
