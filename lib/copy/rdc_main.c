@@ -49,8 +49,9 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -r, --recursive     copy directories\n"
-    "  -p, --preserve      modes and times (owners when run as root)\n"
-    "  -a, --archive       -r -p (symlinks are always copied as links unless -L)\n"
+    "  -p, --preserve      modes, ACLs and times (owners when run as root)\n"
+    "  -X, --xattrs        user.* extended attributes of files and directories\n"
+    "  -a, --archive       -r -p -X (symlinks are always copied as links unless -L)\n"
     "  -L, --dereference   follow symlinks in the sources\n"
     "      --resume        skip files already complete at the destination (size, mtime, hash),\n"
     "                      continue partial files (temporary .rdcp.* files) from what they hold\n"
@@ -84,7 +85,7 @@ struct run {
     struct end e[2];   /* 0 = source, 1 = destination */
     struct rdr_init_opts o;    /* --ssh, --transport, --remote-path, -H */
     struct rdr_watch w; /* the links of e[0] and e[1] */
-    int verbose, progress, json, recursive, preserve, follow, resume, nosync;
+    int verbose, progress, json, recursive, preserve, xattrs, follow, resume, nosync;
     char **srcs;
     int nsrc;
     char *dst;
@@ -370,6 +371,8 @@ static int run_copy(struct run *r)
         flags[nf++] = "-r";
     if (r->preserve)
         flags[nf++] = "-p";
+    if (r->xattrs)
+        flags[nf++] = "-X";
     if (r->follow)
         flags[nf++] = "-L";
     if (r->resume)
@@ -507,6 +510,7 @@ int rdc_main(int argc, char **argv)
         { "recursive", no_argument, NULL, 'r' },
         { "preserve", no_argument, NULL, 'p' },
         { "archive", no_argument, NULL, 'a' },
+        { "xattrs", no_argument, NULL, 'X' },
         { "dereference", no_argument, NULL, 'L' },
         { "verbose", no_argument, NULL, 'v' },
         { "progress", no_argument, NULL, 'P' },
@@ -523,11 +527,12 @@ int rdc_main(int argc, char **argv)
         r.e[i].l.wfd = r.e[i].l.rfd = -1;
     r.progress = -1;
     int c;
-    while ((c = getopt_long(argc, argv, "rpaLvPH:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "rpaXLvPH:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'r': r.recursive = 1; break;
         case 'p': r.preserve = 1; break;
-        case 'a': r.recursive = r.preserve = 1; break;
+        case 'a': r.recursive = r.preserve = r.xattrs = 1; break;
+        case 'X': r.xattrs = 1; break;
         case 'L': r.follow = 1; break;
         case 'v': r.verbose++; break;
         case 'P': r.progress = 1; break;

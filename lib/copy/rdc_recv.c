@@ -15,6 +15,7 @@
 #include "copy/rdc_recv_int.h"
 #include "copy/rdc_anon.h"
 #include "copy/rdc_safe.h"
+#include "copy/rdc_xattr.h"
 #include "copy/rdc_set.h"
 #include "copy/rdc_tree.h"
 
@@ -46,6 +47,15 @@ void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e)
 {
     char *p = rdc_rcv_disp(r, rel);
     rd_warn("%s '%s': %s", what, p, strerror(e));
+    free(p);
+    r->errors++;
+}
+
+void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int e)
+{
+    char *p = rdc_rcv_disp(r, rel), *n = rdc_shown(name ? name : "");
+    rd_warn("cannot set extended attribute '%s' of '%s': %s", n, p, strerror(e));
+    free(n);
     free(p);
     r->errors++;
 }
@@ -156,6 +166,8 @@ static void clear_file(struct rdc_rcv *r)
     free(r->final);
     free(r->name);
     free(r->tmp);
+    free(r->xattr);
+    r->xattr = NULL;
     r->final = r->name = r->tmp = NULL;
     r->fd = -1;
     r->in_file = 0;
@@ -330,6 +342,13 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     if (r->preserve && r->owners && fchown(fd, r->m.uid, r->m.gid))
         rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
     final_mode(r, fd, r->m.mode);
+    if (r->xattr) {   /* after the owner: a chown clears some attributes */
+        char *bad = NULL;
+        int e = rdc_xattr_apply(fd, r->xattr, r->xattr_len, &bad);
+        if (e)
+            rdc_rcv_xattr_err(r, bad, r->final, e);
+        free(bad);
+    }
     if (r->times) {
         struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
         futimens(fd, ts);
@@ -389,6 +408,8 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
     if (r->preserve && r->owners && fchown(fd, j->m.uid, j->m.gid))
         j->owner_err = errno;
     final_mode(r, fd, j->m.mode);
+    if (j->xattr)
+        j->xattr_err = rdc_xattr_apply(fd, j->xattr, j->xattr_len, &j->xattr_failed);
     if (r->times) {
         struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
         futimens(fd, ts);
@@ -438,6 +459,8 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
 {
     if (j->owner_err)
         rdc_rcv_err(r, "cannot set the owner of", j->final, j->owner_err);
+    if (j->xattr_err)
+        rdc_rcv_xattr_err(r, j->xattr_failed, j->final, j->xattr_err);
     if (j->what) {
         rdc_rcv_err(r, j->what, j->final, j->err);
         return;
@@ -539,7 +562,7 @@ static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta 
         if (!r->dirs)
             abort();
     }
-    r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m, drop };
+    r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m, drop, NULL, 0 };
 }
 
 /* a file or symlink in the way of a new link (never a directory) */
@@ -570,12 +593,14 @@ static void skip_subtree(struct rdc_rcv *r, const char *rel, size_t n)
 
 void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m)
 {
+    r->xdir = -1;
     if (!r->root || skipped_path(r, path, pl))
         return;
     char *t = strndup(path, pl), *f = rdc_join(r->root, t);
     free(t);
     if (!*f) {   /* the DST directory itself */
         add_dirmeta(r, f, m, 0);
+        r->xdir = (long)r->ndirs - 1;
         r->ndir++;
         free(f);
         return;
@@ -600,6 +625,7 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     } else {
         rdc_set_add(&r->made_dirs, f);
         add_dirmeta(r, f, m, made && !r->preserve ? 0700 & ~m->mode : 0);
+        r->xdir = (long)r->ndirs - 1;
         r->ndir++;
     }
     free(f);
@@ -759,3 +785,54 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
     free(f);
 }
 
+
+struct xrefused {
+    struct rdc_rcv *r;
+    const char *rel;
+};
+
+static void xattr_refused(void *ctx, const char *name, size_t n)
+{
+    struct xrefused *x = ctx;
+    char *nm = strndup(name, n), *sn = rdc_shown(nm ? nm : ""), *p = rdc_rcv_disp(x->r, x->rel);
+    rd_warn("refusing extended attribute '%s' of '%s': not a user.* attribute (-X) or an ACL (-p)",
+            sn, p);
+    free(p);
+    free(sn);
+    free(nm);
+    x->r->errors++;
+}
+
+void rdc_rcv_xattrs(struct rdc_rcv *r, const unsigned char *p, size_t n)
+{
+    int dir = r->xfor == 'd';
+    const char *rel = dir ? (r->xdir >= 0 ? r->dirs[r->xdir].path : NULL)
+                          : (r->in_file && !r->discard ? r->final : NULL);
+    if (!rel)   /* its file or directory was refused or dropped: said already */
+        return;
+    struct xrefused x = { r, rel };
+    size_t kl = 0;
+    unsigned char *kept = rdc_xattr_filter(p, n, r->xattrs, dir, &kl, xattr_refused, &x);
+    if (!kept)
+        return;
+    if (dir) {
+        struct dirmeta *d = &r->dirs[r->xdir];
+        if (r->dir_xattr_bytes + kl > RDC_DIR_XATTR_BYTES) {
+            rdc_rcv_xattr_err(r, "", rel, E2BIG);
+            free(kept);
+            return;
+        }
+        r->dir_xattr_bytes += kl;
+        free(d->xattr);
+        d->xattr = kept;
+        d->xattr_len = kl;
+    } else if (r->job) {
+        free(r->job->xattr);
+        r->job->xattr = kept;
+        r->job->xattr_len = kl;
+    } else {
+        free(r->xattr);
+        r->xattr = kept;
+        r->xattr_len = kl;
+    }
+}

@@ -8,9 +8,10 @@
 
 struct rdc_rcv;
 
-/* A receiver that builds the tree under dst (nsrc sources; preserve = -p; nosync: do not make
- * the tree durable before finish returns). NULL (message said) when dst cannot be used. */
-struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int nosync);
+/* A receiver that builds the tree under dst (nsrc sources; preserve = -p, which takes ACLs too;
+ * xattrs = -X, user.* attributes; nosync: do not make the tree durable before finish
+ * returns). NULL (message said) when dst cannot be used. */
+struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs, int nosync);
 /* Files bigger than size fail on their own (the fuzzer's guard: a record claiming 1 TB would
  * preallocate it). Default: no limit. */
 void rdc_rcv_max_file(struct rdc_rcv *r, uint64_t size);

@@ -36,9 +36,13 @@ struct rdc_job {
     struct rdc_meta m;
     uint64_t size;
     unsigned char *data;      /* size bytes (holes of the stream already zeros) */
-    /* outcome: what failed (NULL: renamed into place), errno; owner_err: fchown's errno */
+    unsigned char *xattr;     /* its 'x' record's body as taken (rdc_xattr.h), or NULL */
+    size_t xattr_len;
+    /* outcome: what failed (NULL: renamed into place), errno; owner_err: fchown's errno;
+     * xattr_err: fsetxattr's errno for the attribute xattr_failed (malloc'd) */
     const char *what;
-    int err, owner_err;
+    int err, owner_err, xattr_err;
+    char *xattr_failed;
 };
 
 /* The worker pool: at most RDC_POOL_JOBS jobs and RDC_POOL_BYTES bytes in flight (queued,
@@ -62,11 +66,17 @@ struct dirmeta {
     char *path;               /* relative to base */
     struct rdc_meta m;
     mode_t drop;              /* without -p: owner bits to take back once its files are in */
+    unsigned char *xattr;     /* its attributes, set with the rest of its metadata at the end */
+    size_t xattr_len;
 };
+/* what the directories' attributes may hold until the end (a hostile source sending a 128 KiB
+ * 'x' record per directory would otherwise grow the receiver without bound) */
+#define RDC_DIR_XATTR_BYTES (64u << 20)
 
 struct rdc_rcv {
     const char *dst;
     int dst_is_dir, dst_exists, nsrc, preserve, owners, times, nosync;
+    unsigned xattrs;          /* the attribute families taken (RDC_XATTR_*): -p ACLs, -X user.* */
     uint64_t max_file;        /* bigger files fail (EFBIG): the fuzzer's guard */
     int base;                 /* DST (dst_is_dir) or DST's directory: every path is beneath it */
     char *pre;                /* "" or DST's name in base */
@@ -89,6 +99,13 @@ struct rdc_rcv {
     uint64_t size, hpos;
     struct rdc_meta m;
     int hashed;               /* its end record's hash is checked (not RDC_F_NOHASH) */
+    unsigned char *xattr;     /* its attributes (rdc_xattr.h), when written by this thread */
+    size_t xattr_len;
+    /* what an 'x' record would belong to: 'f' the current file, 'd' the directory of the last
+     * record (dirs[xdir], or none when xdir < 0), 0 nothing: an 'x' there is malformed */
+    char xfor;
+    long xdir;
+    uint64_t dir_xattr_bytes;
     XXH3_state_t *hs;
     /* a 'D' record being consumed */
     uint64_t data_left, data_off;
@@ -106,6 +123,8 @@ struct rdc_rcv {
 char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel);
 /* one line "WHAT 'path': strerror(e)", counted as an error */
 void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e);
+/* one line "cannot set extended attribute 'NAME' of 'path': strerror(e)", counted */
+void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int e);
 
 /* the records ('R', 'd', 'f', 'l', 'h'; paths as they came, not NUL-terminated) */
 void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl);
@@ -116,6 +135,8 @@ void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct r
 void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, const char *t,
                      size_t tl);
 void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root, const char *t, size_t tl);
+/* an 'x' record's body (checked by rdc_xattr_parse) for what r->xfor says */
+void rdc_rcv_xattrs(struct rdc_rcv *r, const unsigned char *p, size_t n);
 /* the current file: n bytes of a 'D' record, and its 'e' record */
 void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n);
 void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char want[16]);

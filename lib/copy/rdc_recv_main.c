@@ -32,10 +32,10 @@ int rdc_tree_recv_main(int argc, char **argv)
     struct rd_opts o;
     rdc_end_init(&o);
     o.timeout_s = 120;
-    int resume = 0, nsrc = 1, preserve = 0, nosync = 0;
+    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+rLpXv", opts, NULL)) != -1) {
         switch (c) {
         case 't': o.transport = rdc_end_transport(optarg); break;
         case 'F': o.ready_fd = atoi(optarg); break;
@@ -44,6 +44,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         case 'R': resume = 1; break;
         case 'n': nsrc = atoi(optarg); break;
         case 'p': preserve = 1; break;
+        case 'X': xattrs = 1; break;
         case OPT_NO_SYNC: nosync = 1; break;
         case 'r': case 'L': break;
         case 'v': o.verbose++; break;
@@ -55,7 +56,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         rd_warn("tree-recv: missing key, ready fd or destination");
         return 1;
     }
-    struct rdc_rcv *r = rdc_rcv_new(argv[optind], nsrc, preserve, nosync);
+    struct rdc_rcv *r = rdc_rcv_new(argv[optind], nsrc, preserve, xattrs, nosync);
     if (!r)
         return RD_EIO;
     o.key = strdup(key);

@@ -43,6 +43,8 @@ void rdc_job_free(struct rdc_job *j)
     free(j->final);
     free(j->name);
     free(j->data);
+    free(j->xattr);
+    free(j->xattr_failed);
     free(j);
 }
 

@@ -8,6 +8,7 @@
 #include "copy/rdc_flush.h"
 #include "copy/rdc_manifest.h"
 #include "copy/rdc_safe.h"
+#include "copy/rdc_xattr.h"
 
 #include "util/rd_error.h"
 
@@ -27,6 +28,19 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
     size_t pl = 0, tl = 0;
     const char *path = NULL, *t = NULL;
     struct rdc_meta m;
+    if (type == 'x') {
+        size_t len = 0;
+        int ok = rdc_xattr_parse(p + 1, n - 1, &len);
+        if (ok <= 0)
+            return ok;
+        if (!r->xfor)   /* it follows no file or directory header */
+            return -1;
+        rdc_rcv_xattrs(r, p + 1, len);
+        r->xfor = 0;
+        return (ssize_t)(1 + len);
+    }
+    if (n > 0)
+        r->xfor = 0;
     switch (type) {
     case 'R': {
         uint32_t idx = rdc_get_u32(&rd);
@@ -47,6 +61,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         if (r->in_file)
             return -1;
         rdc_rcv_dir(r, path, pl, &m);
+        r->xfor = 'd';
         return (ssize_t)rd.off;
     case 'f': {
         path = rdc_get_str(&rd, &pl);
@@ -59,6 +74,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         if (r->in_file || start > size)
             return -1;
         rdc_rcv_file(r, path, pl, &m, size, start, flags, t, tl);
+        r->xfor = 'f';
         return (ssize_t)rd.off;
     }
     case 'D': {
@@ -184,7 +200,7 @@ int rdc_rcv_finish(void *ctx)
     for (size_t i = r->ndirs; i-- > 0;) {   /* deepest first: a read-only dir last */
         struct dirmeta *d = &r->dirs[i];
         struct stat st;
-        if (!r->preserve && !r->times && !d->drop)
+        if (!r->preserve && !r->times && !d->drop && !d->xattr)
             continue;
         int fd = rdc_open_beneath(r->base, d->path);
         if (fd < 0)
@@ -196,6 +212,11 @@ int rdc_rcv_finish(void *ctx)
         } else if (d->drop && fstat(fd, &st) == 0) {   /* never wider than it was made */
             fchmod(fd, st.st_mode & 07777 & ~d->drop);
         }
+        char *bad = NULL;
+        int e = d->xattr ? rdc_xattr_apply(fd, d->xattr, d->xattr_len, &bad) : 0;
+        if (e)
+            rdc_rcv_xattr_err(r, bad, d->path, e);
+        free(bad);
         if (r->times) {
             struct timespec ts[2] = { { d->m.mtime_s, d->m.mtime_ns }, { d->m.mtime_s, d->m.mtime_ns } };
             futimens(fd, ts);
@@ -213,7 +234,7 @@ int rdc_rcv_finish(void *ctx)
     return RD_OK;
 }
 
-struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int nosync)
+struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs, int nosync)
 {
     struct rdc_rcv *r = calloc(1, sizeof *r);
     if (!r)
@@ -225,6 +246,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int nosync)
     r->preserve = preserve;
     r->nosync = nosync;
     r->times = preserve;
+    r->xattrs = (preserve ? RDC_XATTR_ACLS : 0) | (xattrs ? RDC_XATTR_USER : 0);
     r->max_file = UINT64_MAX;
     r->owners = preserve && geteuid() == 0;
     struct stat st;
@@ -309,8 +331,10 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_pool_stop(r);
     rdc_flush_stop(r->flush);
     rdc_job_free(r->job);
-    for (size_t i = 0; i < r->ndirs; i++)
+    for (size_t i = 0; i < r->ndirs; i++) {
         free(r->dirs[i].path);
+        free(r->dirs[i].xattr);
+    }
     free(r->dirs);
     for (size_t i = 0; i < r->nroots; i++)
         free(r->roots[i]);
@@ -322,6 +346,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     free(r->final);
     free(r->name);
     free(r->tmp);
+    free(r->xattr);
     free(r->pdir);
     free(r->pre);
     if (r->fd >= 0)

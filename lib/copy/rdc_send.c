@@ -7,6 +7,7 @@
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
 #include "copy/rdc_walk.h"
+#include "copy/rdc_xattr.h"
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
@@ -44,6 +45,7 @@ struct link_ent {
 
 struct snd {
     int recursive, follow, resume;
+    unsigned xattrs;           /* attribute families sent (rdc_xattr.h): -p ACLs, -X user.* */
     char **srcs;
     int nsrc, next_src;
     uint32_t root;             /* index of the current root */
@@ -79,6 +81,16 @@ static void err_path(struct snd *s, const char *what, const char *path, int e)
     rd_warn("%s '%s': %s", what, p, strerror(e));
     free(p);
     s->errors++;
+}
+
+/* the 'x' record of a file (fd) or directory (path) just put in pend, when it has any */
+static void put_xattrs(struct snd *s, int fd, const char *path, int dir)
+{
+    if (s->xattrs && rdc_xattr_record(&s->pend, fd, path, s->follow, s->xattrs, dir))
+        err_path(s, errno == E2BIG || errno == ERANGE ? "not copied: extended attributes (more than "
+                                                        "128 KiB) of"
+                                                      : "cannot read the extended attributes of",
+                 path, errno == ERANGE ? E2BIG : errno);
 }
 
 static void meta_of(const struct stat *st, struct rdc_meta *m)
@@ -283,6 +295,8 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     rdc_put_u8(&s->pend, flags);
     rdc_put_str(&s->pend, tmp, strlen(tmp));
     s->files++;
+    if (!(flags & RDC_F_SKIP))
+        put_xattrs(s, fd, fs, 0);
     if (flags & RDC_F_SKIP) {
         s->skipped += size;
         close(fd);
@@ -328,6 +342,7 @@ static void walk(struct snd *s)
             rdc_put_u8(&s->pend, 'd');
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
             rdc_put_meta(&s->pend, &m);
+            put_xattrs(s, -1, e.fs, 1);
             s->dirs++;
             break;
         case RDC_E_FILE:
@@ -590,7 +605,7 @@ int rdc_tree_send_main(int argc, char **argv)
     int count = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+rLpv", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+rLpXv", opts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.port = optarg; break;
@@ -605,7 +620,9 @@ int rdc_tree_send_main(int argc, char **argv)
         case 'c': count = 1; break;
         case 'r': s.recursive = 1; break;
         case 'L': s.follow = 1; break;
-        case 'p': case 'S': break;
+        case 'p': s.xattrs |= RDC_XATTR_ACLS; break;
+        case 'X': s.xattrs |= RDC_XATTR_USER; break;
+        case 'S': break;
         case 'v': o.verbose++; break;
         default: return 1;
         }

@@ -2,7 +2,7 @@
  * fed arbitrary record streams against a real directory.
  *
  * Made once: a scratch directory W holding dst/ (the destination) and canary/ (a file and a
- * directory beside it). Input byte 0 picks the options: bit 0 -p, bit 1 two sources, bit 2
+ * directory beside it). Input byte 0 picks the options: bit 0 -p -X, bit 1 two sources, bit 2
  * DST is the missing W/dst/new instead of W/dst, bits 3-7 the size of the pieces the rest is
  * fed in (1 + 37 * n bytes: records split anywhere). The rest is the stream. After each input
  * nothing may have appeared, vanished or changed outside W/dst (else abort()), and W/dst is
@@ -155,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++;
     size--;
     size_t piece = 1 + 37 * (size_t)(opt >> 3);
-    struct rdc_rcv *r = rdc_rcv_new(opt & 4 ? NEW : DST, opt & 2 ? 2 : 1, opt & 1, 1);
+    struct rdc_rcv *r = rdc_rcv_new(opt & 4 ? NEW : DST, opt & 2 ? 2 : 1, opt & 1, opt & 1, 1);
     if (!r)
         die("rdc_rcv_new");
     rdc_rcv_max_file(r, 1 << 20);   /* no fuzzed size may preallocate the disk full */

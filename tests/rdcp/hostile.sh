@@ -261,6 +261,69 @@ r=1; [ "$(cat "$S/dst/good")" = hello ] && [ ! -e "$S/dst/bad" ] && [ "$(stat -c
     [ -z "$(find "$S/dst" -name '.rdcp.*')" ] && r=0
 [ $r = 0 ] && ok "  ... the others are copied" || bad "  ... the others are copied" "$(ls -la "$S/dst" | tr '\n' ' ')"
 
+# extended attributes: a receiver takes user.* with -X and ACLs with -p, nothing else (file
+# capabilities or overlayfs' trusted.* from a hostile source would grant privileges); on the
+# files its workers write (TREEGEN_NOHASH=1) and on those its stream thread writes
+xattrs() {   # xattrs PATH: its attributes, one "name=value" a line (values as getfattr -e text)
+    getfattr -h -d -m - --absolute-names "$1" 2>/dev/null | grep -v '^#' | grep . | LC_ALL=C sort | tr '\n' ' '
+}
+for nohash in 1 0; do
+    EXPECT="^rdcp: refusing extended attribute 'security\.capability' of $D/sub': not a user\.\* attribute \(-X\) or an ACL \(-p\)
+^rdcp: refusing extended attribute 'trusted\.overlay\.opaque' of $D/sub/f': not a user
+^rdcp: refusing extended attribute 'system\.posix_acl_default' of $D/sub/f': not a user
+^rdcp: refusing extended attribute 'plain' of $D/sub/big': not a user
+^rdcp: cannot set extended attribute 'system\.posix_acl_access' of $D/sub/acl': "
+    TREEGEN_NOHASH=$nohash case_ "extended attributes (-p -X, nohash $nohash): user.* and ACLs set; security.*, trusted.*, a file's default ACL refused; a bad ACL fails alone" 23 -p -X <<EOF
+R 0 d 1 x
+d sub
+A security.capability \x01\x00\x00\x02
+a user.dir D1
+A user.ok yes
+A trusted.overlay.opaque y
+A system.posix_acl_default x
+f sub/f hello
+A plain x
+A user.big @3000
+f sub/big @1100000
+A system.posix_acl_access garbage
+f sub/acl hello
+f sub/after hello
+Z
+EOF
+    want="user.dir=\"D1\" "
+    r=1; [ "$(xattrs "$S/dst/sub")" = "$want" ] && [ "$(xattrs "$S/dst/sub/f")" = 'user.ok="yes" ' ] &&
+        [ "$(getfattr --only-values -n user.big "$S/dst/sub/big" 2>/dev/null | wc -c)" = 3000 ] &&
+        [ "$(cat "$S/dst/sub/acl")" = hello ] && [ -z "$(xattrs "$S/dst/sub/acl")" ] &&
+        [ -z "$(xattrs "$S/dst/sub/after")" ] && r=0
+    [ $r = 0 ] && ok "  ... exactly the attributes taken are there" ||
+        bad "  ... exactly the attributes taken are there" "sub: $(xattrs "$S/dst/sub") f: $(xattrs "$S/dst/sub/f") acl: $(xattrs "$S/dst/sub/acl")"
+done
+EXPECT="^rdcp: refusing extended attribute 'user\.x' of $D/f1': not a user
+^rdcp: refusing extended attribute 'system\.posix_acl_access' of $D/f1': not a user"
+case_ "extended attributes the receiver was not asked for (no -p, no -X) are refused, the file copied" 23 <<EOF
+R 0 d 1 x
+A user.x y
+A system.posix_acl_access y
+f f1 hello
+Z
+EOF
+[ "$(cat "$S/dst/f1")" = hello ] && [ -z "$(xattrs "$S/dst/f1")" ] && ok "  ... f1 is there, without them" ||
+    bad "  ... f1 is there, without them" "$(xattrs "$S/dst/f1")"
+EXPECT="^rdcp: .*malformed record"
+case_ "an 'x' record after a symlink (it belongs to no file or directory): the stream is broken, exit 4" 4 -X <<EOF
+R 0 d 1 x
+l ln target
+a user.x y
+Z
+EOF
+EXPECT="^rdcp: .*malformed record"
+case_ "an attribute value over 64 KiB: the stream is broken, exit 4" 4 -X <<EOF
+R 0 d 1 x
+d sub
+a user.v @65537
+Z
+EOF
+
 # --resume: the manifest of DST (what it already holds) must not list what a symlink in DST
 # points to
 rm -rf "$S/dst" "$W/port" && mkdir -p "$S/dst/sub" && echo own > "$S/dst/sub/own" && ln -s "$CAN/dir" "$S/dst/out" && ln -s "$CAN" "$S/dst/sub/up"

@@ -386,6 +386,52 @@ else
     chmod -R u+w "$T"/acl-* 2> /dev/null; rm -rf "$T"/acl-*
 fi
 
+# extended attributes as cp keeps them: -p the ACLs (with the mode, as cp -p), -X user.*, -a
+# both; security.* and trusted.* never. A directory's default ACL is set once its files are in
+# (as cp -a and tar do), so a file without an ACL in the source gets none from it. Small files
+# (the workers, with and without O_TMPFILE), one over the pool's 1 MiB (the stream thread).
+name="extended attributes and ACLs (remote -> remote): -a keeps user.* and ACLs, -p ACLs only, -r none; security.*, trusted.* never; small and big files, O_TMPFILE on and off"
+if ! command -v setfattr > /dev/null || ! command -v setfacl > /dev/null; then
+    check "$name" 1 "no setfattr or setfacl (apt-get install attr acl)"
+else
+    X=$T/xa why=
+    rm -rf "$X" && mkdir -p "$X/src/sub" && echo small > "$X/src/small" && echo plain > "$X/src/sub/plain" &&
+        head -c $(((1 << 20) + 5)) /dev/urandom > "$X/src/big" &&
+        setfattr -n user.color -v blue "$X/src/small" && setfattr -n user.bin -v 0sAAECAwQ= "$X/src/small" &&
+        setfattr -n user.long -v "$(head -c 3000 /dev/zero | tr '\0' L)" "$X/src/big" &&
+        setfattr -n user.dir -v yes "$X/src/sub" && setfattr -n trusted.secret -v no "$X/src/small" &&
+        setfattr -n security.private -v no "$X/src/small" &&
+        setfacl -m u:nobody:r,g:nogroup:rw "$X/src/small" && setfacl -m u:nobody:rwx "$X/src/sub" &&
+        setfacl -d -m u:nobody:rx "$X/src/sub" && chmod 640 "$X/src/big" || why="setup failed"
+    # every attribute but security.* and trusted.*, and the ACLs, of the tree
+    dump() { (cd "$1" && getfattr -R -h -d -m '^(user|system)\.' -e hex . 2>/dev/null; getfacl -R -p . 2>/dev/null); }
+    acls() { (cd "$1" && getfacl -R -p --skip-base . 2>/dev/null); }
+    users() { (cd "$1" && getfattr -R -h -d -m '^user\.' . 2>/dev/null); }
+    [ -n "$why" ] || for v in a a-RDCP_NO_TMPFILE=1 rp r; do
+        d="$X/dst-${v/=/-}"
+        rm -rf "$d"
+        case $v in
+            a-*) on_h0 env "${v#a-}" timeout 120 rdcp --no-progress -a "$X/src" "$d" 2> "$T/err" ;;   # local agents see the env
+            *) rdcp_h0 -$v h1:"$X/src" h2:"$d" 2> "$T/err" ;;
+        esac || { why="$v: rc=$? $(head -3 "$T/err" | tr '\n' ' ')"; break; }
+        [ -s "$T/err" ] && { why="$v: stderr: $(head -3 "$T/err" | tr '\n' ' ')"; break; }
+        cmp -s "$X/src/big" "$d/big" && [ "$(cat "$d/small")" = small ] || { why="$v: contents differ"; break; }
+        case $v in
+            a*) [ "$(dump "$X/src")" = "$(dump "$d")" ] || { why="$v: attributes differ: $(diff <(dump "$X/src") <(dump "$d") | head -6 | tr '\n' ' ')"; break; } ;;
+            rp) [ "$(acls "$X/src")" = "$(acls "$d")" ] && [ -z "$(users "$d")" ] ||
+                   { why="rp: ACLs differ or user.* copied: $(diff <(acls "$X/src") <(acls "$d") | head -4 | tr '\n' ' ') $(users "$d" | head -3 | tr '\n' ' ')"; break; } ;;
+            r) [ -z "$(acls "$d")" ] && [ -z "$(users "$d")" ] || { why="r: attributes copied: $(acls "$d" | head -3 | tr '\n' ' ')"; break; } ;;
+        esac
+        getfattr -R -h -d -m '^(trusted|security)\.' "$d" 2>/dev/null | grep -q . && { why="$v: trusted.* or security.* copied"; break; }
+    done
+    # the test's own check: the source has what it compares
+    [ -n "$why" ] || [ "$(users "$X/src" | grep -c '^user\.')" = 4 ] && [ "$(acls "$X/src" | grep -c '^default:user:nobody')" = 1 ] ||
+        why="${why:-the source lacks its attributes}"
+    r=1; [ -z "$why" ] && r=0
+    check "$name" $r "$why"
+    rm -rf "$X"
+fi
+
 # special files as cp -r copies them: a FIFO and a socket are made again (empty), with their
 # modes (and times with -a); a device node is not copied, and says so: exit 23
 name="special files (remote -> remote, -a): FIFO and socket made with mode and time, a device node refused with exit 23, the rest copied"

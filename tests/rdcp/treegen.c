@@ -13,6 +13,10 @@
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
  *                                  else is what a hostile source might try, c or b a device)
+ *   a NAME VALUE                   an 'x' record (extended attributes) of one attribute, here
+ *                                  (honest after a 'd'); VALUE "@N": N bytes 'v'
+ *   A NAME VALUE                   an attribute for the next f, s or x line: its 'x' record
+ *                                  goes right after that file's header, as rdcp sends it
  *   Z                              end of tree
  * A PATH of "-" is the empty path (the root itself).
  * TREEGEN_NOHASH=1 in the environment: 'f' files are sent as rdcp's sender sends a whole file,
@@ -45,6 +49,38 @@ static void meta(uint32_t mode, int64_t mtime)
 }
 
 /* unescape in place; returns the length */
+/* the attributes the next file carries (A lines) */
+static struct { char name[512], *value; size_t nl, vl; } xq[8];
+static int nxq;
+
+static void xattr_value(const char *w, size_t l, char **v, size_t *vl)
+{
+    if (w[0] == '@') {
+        *vl = (size_t)atoll(w + 1);
+        *v = malloc(*vl + 1);
+        memset(*v, 'v', *vl);
+    } else {
+        *vl = l;
+        *v = malloc(l + 1);
+        memcpy(*v, w, l);
+    }
+}
+
+/* an 'x' record of the queued attributes */
+static void put_xq(void)
+{
+    if (!nxq)
+        return;
+    u8('x');
+    u32((uint32_t)nxq);
+    for (int i = 0; i < nxq; i++) {
+        str(xq[i].name, xq[i].nl);
+        str(xq[i].value, xq[i].vl);
+        free(xq[i].value);
+    }
+    nxq = 0;
+}
+
 static size_t unesc(char *w)
 {
     size_t o = 0;
@@ -120,6 +156,7 @@ int main(void)
             u64(0);
             u8(c == 's' ? 1 : c == 'f' && nohash ? 4 : 0);
             str("", 0);
+            put_xq();
             if (c == 's')
                 continue;
             for (size_t off = 0; off < size; off += 65536) {
@@ -156,6 +193,13 @@ int main(void)
             str(w[1], l[1]);
             meta(n > 3 ? (uint32_t)strtoul(w[3], NULL, 8) : 0644, mtime);
             u8((unsigned char)w[2][0]);
+        } else if ((c == 'a' || c == 'A') && n == 3 && nxq < 8 && l[1] < sizeof xq[0].name) {
+            memcpy(xq[nxq].name, w[1], l[1]);
+            xq[nxq].nl = l[1];
+            xattr_value(w[2], l[2], &xq[nxq].value, &xq[nxq].vl);
+            nxq++;
+            if (c == 'a')
+                put_xq();
         } else if (c == 'Z') {
             u8('Z');
         } else {

@@ -1,0 +1,187 @@
+/* rdc_xattr.c - see rdc_xattr.h */
+#include "copy/rdc_xattr.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+static const char ACL_ACCESS[] = "system.posix_acl_access";
+static const char ACL_DEFAULT[] = "system.posix_acl_default";
+
+static int is(const char *name, size_t n, const char *s)
+{
+    return n == strlen(s) && memcmp(name, s, n) == 0;
+}
+
+int rdc_xattr_wanted(const char *name, size_t n, unsigned which, int dir)
+{
+    if (n == 0 || n > RDC_XATTR_MAX_NAME || memchr(name, '\0', n))
+        return 0;
+    if (which & RDC_XATTR_ACLS) {
+        if (is(name, n, ACL_ACCESS) || (dir && is(name, n, ACL_DEFAULT)))
+            return 1;
+    }
+    return (which & RDC_XATTR_USER) && n > 5 && memcmp(name, "user.", 5) == 0;
+}
+
+static ssize_t list(int fd, const char *path, int follow, char *buf, size_t n)
+{
+    if (fd >= 0)
+        return flistxattr(fd, buf, n);
+    return follow ? listxattr(path, buf, n) : llistxattr(path, buf, n);
+}
+
+static ssize_t get(int fd, const char *path, int follow, const char *name, void *buf, size_t n)
+{
+    if (fd >= 0)
+        return fgetxattr(fd, name, buf, n);
+    return follow ? getxattr(path, name, buf, n) : lgetxattr(path, name, buf, n);
+}
+
+int rdc_xattr_record(struct rdc_buf *b, int fd, const char *path, int follow, unsigned which,
+                     int dir)
+{
+    char *names = NULL;
+    ssize_t ln;
+    for (size_t cap = 1024;; cap *= 2) {   /* the list can grow between the calls */
+        char *q = realloc(names, cap);
+        if (!q)
+            abort();
+        names = q;
+        ln = list(fd, path, follow, names, cap);
+        if (ln >= 0 || errno != ERANGE || cap >= RDC_MAX_HDR)
+            break;
+    }
+    if (ln <= 0) {   /* most files: none */
+        int e = errno;
+        free(names);
+        if (ln == 0 || e == ENOTSUP)   /* a filesystem without attributes has none to copy */
+            return 0;
+        errno = e;
+        return -1;
+    }
+    struct rdc_buf body = { 0 };
+    uint32_t count = 0;
+    unsigned char *value = malloc(RDC_XATTR_MAX_VALUE);
+    if (!value)
+        abort();
+    int rc = 0;
+    for (ssize_t i = 0; i < ln;) {
+        const char *name = names + i;
+        size_t nl = strnlen(name, (size_t)(ln - i));
+        i += (ssize_t)nl + 1;
+        if (!rdc_xattr_wanted(name, nl, which, dir))
+            continue;
+        ssize_t vl = get(fd, path, follow, name, value, RDC_XATTR_MAX_VALUE);
+        if (vl < 0) {
+            if (errno == ENODATA)   /* removed meanwhile */
+                continue;
+            rc = -1;
+            break;
+        }
+        rdc_put_str(&body, name, nl);
+        rdc_put_str(&body, (const char *)value, (size_t)vl);
+        count++;
+        if (body.len + 16 > RDC_MAX_HDR) {
+            errno = E2BIG;
+            rc = -1;
+            break;
+        }
+    }
+    int e = errno;
+    if (rc == 0 && count) {
+        rdc_put_u8(b, 'x');
+        rdc_put_u32(b, count);
+        rdc_put(b, body.p, body.len);
+    }
+    free(value);
+    free(names);
+    rdc_buf_free(&body);
+    errno = e;
+    return rc;
+}
+
+static void skip(struct rdc_rd *rd, size_t n)
+{
+    if (rd->short_ || rd->n - rd->off < n)
+        rd->short_ = 1;
+    else
+        rd->off += n;
+}
+
+int rdc_xattr_parse(const unsigned char *p, size_t n, size_t *len)
+{
+    struct rdc_rd rd = { p, n, 0, 0 };
+    uint32_t count = rdc_get_u32(&rd);
+    if (!rd.short_ && count > RDC_MAX_HDR / 8)   /* each pair takes 8 bytes at least */
+        return -1;
+    /* each length is judged as soon as it is here, before the bytes it announces */
+    for (uint32_t i = 0; i < count && !rd.short_; i++) {
+        uint32_t nl = rdc_get_u32(&rd);
+        if (!rd.short_ && (nl == 0 || nl > RDC_XATTR_MAX_NAME))
+            return -1;
+        skip(&rd, nl);
+        uint32_t vl = rdc_get_u32(&rd);
+        if (!rd.short_ && vl > RDC_XATTR_MAX_VALUE)
+            return -1;
+        skip(&rd, vl);
+    }
+    if (rd.short_)
+        return 0;
+    *len = rd.off;
+    return 1;
+}
+
+unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which, int dir, size_t *out_len,
+                                void (*refused)(void *ctx, const char *name, size_t n), void *ctx)
+{
+    struct rdc_rd rd = { p, n, 0, 0 };
+    uint32_t count = rdc_get_u32(&rd), kept = 0;
+    struct rdc_buf body = { 0 };
+    rdc_put_u32(&body, 0);
+    for (uint32_t i = 0; i < count && !rd.short_; i++) {
+        size_t nl = 0, vl = 0;
+        const char *name = rdc_get_str(&rd, &nl);
+        const char *value = rdc_get_str(&rd, &vl);
+        if (rd.short_)
+            break;
+        if (!rdc_xattr_wanted(name, nl, which, dir)) {
+            refused(ctx, name, nl);
+            continue;
+        }
+        rdc_put_str(&body, name, nl);
+        rdc_put_str(&body, value, vl);
+        kept++;
+    }
+    if (!kept) {
+        rdc_buf_free(&body);
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++)
+        body.p[i] = (unsigned char)(kept >> (8 * i));
+    *out_len = body.len;
+    return body.p;
+}
+
+int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
+{
+    struct rdc_rd rd = { p, n, 0, 0 };
+    uint32_t count = rdc_get_u32(&rd);
+    for (uint32_t i = 0; i < count && !rd.short_; i++) {
+        size_t nl = 0, vl = 0;
+        const char *name = rdc_get_str(&rd, &nl);
+        const char *value = rdc_get_str(&rd, &vl);
+        if (rd.short_)
+            break;
+        char *nm = strndup(name, nl);
+        if (!nm)
+            abort();
+        if (fsetxattr(fd, nm, value, vl, 0)) {
+            *failed = nm;
+            return errno;
+        }
+        free(nm);
+    }
+    return 0;
+}
