@@ -133,25 +133,36 @@ int rdc_xattr_parse(const unsigned char *p, size_t n, size_t *len)
     return 1;
 }
 
+/* the next (name, value) of a checked body: 1, or 0 at its end */
+struct pair {
+    const char *name, *value;
+    size_t nl, vl;
+};
+static int next_pair(struct rdc_rd *rd, uint32_t *left, struct pair *x)
+{
+    if (*left == 0)
+        return 0;
+    (*left)--;
+    x->name = rdc_get_str(rd, &x->nl);
+    x->value = rdc_get_str(rd, &x->vl);
+    return !rd->short_;
+}
+
 unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which, int dir, size_t *out_len,
                                 void (*refused)(void *ctx, const char *name, size_t n), void *ctx)
 {
     struct rdc_rd rd = { p, n, 0, 0 };
-    uint32_t count = rdc_get_u32(&rd), kept = 0;
+    uint32_t left = rdc_get_u32(&rd), kept = 0;
     struct rdc_buf body = { 0 };
     rdc_put_u32(&body, 0);
-    for (uint32_t i = 0; i < count && !rd.short_; i++) {
-        size_t nl = 0, vl = 0;
-        const char *name = rdc_get_str(&rd, &nl);
-        const char *value = rdc_get_str(&rd, &vl);
-        if (rd.short_)
-            break;
-        if (!rdc_xattr_wanted(name, nl, which, dir)) {
-            refused(ctx, name, nl);
+    struct pair x;
+    while (next_pair(&rd, &left, &x)) {
+        if (!rdc_xattr_wanted(x.name, x.nl, which, dir)) {
+            refused(ctx, x.name, x.nl);
             continue;
         }
-        rdc_put_str(&body, name, nl);
-        rdc_put_str(&body, value, vl);
+        rdc_put_str(&body, x.name, x.nl);
+        rdc_put_str(&body, x.value, x.vl);
         kept++;
     }
     if (!kept) {
@@ -167,17 +178,13 @@ unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which
 int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
 {
     struct rdc_rd rd = { p, n, 0, 0 };
-    uint32_t count = rdc_get_u32(&rd);
-    for (uint32_t i = 0; i < count && !rd.short_; i++) {
-        size_t nl = 0, vl = 0;
-        const char *name = rdc_get_str(&rd, &nl);
-        const char *value = rdc_get_str(&rd, &vl);
-        if (rd.short_)
-            break;
-        char *nm = strndup(name, nl);
+    uint32_t left = rdc_get_u32(&rd);
+    struct pair x;
+    while (next_pair(&rd, &left, &x)) {
+        char *nm = strndup(x.name, x.nl);
         if (!nm)
             abort();
-        if (fsetxattr(fd, nm, value, vl, 0)) {
+        if (fsetxattr(fd, nm, x.value, x.vl, 0)) {
             *failed = nm;
             return errno;
         }
