@@ -64,15 +64,19 @@ t_end
 
 t_begin "what -v and --json report: raw and wire bytes, the ratio, the codec and the lanes"
 roundtrip text $N 3 file file 2 --json
-grep -q "\"wire_bytes\":[0-9]*,\"compression\":\"zstd level 3\"" "$C/serr" || t_fail "rdsend --json: $(cat "$C/serr")"
+grep -q "\"wire_bytes\":[0-9]*,\"ratio\":[0-9.]*,\"compression\":\"zstd level 3\"" "$C/serr" || t_fail "rdsend --json: $(cat "$C/serr")"
 grep -q "\"lanes\":2," "$C/serr" || t_fail "rdsend --json names no lanes: $(cat "$C/serr")"
 wire=$(sed -n 's/.*"wire_bytes":\([0-9]*\).*/\1/p' "$C/serr")
 [ -n "$wire" ] && [ "$wire" -lt $((N / 3)) ] || t_fail "text at level 3 went as $wire wire bytes of $N"
+ratio=$(sed -n 's/.*"ratio":\([0-9.]*\).*/\1/p' "$C/serr")
+awk -v r="$ratio" -v n=$N -v w="$wire" 'BEGIN{exit !(w > 0 && r - n / w < 0.001 && n / w - r < 0.001)}' ||
+    t_fail "--json ratio '$ratio' is not bytes / wire_bytes ($N / $wire)"
 grep -q "\"bytes\":$N," "$C/serr" || t_fail "rdsend --json bytes is not the raw size $N: $(cat "$C/serr")"
 grep -q "\"compression\":\"zstd\"" "$C/rerr" || t_fail "rdrecv --json does not say it decompressed: $(cat "$C/rerr")"
 roundtrip random $N 1 file file 2 --json
 wire=$(sed -n 's/.*"wire_bytes":\([0-9]*\).*/\1/p' "$C/serr")
 [ "$wire" = $N ] || t_fail "random data: $wire wire bytes, not the $N it was (incompressible chunks go raw)"
+grep -q '"ratio":1.0000,' "$C/serr" || t_fail "random data: --json ratio is not 1.0000: $(cat "$C/serr")"
 t_end
 
 t_begin "--compress with --encrypt: compressed, then encrypted, byte-identical"
