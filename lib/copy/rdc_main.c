@@ -45,7 +45,8 @@ static const char usage_text[] =
     "Paths are [user@]host:path ([user@][v6addr]:path) or local. Like cp -r: a directory copied\n"
     "into an existing directory DST becomes DST/NAME, into a missing DST becomes DST; a source\n"
     "directory written with a trailing '/' (like rsync) always puts its contents into DST.\n"
-    "Several sources need DST to be a directory; all sources must be on one host.\n"
+    "Several sources need DST to be a directory; sources on several hosts are copied one host\n"
+    "after the other.\n"
     "\n"
     "options:\n"
     "  -r, --recursive     copy directories\n"
@@ -86,8 +87,8 @@ struct run {
     struct rdr_init_opts o;    /* --ssh, --transport, --remote-path, -H */
     struct rdr_watch w; /* the links of e[0] and e[1] */
     int verbose, progress, json, recursive, preserve, xattrs, follow, resume, nosync;
-    char **srcs;
-    int nsrc;
+    char **srcs;               /* this run's sources: all on e[0]'s host */
+    int nsrc, nsrc_all;        /* nsrc_all: sources of the whole command (cp's rules for DST) */
     char *dst;
     char key[65];
     char **manifest;
@@ -103,6 +104,13 @@ struct run {
     char transport_used[32];
     double t0, last_draw;
     int drawn;
+};
+
+/* what the runs of one command did, one run per source host */
+struct totals {
+    unsigned long long files, dirs, bytes, skipped, errors;
+    double seconds;
+    char transport[32];
 };
 
 #define warnx(...) rdr_warnx("rdcp", __VA_ARGS__)
@@ -348,7 +356,7 @@ static char *args_hex(char **v, int n)
     return h;
 }
 
-static int run_copy(struct run *r)
+static int run_copy(struct run *r, struct totals *t)
 {
     if (rdr_watch_signals()) {
         warnx("cannot set up signal handling: %s", strerror(errno));
@@ -380,7 +388,7 @@ static int run_copy(struct run *r)
     if (r->nosync)
         flags[nf++] = "--no-sync";
     char nsrc[32];
-    snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc);
+    snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc_all);
     char codecs[32];
     rdr_codecs_word(&r->o, codecs, sizeof codecs);
     {
@@ -406,6 +414,7 @@ static int run_copy(struct run *r)
             v[n++] = flags[k];
         if (r->progress)
             v[n++] = "--count";
+        v[n++] = nsrc;
         v[n++] = "--";
         for (int k = 0; k < r->nsrc; k++)
             v[n++] = r->srcs[k];
@@ -474,27 +483,40 @@ static int run_copy(struct run *r)
         fprintf(stderr, "\n");
         r->drawn = 0;
     }
-    double dt = rd_now() - r->t0;
-    unsigned long long files = r->have_recvd ? r->recvd[0] : r->sent[0];
-    unsigned long long dirs = r->have_recvd ? r->recvd[1] : r->sent[1];
-    unsigned long long bytes = r->have_recvd ? r->recvd[2] : r->sent[2];
-    unsigned long long skipped = r->have_sent ? r->sent[3] : r->recvd[3];
-    unsigned long long errors = r->sent[4] + r->recvd[4];
-    if (r->verbose) {
+    t->seconds += rd_now() - r->t0;
+    t->files += r->have_recvd ? r->recvd[0] : r->sent[0];
+    t->dirs += r->have_recvd ? r->recvd[1] : r->sent[1];
+    t->bytes += r->have_recvd ? r->recvd[2] : r->sent[2];
+    t->skipped += r->have_sent ? r->sent[3] : r->recvd[3];
+    t->errors += r->sent[4] + r->recvd[4];
+    if (!t->transport[0] && r->transport_used[0])
+        snprintf(t->transport, sizeof t->transport, "%s", r->transport_used);
+    return rc;
+}
+
+static void report(const struct totals *t, int verbose, int json, int rc)
+{
+    const char *tr = t->transport[0] ? t->transport : "-";
+    if (verbose) {
         char b[32], sk[32];
-        rd_format_bytes(bytes, b, sizeof b);
-        rd_format_bytes(skipped, sk, sizeof sk);
+        rd_format_bytes(t->bytes, b, sizeof b);
+        rd_format_bytes(t->skipped, sk, sizeof sk);
         warnx("%llu files, %llu directories, %llu bytes (%s) copied in %.3f s (%.3f GB/s) over %s; "
               "skipped %llu bytes (%s) already at the destination; %llu errors",
-              files, dirs, bytes, b, dt, dt > 0 ? bytes / dt / 1e9 : 0.0,
-              r->transport_used[0] ? r->transport_used : "-", skipped, sk, errors);
+              t->files, t->dirs, t->bytes, b, t->seconds, t->seconds > 0 ? t->bytes / t->seconds / 1e9 : 0.0,
+              tr, t->skipped, sk, t->errors);
     }
-    if (r->json)
+    if (json)
         fprintf(stderr,
                 "{\"tool\":\"rdcp\",\"files\":%llu,\"dirs\":%llu,\"bytes\":%llu,\"skipped_bytes\":%llu,"
                 "\"errors\":%llu,\"seconds\":%.6f,\"transport\":\"%s\",\"exit_code\":%d}\n",
-                files, dirs, bytes, skipped, errors, dt, r->transport_used[0] ? r->transport_used : "-", rc);
-    return rc;
+                t->files, t->dirs, t->bytes, t->skipped, t->errors, t->seconds, tr, rc);
+}
+
+/* two sources' ssh destinations (NULL: this machine) name the same host */
+static int same_host(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 enum { OPT_RESUME = RDR_OPT_FIRST_FREE, OPT_JSON, OPT_NO_PROGRESS, OPT_NO_SYNC };
@@ -552,62 +574,77 @@ int rdc_main(int argc, char **argv)
     int nargs = argc - optind;
     if (rdr_init_opts_check(&r.o, "rdcp", nargs, 2, "need at least one source and a destination"))
         return 1;
-    r.nsrc = nargs - 1;
-    r.srcs = calloc((size_t)r.nsrc, sizeof *r.srcs);
-    int rc = 1;
-    char *sdest = NULL, *shost = NULL;
-    for (int i = 0; i < r.nsrc; i++) {
-        char *d, *h, *p;
-        int bad = parse_loc(argv[optind + i], &d, &h, &p);
+    int nsrc = nargs - 1, rc = 1;
+    struct loc { char *dest, *host, *path; } *src = calloc((size_t)nsrc, sizeof *src);
+    char **paths = calloc((size_t)nsrc, sizeof *paths);
+    char *dd = NULL, *dh = NULL, *dst = NULL;
+    if (!src || !paths)
+        abort();
+    for (int i = 0; i < nsrc; i++) {
+        int bad = parse_loc(argv[optind + i], &src[i].dest, &src[i].host, &src[i].path);
         if (bad) {
             if (bad == -1)
                 warnx("bad source '%s'", argv[optind + i]);
             goto out;
         }
-        if (i == 0) {
-            sdest = d;
-            shost = h;
-        } else {
-            int same = (!d && !sdest) || (d && sdest && strcmp(d, sdest) == 0);
-            free(d);
-            free(h);
-            if (!same) {
-                free(p);
-                warnx("all sources must be on one host");
-                goto out;
-            }
-        }
-        r.srcs[i] = p;
     }
-    char *dd, *dh;
-    int bad = parse_loc(argv[argc - 1], &dd, &dh, &r.dst);
+    int bad = parse_loc(argv[argc - 1], &dd, &dh, &dst);
     if (bad) {
         if (bad == -1)
             warnx("bad destination '%s'", argv[argc - 1]);
         goto out;
     }
-    r.e[0].dest = sdest;
-    r.e[0].host = shost;
-    r.e[1].dest = dd;
-    r.e[1].host = dh;
-    sdest = shost = NULL;
     fflush(stdout);
-    rc = run_copy(&r);
-    for (int i = 0; i < 2; i++) {
-        rdr_link_free(&r.e[i].l);
-        free(r.e[i].dest);
-        free(r.e[i].host);
+    /* One run per source host, in the order the hosts are first named: each copies that host's
+     * sources, in their order, into DST (a directory, as cp wants for several sources). */
+    struct totals t;
+    memset(&t, 0, sizeof t);
+    rc = 0;
+    for (int g = 0; g < nsrc; g++) {
+        int first = 1;
+        for (int k = 0; k < g && first; k++)
+            first = !same_host(src[k].dest, src[g].dest);
+        if (!first)
+            continue;
+        struct run run = r;
+        run.nsrc = 0;
+        run.nsrc_all = nsrc;
+        run.srcs = paths;
+        for (int k = g; k < nsrc; k++)
+            if (same_host(src[k].dest, src[g].dest))
+                paths[run.nsrc++] = src[k].path;
+        run.e[0].dest = src[g].dest ? strdup(src[g].dest) : NULL;
+        run.e[0].host = strdup(src[g].host);
+        run.e[1].dest = dd ? strdup(dd) : NULL;
+        run.e[1].host = strdup(dh);
+        run.dst = strdup(dst);
+        int got = run_copy(&run, &t);
+        for (int i = 0; i < 2; i++) {
+            rdr_link_free(&run.e[i].l);
+            free(run.e[i].dest);
+            free(run.e[i].host);
+        }
+        free(run.dst);
+        for (size_t k = 0; k < run.nman; k++)
+            free(run.manifest[k]);
+        free(run.manifest);
+        free(run.fail_msg);
+        if (!rc)
+            rc = got;   /* the first failure's code; the other hosts' sources are still copied */
+        if (got > 128 || got == 1)
+            break;    /* interrupted, or a usage error every run would repeat */
     }
-    free(r.dst);
-    for (size_t k = 0; k < r.nman; k++)
-        free(r.manifest[k]);
-    free(r.manifest);
-    free(r.fail_msg);
+    report(&t, r.verbose, r.json, rc);
 out:
-    free(sdest);
-    free(shost);
-    for (int i = 0; i < r.nsrc; i++)
-        free(r.srcs[i]);
-    free(r.srcs);
+    for (int i = 0; i < nsrc; i++) {
+        free(src[i].dest);
+        free(src[i].host);
+        free(src[i].path);
+    }
+    free(src);
+    free(paths);
+    free(dd);
+    free(dh);
+    free(dst);
     return rc;
 }

@@ -48,6 +48,7 @@ struct snd {
     unsigned xattrs;           /* attribute families sent (rdc_xattr.h): -p ACLs, -X user.* */
     char **srcs;
     int nsrc, next_src;
+    int nsrc_all;              /* the command's sources, on every host (where roots land) */
     uint32_t root;             /* index of the current root */
     const char *root_prefix;   /* where the current root lands, relative to DST (resume) */
     struct rdc_walk *w;        /* the walk, ahead of fill() on its own thread */
@@ -326,7 +327,7 @@ static void walk(struct snd *s)
         switch (e.kind) {
         case RDC_E_ROOT:
             s->root = e.root;
-            s->root_prefix = rdc_root_rel(s->dst_is_dir, s->nsrc, e.contents, e.base);
+            s->root_prefix = rdc_root_rel(s->dst_is_dir, s->nsrc_all, e.contents, e.base);
             rdc_put_u8(&s->pend, 'R');
             rdc_put_u32(&s->pend, s->root);
             rdc_put_u8(&s->pend, (uint8_t)e.rkind);
@@ -591,6 +592,7 @@ int rdc_tree_send_main(int argc, char **argv)
         { "no-sync", no_argument, NULL, 'S' },   /* the receiver's */
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },
+        { "nsrc", required_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
     struct snd s;
@@ -617,6 +619,7 @@ int rdc_tree_send_main(int argc, char **argv)
         case 't': o.transport = rdc_end_transport(optarg); break;
         case 'R': s.resume = 1; break;
         case 'D': s.dst_is_dir = atoi(optarg); break;
+        case 'n': s.nsrc_all = atoi(optarg); break;
         case 'c': count = 1; break;
         case 'r': s.recursive = 1; break;
         case 'L': s.follow = 1; break;
@@ -636,6 +639,8 @@ int rdc_tree_send_main(int argc, char **argv)
     o.key_len = strlen(key);
     s.srcs = argv + optind;
     s.nsrc = argc - optind;
+    if (s.nsrc_all < s.nsrc)   /* an initiator that does not say: these are all */
+        s.nsrc_all = s.nsrc;
     s.hs = XXH3_createState();
     if (s.resume)
         read_manifest(&s);

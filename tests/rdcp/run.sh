@@ -432,6 +432,31 @@ else
     rm -rf "$X"
 fi
 
+# sources on several hosts, as scp takes them: one run per host, in the order the hosts are
+# first named, each straight from its host to DST; a source that fails on one host does not
+# stop the others; one summary (--json) for the whole command
+name="sources on several hosts (h1, h3, local, h1 again -> h2): every one copied, one summary; a missing one is exit 23 and the rest still arrive; a missing DST refused for each"
+M=$T/mh
+rm -rf "$M" && mkdir -p "$M/one" "$M/three/sub" "$M/dst" && head -c 300000 /dev/urandom > "$M/one/a" &&
+    head -c 5000 /dev/urandom > "$M/three/sub/b" && echo local > "$M/loc" && echo again > "$M/again"
+why=
+rdcp_h0 -r --json h1:"$M/one" h3:"$M/three" "$M/loc" h1:"$M/again" h2:"$M/dst" 2> "$T/err"; rc=$?
+[ $rc = 0 ] || why="exit $rc: $(head -3 "$T/err" | tr '\n' ' ')"
+diff -r "$M/one" "$M/dst/one" > /dev/null && diff -r "$M/three" "$M/dst/three" > /dev/null &&
+    cmp -s "$M/loc" "$M/dst/loc" && cmp -s "$M/again" "$M/dst/again" || why+=" trees differ: $(cd "$M/dst" && find . | sort | tr '\n' ' ')"
+grep -q '^{"tool":"rdcp","files":4,"dirs":3,"bytes":305012,.*"exit_code":0}$' "$T/err" && [ "$(grep -c '"tool"' "$T/err")" = 1 ] ||
+    why+=" json: $(tr '\n' ' ' < "$T/err")"
+rm -rf "$M/dst" && mkdir "$M/dst"
+rdcp_h0 -r h1:"$M/nothere" h3:"$M/three" h2:"$M/dst" 2> "$T/err"; rc=$?
+[ $rc = 23 ] && diff -r "$M/three" "$M/dst/three" > /dev/null && grep -q "h1: cannot stat '.*/mh/nothere'" "$T/err" ||
+    why+=" missing source: exit $rc, $(head -3 "$T/err" | tr '\n' ' ')"
+rdcp_h0 -r h1:"$M/one" h3:"$M/three" h2:"$M/newdst" 2> "$T/err"; rc=$?
+[ $rc = 23 ] && [ ! -e "$M/newdst" ] && [ "$(grep -c "is not a directory" "$T/err")" = 2 ] ||
+    why+=" missing DST: exit $rc, $(head -3 "$T/err" | tr '\n' ' ')"
+r=1; [ -z "$why" ] && r=0
+check "$name" $r "$why"
+rm -rf "$M"
+
 # special files as cp -r copies them: a FIFO and a socket are made again (empty), with their
 # modes (and times with -a); a device node is not copied, and says so: exit 23
 name="special files (remote -> remote, -a): FIFO and socket made with mode and time, a device node refused with exit 23, the rest copied"
