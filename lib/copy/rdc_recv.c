@@ -785,7 +785,6 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
     free(f);
 }
 
-
 struct xrefused {
     struct rdc_rcv *r;
     const char *rel;
@@ -818,7 +817,11 @@ void rdc_rcv_xattrs(struct rdc_rcv *r, const unsigned char *p, size_t n)
     if (dir) {
         struct dirmeta *d = &r->dirs[r->xdir];
         if (r->dir_xattr_bytes + kl > RDC_DIR_XATTR_BYTES) {
-            rdc_rcv_xattr_err(r, "", rel, E2BIG);
+            char *s = rdc_rcv_disp(r, rel);
+            rd_warn("not set: the extended attributes of '%s' (the directories' attributes waiting "
+                    "for the end exceed %u MiB)", s, RDC_DIR_XATTR_BYTES >> 20);
+            free(s);
+            r->errors++;
             free(kept);
             return;
         }

@@ -87,11 +87,12 @@ static void err_path(struct snd *s, const char *what, const char *path, int e)
 /* the 'x' record of a file (fd) or directory (path) just put in pend, when it has any */
 static void put_xattrs(struct snd *s, int fd, const char *path, int dir)
 {
-    if (s->xattrs && rdc_xattr_record(&s->pend, fd, path, s->follow, s->xattrs, dir))
-        err_path(s, errno == E2BIG || errno == ERANGE ? "not copied: extended attributes (more than "
-                                                        "128 KiB) of"
-                                                      : "cannot read the extended attributes of",
-                 path, errno == ERANGE ? E2BIG : errno);
+    if (!s->xattrs || rdc_xattr_record(&s->pend, fd, path, s->follow, s->xattrs, dir) == 0)
+        return;
+    if (errno == E2BIG || errno == ERANGE)   /* the file goes, without them */
+        err_path(s, "not copied: the extended attributes (over 128 KiB) of", path, E2BIG);
+    else
+        err_path(s, "cannot read the extended attributes of", path, errno);
 }
 
 static void meta_of(const struct stat *st, struct rdc_meta *m)
@@ -296,13 +297,12 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     rdc_put_u8(&s->pend, flags);
     rdc_put_str(&s->pend, tmp, strlen(tmp));
     s->files++;
-    if (!(flags & RDC_F_SKIP))
-        put_xattrs(s, fd, fs, 0);
     if (flags & RDC_F_SKIP) {
         s->skipped += size;
         close(fd);
         return;
     }
+    put_xattrs(s, fd, fs, 0);   /* before its data: set before it is named */
     s->skipped += start;
     s->fd = fd;
     s->fpath = strdup(fs);
