@@ -39,8 +39,11 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         r->xfor = 0;
         return (ssize_t)(1 + len);
     }
-    if (n > 0)
+    if (n > 0) {
         r->xfor = 0;
+        free(r->xnode);
+        r->xnode = NULL;
+    }
     switch (type) {
     case 'R': {
         uint32_t idx = rdc_get_u32(&rd);
@@ -117,6 +120,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         if (r->in_file)
             return -1;
         rdc_rcv_node(r, path, pl, &m, node);
+        r->xfor = 'n';
         return (ssize_t)rd.off;
     }
     case 'h': {
@@ -347,6 +351,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     free(r->name);
     free(r->tmp);
     free(r->xattr);
+    free(r->xnode);
     free(r->pdir);
     free(r->pre);
     if (r->fd >= 0)

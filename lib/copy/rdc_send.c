@@ -84,7 +84,7 @@ static void err_path(struct snd *s, const char *what, const char *path, int e)
     s->errors++;
 }
 
-/* the 'x' record of a file (fd) or directory (path) just put in pend, when it has any */
+/* the 'x' record of a file (fd), directory or FIFO/socket (path) just put in pend, if any */
 static void put_xattrs(struct snd *s, int fd, const char *path, int dir)
 {
     if (!s->xattrs || rdc_xattr_record(&s->pend, fd, path, s->follow, s->xattrs, dir) == 0)
@@ -366,6 +366,7 @@ static void walk(struct snd *s)
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
             rdc_put_meta(&s->pend, &m);
             rdc_put_u8(&s->pend, S_ISFIFO(e.st.st_mode) ? 'p' : 's');
+            put_xattrs(s, -1, e.fs, 0);   /* by path: opening a FIFO would wait for a writer */
             s->files++;
             break;
         case RDC_E_MSG:

@@ -16,8 +16,8 @@
  *   'n' node      str path, meta, u8 type ('p' a FIFO, 's' a socket): made again empty, as
  *                 cp -r makes them; device nodes are never sent, and refused when they are
  *   'h' hardlink  str path, u32 root, str target path (inside root)
- *   'x' xattrs    u32 count, count x (str name, str value): the extended attributes of the 'd'
- *                 or 'f' record just before it (a file's come before its data); at most one;
+ *   'x' xattrs    u32 count, count x (str name, str value): the extended attributes of the 'd',
+ *                 'f' or 'n' record just before it (a file's come before its data); at most one;
  *                 anywhere else the stream is malformed. Which names a receiver takes:
  *                 copy/rdc_xattr.h
  *   'Z' end of tree

@@ -2,6 +2,8 @@
 #include "copy/rdc_xattr.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -177,6 +179,9 @@ unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which
 
 int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
 {
+    char via[64];
+    int path_only = (fcntl(fd, F_GETFL) & O_PATH) != 0;
+    snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
     struct rdc_rd rd = { p, n, 0, 0 };
     uint32_t left = rdc_get_u32(&rd);
     struct pair x;
@@ -184,7 +189,7 @@ int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
         char *nm = strndup(x.name, x.nl);
         if (!nm)
             abort();
-        if (fsetxattr(fd, nm, x.value, x.vl, 0)) {
+        if (path_only ? setxattr(via, nm, x.value, x.vl, 0) : fsetxattr(fd, nm, x.value, x.vl, 0)) {
             *failed = nm;
             return errno;
         }

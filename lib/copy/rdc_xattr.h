@@ -2,8 +2,8 @@
  * sender reads into an 'x' record, which names a receiver takes, and setting them.
  *
  * Only two families travel, each asked for by the user:
- *   - POSIX ACLs (system.posix_acl_access, and system.posix_acl_default of a directory) with
- *     -p, as cp -p keeps them with the mode;
+ *   - POSIX ACLs (system.posix_acl_access of a file, directory, FIFO or socket, and
+ *     system.posix_acl_default of a directory) with -p, as cp -p keeps them with the mode;
  *   - user.* attributes with -X (and -a), as cp -a keeps them.
  * security.* and trusted.* never travel: SELinux labels and IMA/EVM data belong to the
  * destination's policy, and file capabilities (security.capability) or overlayfs' trusted.*
@@ -43,7 +43,8 @@ unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which
                                 void (*refused)(void *ctx, const char *name, size_t n), void *ctx);
 
 /* Set every attribute of a body (from rdc_xattr_filter) on fd. 0, or an errno with *failed
- * the name that failed (malloc'd). */
+ * the name that failed (malloc'd). An O_PATH fd (a FIFO or a socket, which cannot be opened
+ * for reading without side effects) is reached through /proc/self/fd. */
 int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed);
 
 #endif

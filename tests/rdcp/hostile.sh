@@ -309,6 +309,25 @@ Z
 EOF
 [ "$(cat "$S/dst/f1")" = hello ] && [ -z "$(xattrs "$S/dst/f1")" ] && ok "  ... f1 is there, without them" ||
     bad "  ... f1 is there, without them" "$(xattrs "$S/dst/f1")"
+# a FIFO's and a socket's: their ACL is set (through an O_PATH fd: opening a FIFO would wait);
+# user.* the kernel refuses there (one line); security.* never taken
+NODE_ACL='\x02\x00\x00\x00\x01\x00\x06\x00\xff\xff\xff\xff\x02\x00\x04\x00\xfe\xff\x00\x00\x04\x00\x04\x00\xff\xff\xff\xff\x10\x00\x04\x00\xff\xff\xff\xff\x20\x00\x00\x00\xff\xff\xff\xff'
+EXPECT="^rdcp: refusing extended attribute 'security\.capability' of $D/fifo': not a user
+^rdcp: cannot set extended attribute 'user\.x' of $D/sock': Operation not permitted"
+case_ "a FIFO's and a socket's attributes (-p -X): the ACL set, user.* refused by the kernel, security.* by us" 23 -p -X <<EOF
+R 0 d 1 x
+n fifo p 0640
+A security.capability x
+a system.posix_acl_access $NODE_ACL
+n sock s 0600
+a user.x y
+f after AFTER
+Z
+EOF
+r=1; [ -p "$S/dst/fifo" ] && getfacl -np "$S/dst/fifo" 2>/dev/null | grep -q '^user:65534:r--$' &&
+    [ -S "$S/dst/sock" ] && [ "$(cat "$S/dst/after")" = AFTER ] && r=0
+[ $r = 0 ] && ok "  ... the FIFO has the ACL, the file after them is copied" ||
+    bad "  ... the FIFO has the ACL, the file after them is copied" "$(getfacl -np "$S/dst/fifo" 2>&1 | tr '\n' ' ')"
 EXPECT="^rdcp: .*malformed record"
 case_ "an 'x' record after a symlink (it belongs to no file or directory): the stream is broken, exit 4" 4 -X <<EOF
 R 0 d 1 x

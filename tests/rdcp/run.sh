@@ -459,10 +459,11 @@ rm -rf "$M"
 
 # special files as cp -r copies them: a FIFO and a socket are made again (empty), with their
 # modes (and times with -a); a device node is not copied, and says so: exit 23
-name="special files (remote -> remote, -a): FIFO and socket made with mode and time, a device node refused with exit 23, the rest copied"
+name="special files (remote -> remote, -a): FIFO and socket made with mode, time and ACL, a device node refused with exit 23, the rest copied"
 rm -rf "$T/sp" && mkdir -p "$T/sp/src" && mkfifo -m 0640 "$T/sp/src/fifo" && echo a > "$T/sp/src/a" &&
     /usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sp/src/sock" &&
-    mknod "$T/sp/src/null" c 1 3 && touch -h -d '2001-02-03' "$T/sp/src/fifo"
+    mknod "$T/sp/src/null" c 1 3 && setfacl -m u:nobody:r "$T/sp/src/fifo" && setfacl -m g:nogroup:rw "$T/sp/src/sock" &&
+    touch -h -d '2001-02-03' "$T/sp/src/fifo"
 rdcp_h0 -a h1:"$T/sp/src" h2:"$T/sp/dst" 2> "$T/err"; rc=$?
 why=
 [ $rc = 23 ] || why="exit $rc, want 23"
@@ -470,6 +471,10 @@ why=
     why+=" stderr: $(head -3 "$T/err" | tr '\n' ' ')"
 [ -p "$T/sp/dst/fifo" ] && [ -S "$T/sp/dst/sock" ] && [ ! -e "$T/sp/dst/null" ] && [ "$(cat "$T/sp/dst/a")" = a ] &&
     [ "$(stat -c '%a %Y' "$T/sp/dst/fifo")" = "$(stat -c '%a %Y' "$T/sp/src/fifo")" ] || why+=" tree: $(ls -la "$T/sp/dst" | tr '\n' ' ')"
+for n in fifo sock; do
+    a=$(cd "$T/sp/src" && getfacl -p --skip-base "$n" 2>/dev/null) b=$(cd "$T/sp/dst" && getfacl -p --skip-base "$n" 2>/dev/null)
+    [ -n "$a" ] && [ "$a" = "$b" ] || why+=" $n's ACL: '$(tr '\n' ' ' <<< "$b")', want '$(tr '\n' ' ' <<< "$a")'"
+done
 r=1; [ -z "$why" ] && r=0
 check "$name" $r "$why"
 rm -rf "$T/sp"
