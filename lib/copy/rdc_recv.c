@@ -663,6 +663,8 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         rdc_set_add(&r->made_files, f);
         r->skipped += size;
         r->files++;
+        r->xmade = f;   /* its attributes, if an 'x' record follows */
+        return;
     }
     free(f);
 }
@@ -708,7 +710,7 @@ void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         if (r->times)
             set_times_at(pfd, name, m);
         r->files++;
-        r->xnode = f;   /* its 'x' record, if one follows: rdc_rcv_xattrs */
+        r->xmade = f;   /* its 'x' record, if one follows: rdc_rcv_xattrs */
         return;
     }
     free(f);
@@ -804,20 +806,23 @@ static void xattr_refused(void *ctx, const char *name, size_t n)
     x->r->errors++;
 }
 
-/* A FIFO's or a socket's attributes (its ACL), set through an O_PATH fd: opening a FIFO for
- * reading would wait for a writer, and a socket cannot be opened at all. */
-static void node_xattrs(struct rdc_rcv *r, const unsigned char *kept, size_t kl)
+/* The attributes of what the last record made or found by name (a FIFO's or a socket's ACL, a
+ * skipped file's), set through an O_PATH fd: opening a FIFO for reading would wait for a
+ * writer, and a socket cannot be opened at all. */
+static void made_xattrs(struct rdc_rcv *r, const unsigned char *kept, size_t kl)
 {
-    const char *name = strrchr(r->xnode, '/');
-    name = name ? name + 1 : r->xnode;
+    const char *name = strrchr(r->xmade, '/');
+    name = name ? name + 1 : r->xmade;
     int fd = openat(r->pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     char *bad = NULL;
-    int e = fd < 0 ? errno : fstat(fd, &st) ? errno : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 0 : EINVAL;
+    int e = fd < 0 ? errno
+            : fstat(fd, &st) ? errno
+            : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode) ? 0 : EINVAL;
     if (!e)
         e = rdc_xattr_apply(fd, kept, kl, &bad);
     if (e)
-        rdc_rcv_xattr_err(r, bad, r->xnode, e);
+        rdc_rcv_xattr_err(r, bad, r->xmade, e);
     free(bad);
     if (fd >= 0)
         close(fd);
@@ -827,7 +832,7 @@ void rdc_rcv_xattrs(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
     int dir = r->xfor == 'd';
     const char *rel = dir ? (r->xdir >= 0 ? r->dirs[r->xdir].path : NULL)
-                    : r->xfor == 'n' ? r->xnode
+                    : r->xmade ? r->xmade
                                      : (r->in_file && !r->discard ? r->final : NULL);
     if (!rel)   /* its file or directory was refused or dropped: said already */
         return;
@@ -851,8 +856,8 @@ void rdc_rcv_xattrs(struct rdc_rcv *r, const unsigned char *p, size_t n)
         free(d->xattr);
         d->xattr = kept;
         d->xattr_len = kl;
-    } else if (r->xfor == 'n') {
-        node_xattrs(r, kept, kl);
+    } else if (r->xmade) {
+        made_xattrs(r, kept, kl);
         free(kept);
     } else if (r->job) {
         free(r->job->xattr);

@@ -102,12 +102,13 @@ struct rdc_rcv {
     unsigned char *xattr;     /* its attributes (rdc_xattr.h), when written by this thread */
     size_t xattr_len;
     /* what an 'x' record would belong to: 'f' the current file, 'd' the directory of the last
-     * record (dirs[xdir], or none when xdir < 0), 'n' the FIFO or socket of the last record
-     * (xnode, its base-relative path, in pfd; NULL when it was not made), 0 nothing: an 'x'
-     * there is malformed */
+     * record (dirs[xdir], or none when xdir < 0), 'n' the FIFO or socket of the last record,
+     * 0 nothing: an 'x' there is malformed. xmade: the base-relative path, in pfd, of what the
+     * last record made or found complete by name (a FIFO or socket, a file --resume skips),
+     * whose attributes are set there at once; NULL when it was not made */
     char xfor;
     long xdir;
-    char *xnode;
+    char *xmade;
     uint64_t dir_xattr_bytes;
     XXH3_state_t *hs;
     /* a 'D' record being consumed */

@@ -41,8 +41,8 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
     }
     if (n > 0) {
         r->xfor = 0;
-        free(r->xnode);
-        r->xnode = NULL;
+        free(r->xmade);
+        r->xmade = NULL;
     }
     switch (type) {
     case 'R': {
@@ -351,7 +351,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     free(r->name);
     free(r->tmp);
     free(r->xattr);
-    free(r->xnode);
+    free(r->xmade);
     free(r->pdir);
     free(r->pre);
     if (r->fd >= 0)

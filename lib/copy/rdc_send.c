@@ -297,12 +297,12 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     rdc_put_u8(&s->pend, flags);
     rdc_put_str(&s->pend, tmp, strlen(tmp));
     s->files++;
+    put_xattrs(s, fd, fs, 0);   /* before its data: set before it is named */
     if (flags & RDC_F_SKIP) {
         s->skipped += size;
         close(fd);
         return;
     }
-    put_xattrs(s, fd, fs, 0);   /* before its data: set before it is named */
     s->skipped += start;
     s->fd = fd;
     s->fpath = strdup(fs);

@@ -390,7 +390,7 @@ fi
 # both; security.* and trusted.* never. A directory's default ACL is set once its files are in
 # (as cp -a and tar do), so a file without an ACL in the source gets none from it. Small files
 # (the workers, with and without O_TMPFILE), one over the pool's 1 MiB (the stream thread).
-name="extended attributes and ACLs (remote -> remote): -a keeps user.* and ACLs, -p ACLs only, -r none; security.*, trusted.* never; small and big files, O_TMPFILE on and off"
+name="extended attributes and ACLs (remote -> remote): -a keeps user.* and ACLs, -p ACLs only, -r none; security.*, trusted.* never; small and big files, O_TMPFILE on and off; set again on files --resume skips"
 if ! command -v setfattr > /dev/null || ! command -v setfacl > /dev/null; then
     check "$name" 1 "no setfattr or setfacl (apt-get install attr acl)"
 else
@@ -424,6 +424,11 @@ else
         esac
         getfattr -R -h -d -m '^(trusted|security)\.' "$d" 2>/dev/null | grep -q . && { why="$v: trusted.* or security.* copied"; break; }
     done
+    # --resume finds both files complete: their attributes are set again all the same
+    d=$X/dst-a
+    [ -n "$why" ] || { setfattr -x user.color "$d/small" && setfattr -x user.long "$d/big" && setfacl -b "$d/small" &&
+        rdcp_h0 -a --resume h1:"$X/src/" h2:"$d" 2> "$T/err" && [ ! -s "$T/err" ] && [ "$(dump "$X/src")" = "$(dump "$d")" ] ||
+        why="--resume -a: $(head -3 "$T/err" | tr '\n' ' ') $(diff <(dump "$X/src") <(dump "$d") | head -6 | tr '\n' ' ')"; }
     # the test's own check: the source has what it compares
     [ -n "$why" ] || [ "$(users "$X/src" | grep -c '^user\.')" = 4 ] && [ "$(acls "$X/src" | grep -c '^default:user:nobody')" = 1 ] ||
         why="${why:-the source lacks its attributes}"
