@@ -60,6 +60,15 @@ void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int
     r->errors++;
 }
 
+void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel)
+{
+    char *bad = NULL;
+    int e = p ? rdc_xattr_apply(fd, p, n, &bad) : 0;
+    if (e)
+        rdc_rcv_xattr_err(r, bad, rel, e);
+    free(bad);
+}
+
 static void refuse(struct rdc_rcv *r, const char *rel, const char *why)
 {
     char *p = rdc_rcv_disp(r, rel);
@@ -342,13 +351,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     if (r->preserve && r->owners && fchown(fd, r->m.uid, r->m.gid))
         rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
     final_mode(r, fd, r->m.mode);
-    if (r->xattr) {   /* after the owner: a chown clears some attributes */
-        char *bad = NULL;
-        int e = rdc_xattr_apply(fd, r->xattr, r->xattr_len, &bad);
-        if (e)
-            rdc_rcv_xattr_err(r, bad, r->final, e);
-        free(bad);
-    }
+    rdc_rcv_set_xattrs(r, fd, r->xattr, r->xattr_len, r->final);   /* after the owner: a chown clears some */
     if (r->times) {
         struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
         futimens(fd, ts);
@@ -815,15 +818,13 @@ static void made_xattrs(struct rdc_rcv *r, const unsigned char *kept, size_t kl)
     name = name ? name + 1 : r->xmade;
     int fd = openat(r->pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    char *bad = NULL;
     int e = fd < 0 ? errno
             : fstat(fd, &st) ? errno
             : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode) ? 0 : EINVAL;
-    if (!e)
-        e = rdc_xattr_apply(fd, kept, kl, &bad);
     if (e)
-        rdc_rcv_xattr_err(r, bad, r->xmade, e);
-    free(bad);
+        rdc_rcv_xattr_err(r, NULL, r->xmade, e);
+    else
+        rdc_rcv_set_xattrs(r, fd, kept, kl, r->xmade);
     if (fd >= 0)
         close(fd);
 }

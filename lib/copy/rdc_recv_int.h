@@ -129,6 +129,8 @@ char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel);
 void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e);
 /* one line "cannot set extended attribute 'NAME' of 'path': strerror(e)", counted */
 void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int e);
+/* set an 'x' body as taken (NULL: nothing) on fd, which is rel; a failure is that line */
+void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel);
 
 /* the records ('R', 'd', 'f', 'l', 'h'; paths as they came, not NUL-terminated) */
 void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl);

@@ -216,11 +216,7 @@ int rdc_rcv_finish(void *ctx)
         } else if (d->drop && fstat(fd, &st) == 0) {   /* never wider than it was made */
             fchmod(fd, st.st_mode & 07777 & ~d->drop);
         }
-        char *bad = NULL;
-        int e = d->xattr ? rdc_xattr_apply(fd, d->xattr, d->xattr_len, &bad) : 0;
-        if (e)
-            rdc_rcv_xattr_err(r, bad, d->path, e);
-        free(bad);
+        rdc_rcv_set_xattrs(r, fd, d->xattr, d->xattr_len, d->path);
         if (r->times) {
             struct timespec ts[2] = { { d->m.mtime_s, d->m.mtime_ns }, { d->m.mtime_s, d->m.mtime_ns } };
             futimens(fd, ts);
