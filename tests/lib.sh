@@ -67,6 +67,49 @@ lim() { awk -v s="$1" -v f="$RD_SLOW" 'BEGIN{printf "%d", s*f+0.999}'; }
 # fle A B -> true iff A <= B (floats)
 fle() { awk -v a="$1" -v b="$2" 'BEGIN{exit !(a<=b)}'; }
 
+# ---- hangs ----
+# A command that reaches its time limit first has every thread's stack written to $C/stacks,
+# with those of the test's other processes (RD_PIDS) and their children; t_end prints them
+# under the failing case. So a hang seen once (in CI, say) says where each thread waited.
+# rd_tree PID... -> these live processes and all their descendants
+rd_tree() {
+    local p c
+    for p in "$@"; do
+        [ -d "/proc/$p" ] || continue
+        echo "$p"
+        for c in $(pgrep -P "$p"); do rd_tree "$c"; done
+    done
+}
+# rd_stacks PID...: append the stacks of these processes and their descendants to $C/stacks
+rd_stacks() {
+    local p out=${C:-$RD_T}/stacks
+    command -v gdb > /dev/null || { echo "(no gdb: no stacks)" >> "$out"; return 0; }
+    for p in $(rd_tree "$@" | awk '!seen[$0]++'); do
+        case $(cat "/proc/$p/comm" 2>/dev/null) in sleep|timeout|bash|'') continue ;; esac
+        echo "--- pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+        gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
+            sed -E 's/^Thread [0-9]+ \(Thread 0x[0-9a-f]+ \(LWP ([0-9]+)\) "?([^"]*)"?\):$/thread \2 (\1)/;
+                    s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/' | cut -c1-160
+    done >> "$out"
+}
+# timeout [OPTION]... LIMIT CMD...: coreutils' timeout, with the stacks taken a moment before
+# LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there)
+timeout() {
+    local i=1 limit me=$BASHPID wd rc
+    while [[ ${!i} == -* ]]; do case ${!i} in -k|-s) i=$((i + 2)) ;; *) i=$((i + 1)) ;; esac; done
+    limit=${!i%s}
+    (
+        trap 'kill $s 2>/dev/null; exit 0' TERM
+        sleep "$(awk -v l="$limit" 'BEGIN{d=l-2; if (d<l*0.75) d=l*0.75; printf "%.2f", d}')" & s=$!
+        wait $s
+        rd_stacks $(pgrep -P "$me" -x timeout) "${RD_PIDS[@]}"
+    ) &
+    wd=$!
+    command timeout "$@"; rc=$?
+    kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
+    return $rc
+}
+
 # ---- cases ----
 _rd_case=""; _rd_errs=(); _rd_t0=0; _rd_bug=""; _rd_note=""
 t_begin() { _rd_case=$1; _rd_errs=(); _rd_bug=""; _rd_note=""; _rd_t0=$EPOCHREALTIME;
@@ -86,6 +129,7 @@ t_end() {
     echo "$line"
     if [ "$verdict" = FAIL ]; then
         for e in "${_rd_errs[@]}"; do echo "       - $e"; done
+        [ -s "$C/stacks" ] && { echo "       stacks at the time limit:"; head -300 "$C/stacks" | sed 's/^/         /'; }
     fi
     [ -n "${RD_RESULTS:-}" ] && echo "$verdict $RD_GROUP/$_rd_case" >> "$RD_RESULTS"
     return 0
@@ -162,6 +206,7 @@ wait_pid() {
     deadline=$(awk -v a="$EPOCHREALTIME" -v s="$2" 'BEGIN{printf "%.3f", a+s}')
     while kill -0 "$pid" 2>/dev/null; do
         if ! fle "$EPOCHREALTIME" "$deadline"; then
+            rd_stacks "$pid" "${RD_PIDS[@]}"
             kill -9 "$pid" 2>/dev/null
             wait "$pid" 2>/dev/null
             return 124

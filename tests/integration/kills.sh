@@ -133,3 +133,22 @@ expect_rc $rc 4 "rdrecv with a stuck consumer after the sender died"
 t_note "rdrecv exit $rc after ${dt}s"
 kill_reap "$reader" "$feeder" "$RP"
 t_end
+
+t_begin "a command at its time limit leaves every thread's stack for the failure report (tests/lib.sh)"
+# rdsend waits for input that never comes, so `timeout` stops it; before it does, the test
+# library takes the stacks of its threads (gdb), which t_end prints under a failing case: a
+# hang seen once in CI then says where each thread waited.
+port=$(free_port); mkfifo "$C/quiet"
+( exec sleep "$(lim 30)" ) > "$C/quiet" & feeder=$!; RD_PIDS+=("$feeder")
+start RP /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+timeout 6 "$RDSEND" 127.0.0.1 "$port" key < "$C/quiet" 2> "$C/serr"; rc=$?
+[ "$rc" = 124 ] || t_fail "rdsend waiting for input, under timeout 6: exit $rc, expected 124 (timed out)"
+for want in 'thread rdsend \(' 'thread rd-reader \(' 'thread rd-monitor \(' 'thread rd-lane0 \(' \
+            '#[0-9]+ rd_engine_send lib/engine/rd_engine_send.c:[0-9]+' 'thread rd-writer \('; do
+    grep -Eq -- "$want" "$C/stacks" 2>/dev/null || t_fail "the stacks lack /$want/: $(head -c 600 "$C/stacks" 2>/dev/null)"
+done
+grep -q -- "--- pid $RP: .*rdrecv $port key" "$C/stacks" 2>/dev/null || t_fail "the test's other process (rdrecv) has no stacks"
+rm -f "$C/stacks"   # the case passed: nothing to report
+kill_reap "$feeder" "$RP"
+t_end
