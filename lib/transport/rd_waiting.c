@@ -51,6 +51,7 @@ struct job {
     unsigned char *arg, *result;
     int stop, done;     /* under w->lock: set by the accept loop / by the thread */
     int past_first;     /* under w->lock, by the thread: past first_word, the socket is read */
+    int said;           /* the accept loop's: its line is out (dropped, timed out) */
     /* set by the thread before done */
     int first;          /* SPOKE, SILENT, HUNG_UP, EARLY_STRIPE, HANDED_ON */
     int rc;
@@ -277,12 +278,20 @@ static void finish(struct rd_waiting *w, unsigned i)
     job_free(w, j);
 }
 
+static void report(struct rd_waiting *w, const struct job *j, double now);
+
+/* A stopped job's thread may have turned its peer away (a wrong key or MAC, answered with a
+ * REJECT) just before the stop: RD_EAUTH is a verdict on what the peer sent, never the result
+ * of the shutdown, so its line is still due. (A forged stripe whose REJECT went out while the
+ * real stripes completed lost its line: the set ended before its thread said it was done.) */
 static void finish_gone(struct rd_waiting *w, unsigned i)
 {
     struct job *j = w->gone[i];
     w->ngone--;
     memmove(w->gone + i, w->gone + i + 1, (w->ngone - i) * sizeof *w->gone);
     pthread_join(j->th, NULL);
+    if (!j->said && j->first == SPOKE && j->rc == RD_EAUTH)
+        report(w, j, rd_now());
     j->tp->ops->close(j->tp);
     job_free(w, j);
 }
@@ -346,6 +355,8 @@ static void stop_all(struct rd_waiting *w)
             early_keep(w->lis, j->tp, j->since);
             j->tp = NULL;
         } else {
+            if (j->first == SPOKE && j->rc != RD_OK)   /* failed after the last reap_failed */
+                report(w, j, rd_now());
             j->tp->ops->close(j->tp);   /* finished, not taken: closed without a word */
         }
         job_free(w, j);
@@ -427,6 +438,7 @@ static void expire(struct rd_waiting *w, double now)
         }
         rd_warn("connection from %s did not finish its handshake within %.0f s: dropped", j->tp->peer,
                 w->cfg.deadline_ms / 1000.0);
+        j->said = 1;
         count_failure(w, j, now);   /* it spoke (the HELLO deadline is earlier) and then stalled */
     }
 }
@@ -455,6 +467,7 @@ static int evict(struct rd_waiting *w, const char *src)
             else
                 rd_warn("connection from %s: dropped for a newer one (%u handshakes pending, %u of them from %s)",
                         j->tp->peer, pending, of_src, j->src);
+            j->said = 1;
             return 1;
         }
         if (want <= 1)

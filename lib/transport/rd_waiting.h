@@ -68,7 +68,8 @@ int rd_waiting_next(struct rd_waiting *w, struct rd_listener *lis, int watch_fd,
                     struct rd_transport **out, void *result);
 
 /* Stop every handshake still running (their connections are closed without a word) and free
- * the set. With cfg.stripes_later, the connections not read from yet (silent so far, or a
+ * the set. A handshake that failed meanwhile, or had turned its peer away (RD_EAUTH) when it
+ * was stopped, still gets its line. With cfg.stripes_later, the connections not read from yet (silent so far, or a
  * JOIN) are kept instead for the next set on the listener, which takes them first. NULL is
  * fine. */
 void rd_waiting_free(struct rd_waiting *w);
