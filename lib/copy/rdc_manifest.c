@@ -1,5 +1,6 @@
 /* rdc_manifest.c - see rdc_manifest.h. */
 #include "copy/rdc_manifest.h"
+#include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 
 #include <dirent.h>
@@ -43,15 +44,6 @@ static void man_file(int out, int dfd, const char *name, const char *rel_final, 
     close(fd);
 }
 
-/* ".rdcp.NAME.XXXXXX" -> "NAME" (malloc'd) or NULL */
-static char *tmp_final(const char *base)
-{
-    size_t pl = strlen(RDC_TMP_PREFIX), n = strlen(base);
-    if (strncmp(base, RDC_TMP_PREFIX, pl) || n < pl + 8 || base[n - 7] != '.')
-        return NULL;
-    return strndup(base + pl, n - pl - 7);
-}
-
 /* the directory dfd, at rel (relative to DST); takes dfd */
 static void walk(int out, int dfd, const char *rel, int depth)
 {
@@ -76,7 +68,7 @@ static void walk(int out, int dfd, const char *rel, int depth)
                 free(r);
             }
         } else if (S_ISREG(st.st_mode)) {
-            char *fin = tmp_final(nm);
+            char *fin = rdc_tmp_final(nm);
             char *r = rdc_join(rel, fin ? fin : nm);
             man_file(out, dfd, nm, r, fin ? nm : NULL);
             free(r);
@@ -107,7 +99,7 @@ void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir)
     }
     struct dirent *de;
     while ((de = readdir(d))) {
-        char *fin = tmp_final(de->d_name);
+        char *fin = rdc_tmp_final(de->d_name);
         if (fin && strcmp(fin, pre) == 0)
             man_file(out, fd, de->d_name, "", de->d_name);
         free(fin);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -272,6 +273,11 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
             r->fd = -1;
             errno = EINVAL;
         }
+        if (r->fd >= 0 && flock(r->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+            close(r->fd);   /* another rdcp is writing it */
+            r->fd = -1;
+            errno = EBUSY;
+        }
         if (r->fd < 0 || rdc_hash_prefix(r->fd, start, r->hs) || ftruncate(r->fd, (off_t)start)) {
             rdc_rcv_err(r, "cannot continue the partial file of", f, ours ? errno : EINVAL);
             if (r->fd >= 0)
@@ -370,6 +376,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         return;
     }
     rdc_set_add(&r->made_files, r->final);
+    rdc_stale_done(&r->stale, r->pfd, r->final);
     r->files++;
     clear_file(r);
     return;
@@ -469,6 +476,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
         return;
     }
     rdc_set_add(&r->made_files, j->final);
+    rdc_stale_done(&r->stale, j->dir->fd, j->final);
     r->files++;
 }
 
@@ -627,6 +635,8 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
         skip_subtree(r, path, pl);
     } else {
         rdc_set_add(&r->made_dirs, f);
+        if (made)
+            rdc_stale_made(&r->stale, f);
         add_dirmeta(r, f, m, made && !r->preserve ? 0700 & ~m->mode : 0);
         r->xdir = (long)r->ndirs - 1;
         r->ndir++;
@@ -650,6 +660,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     }
     if (rdc_pool_pending(r, f))
         rdc_pool_reap(r, 1);
+    rdc_stale_list(&r->stale, pfd, r->pdir);
     if (!(flags & RDC_F_SKIP)) {
         begin_file(r, f, name, m, size, start, flags, t, tl);   /* takes f */
         return;
@@ -664,6 +675,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         if (r->times)
             set_times_at(pfd, name, m);
         rdc_set_add(&r->made_files, f);
+        rdc_stale_done(&r->stale, pfd, f);
         r->skipped += size;
         r->files++;
         r->xmade = f;   /* its attributes, if an 'x' record follows */

@@ -6,6 +6,7 @@
 
 #include "copy/rdc_recv.h"
 #include "copy/rdc_set.h"
+#include "copy/rdc_stale.h"
 #include "copy/rdc_tree.h"
 
 #include <pthread.h>
@@ -85,6 +86,7 @@ struct rdc_rcv {
     size_t nroots;
     char *root;               /* the current root's path, NULL = records are dropped */
     struct rdc_set made_dirs, made_files;
+    struct rdc_stale stale;   /* partial files an earlier copy left, removed once superseded */
     /* the directory of the last record, kept open (records come directory by directory) */
     char *pdir;
     int pfd;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -132,7 +133,23 @@ int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, cons
 
 static int create_excl(int dfd, const char *t, void *arg)
 {
-    return openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, *(mode_t *)arg);
+    int fd = openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, *(mode_t *)arg);
+    if (fd >= 0)
+        rdc_tmp_lock(fd);
+    return fd;
+}
+
+void rdc_tmp_lock(int fd)
+{
+    (void)flock(fd, LOCK_EX | LOCK_NB);
+}
+
+char *rdc_tmp_final(const char *tmp)
+{
+    size_t pl = strlen(RDC_TMP_PREFIX), n = strlen(tmp);
+    if (strncmp(tmp, RDC_TMP_PREFIX, pl) || n < pl + 8 || tmp[n - 7] != '.')
+        return NULL;
+    return strndup(tmp + pl, n - pl - 7);
 }
 
 int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp)

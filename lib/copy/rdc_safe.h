@@ -22,6 +22,15 @@ int rdc_open_beneath(int base, const char *rel);
  * name `name`; *tmp gets its name (malloc'd). Returns the fd (O_RDWR) or -1 with errno. */
 int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 
+/* Lock the partial file fd for as long as this process holds it open (flock): how a later
+ * copy tells a partial file a running rdcp writes from one an interrupted copy left
+ * (rdc_stale.h). Best effort: where the filesystem has no locks, nothing is locked. */
+void rdc_tmp_lock(int fd);
+
+/* A temporary file's name ".rdcp.NAME.XXXXXX" -> "NAME" (malloc'd), or NULL for any other
+ * name. A NAME longer than the 200 bytes a temporary keeps comes back cut. */
+char *rdc_tmp_final(const char *tmp);
+
 /* The same names, made by make(dfd, tmpname, arg) (>= 0: done, its result is returned; -1 with
  * errno EEXIST: the next random name); rdc_create_tmp is make = openat(O_CREAT | O_EXCL). */
 int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, const char *t, void *arg), void *arg);

@@ -361,6 +361,42 @@ else
 fi
 rm -rf "$S/dst" && mkdir "$S/dst"
 
+# A partial file named for continuing (--resume) that another rdcp still writes, as its lock
+# (flock) says: not continued, one line, exit 23, and it stays as it was. The same file not
+# held is continued.
+resume_held() {   # resume_held NAME HOLD(0/1)
+    local name=$1 hold=$2 holder=
+    rm -rf "$S/dst" "$W/port" && mkdir "$S/dst" && printf abcdefghij > "$S/dst/.rdcp.f.Held01"
+    printf 'R 0 d 1 x\nc f abcdefghijklmnopqrstuvwxyz 10 .rdcp.f.Held01\nZ\n' | "$W/treegen" > "$W/stream"
+    if [ "$hold" = 1 ]; then
+        flock -x "$S/dst/.rdcp.f.Held01" sleep 60 & holder=$!
+        for i in $(seq 50); do flock -n "$S/dst/.rdcp.f.Held01" true || break; sleep 0.05; done
+    fi
+    (RDPIPE_KEY=hostile-key exec timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 --resume "$S/dst" 3> "$W/port" 2> "$W/err") &
+    local pid=$!
+    for i in $(seq 100); do grep -q '^[0-9]' "$W/port" 2>/dev/null && break; sleep 0.05; done
+    timeout 60 "$BIN/rdsend" 127.0.0.1 "$(grep '^[0-9]' "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
+    wait $pid; rc=$?
+    [ -n "$holder" ] && { pkill -P "$holder"; kill "$holder"; wait "$holder"; } 2> /dev/null
+    grep -v '^{"tool"\|^@rdcp ' "$W/err" > "$W/msg"
+    if [ "$hold" = 1 ]; then
+        if [ $rc = 23 ] && [ "$(grep -c . "$W/msg")" = 1 ] &&
+           grep -q "^rdcp: cannot continue the partial file of $D/f': Device or resource busy$" "$W/msg" &&
+           [ "$(cat "$S/dst/.rdcp.f.Held01")" = abcdefghij ] && [ ! -e "$S/dst/f" ]; then
+            ok "$name"
+        else
+            bad "$name" "rc=$rc $(head -3 "$W/msg" | tr '\n' ' ') $(ls -a "$S/dst" | tr '\n' ' ')"
+        fi
+    elif [ $rc = 0 ] && [ "$(cat "$S/dst/f" 2> /dev/null)" = abcdefghijklmnopqrstuvwxyz ] && [ ! -e "$S/dst/.rdcp.f.Held01" ]; then
+        ok "$name"
+    else
+        bad "$name" "rc=$rc $(head -3 "$W/msg" | tr '\n' ' ') $(ls -a "$S/dst" | tr '\n' ' ')"
+    fi
+}
+resume_held "--resume: a partial file another rdcp holds (flock) is not continued: one line, exit 23, left as it was" 1
+resume_held "--resume: the same partial file, not held, is continued from its 10 bytes" 0
+rm -rf "$S/dst" && mkdir "$S/dst"
+
 # a local process swaps a directory for a symlink to the canary while the receiver writes into
 # it (and into a sibling, so that it opens the directory again and again)
 race() {   # race NAME [env...]

@@ -253,7 +253,7 @@ r=1; [ $rc = 0 ] && grep -q '^{"tool":"rdcp","files":1,.*"bytes":1,.*"exit_code"
 check "$name" $r "rc=$rc $(tail -2 "$T/err" | tr '\n' ' ')"
 
 # ---------------------------------------------------------------------------------------
-name="SIGKILL mid-copy: no partial file under a final name; --resume completes it, skips bytes"
+name="SIGKILL mid-copy: no partial file under a final name, the one being written locked (flock); --resume completes it, skips bytes"
 R=$T/rsrc
 mkdir -p "$R/a"
 for i in 1 2 3 4 5 6; do head -c $((6 << 20)) /dev/urandom > "$R/a/f$i"; done
@@ -267,6 +267,9 @@ for _ in $(seq 200); do   # until it is inside the 64 MiB file (apparent sizes: 
     [ "${sz:-0}" -gt $((50 << 20)) ] && break
     sleep 0.1
 done
+# the partial file of 'big' is locked while rdcp writes it: a later copy must leave it alone
+held=none
+for t in "$T/rdst"/.rdcp.big.*; do [ -f "$t" ] && { flock -n "$t" true && held=no || held=yes; }; done
 kill -9 $pid; wait $pid 2>/dev/null
 tc -n "${P}h1" qdisc del dev eth0 root
 no_strays > /dev/null
@@ -278,13 +281,40 @@ done < <(find "$T/rdst" -type f -print0)
 temps=$(find "$T/rdst" -name '.rdcp.*' | wc -l)
 rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err2"; rc=$?
 sk=$(sed -n 's/.*skipped \([0-9]*\) bytes.*/\1/p' "$T/err2")
-r=1; [ $partial = 0 ] && [ $rc = 0 ] && [ "${sk:-0}" -gt 0 ] && same_tree "$R" "$T/rdst" t > "$T/why" && no_temps "$T/rdst" && r=0
-check "$name (skipped ${sk:-?} bytes, $temps partial kept)" $r "rc=$rc partial=$partial $(cat "$T/why" "$T/err2" | head -3 | tr '\n' ' ')"
+r=1; [ $partial = 0 ] && [ $rc = 0 ] && [ "${sk:-0}" -gt 0 ] && same_tree "$R" "$T/rdst" t > "$T/why" && no_temps "$T/rdst" &&
+    [ $held = yes ] && r=0
+check "$name (skipped ${sk:-?} bytes, $temps partial kept)" $r "rc=$rc partial=$partial partial of big locked while written: $held $(cat "$T/why" "$T/err2" | head -3 | tr '\n' ' ')"
 
 name="--resume of a complete tree skips everything and copies 0 bytes"
 rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && grep -q " 0 bytes (0 B) copied" "$T/err" && same_tree "$R" "$T/rdst" t > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
+
+name="a later copy, without --resume, removes the partial files of what it completes: big and small files, top and nested; one a running rdcp holds, others' and what is not a regular file stay"
+# An interrupted copy keeps its partial files for --resume; a copy that then writes those files
+# whole (here without --resume) supersedes them. Before 2026-11-26 they stayed for good (a
+# 64 MiB partial of 'big' after every interrupted run). A partial file that a running rdcp
+# writes is locked by it (flock), as `flock` holds 'held' here: it stays.
+echo small > "$R/a/small"
+S=$T/rdst
+head -c $((1 << 20)) /dev/urandom > "$S/.rdcp.big.Stale1"        # the stream thread's file
+head -c 1000 /dev/urandom > "$S/.rdcp.big.Stale2"
+echo x > "$S/a/.rdcp.small.Stale3"                               # a worker's file
+echo x > "$S/a/.rdcp.f3.Stale4"                                  # nested, stream thread
+echo x > "$S/.rdcp.big.Held01"
+echo x > "$S/.rdcp.nothere.Other1"                              # no such file in the copy
+echo secret > "$T/victim"; ln -s "$T/victim" "$S/a/.rdcp.f2.Link01"
+mkdir "$S/.rdcp.big.Dir001"; mkfifo "$S/a/.rdcp.f1.Fifo01"
+flock -x "$S/.rdcp.big.Held01" sleep 60 & holder=$!
+for _ in $(seq 50); do flock -n "$S/.rdcp.big.Held01" true || break; sleep 0.05; done
+rdcp_h0 -a h1:"$R/" h2:"$S" 2> "$T/err"; rc=$?
+pkill -P "$holder"; kill "$holder" 2> /dev/null; wait "$holder" 2> /dev/null
+left=$(cd "$S" && find . -name '.rdcp.*' | sort | tr '\n' ' ')
+want="./.rdcp.big.Dir001 ./.rdcp.big.Held01 ./.rdcp.nothere.Other1 ./a/.rdcp.f1.Fifo01 ./a/.rdcp.f2.Link01 "
+(cd "$S" && rm -rf .rdcp.big.Dir001 .rdcp.big.Held01 .rdcp.nothere.Other1 a/.rdcp.f1.Fifo01 a/.rdcp.f2.Link01)
+r=1; [ $rc = 0 ] && [ ! -s "$T/err" ] && [ "$left" = "$want" ] && [ "$(cat "$T/victim")" = secret ] &&
+    same_tree "$R" "$S" > "$T/why" 2>&1 && r=0   # not mtimes: removing the leftovers changed a/
+check "$name" $r "rc=$rc left: $left $(cat "$T/why" "$T/err" 2> /dev/null | head -3 | tr '\n' ' ')"
 
 name="IPv6 literals: local -> root@[fd99::12]:path and [fd99::12]:path -> local"
 ip -n "${P}h0" addr add fd99::10/64 dev eth0 nodad && ip -n "${P}h2" addr add fd99::12/64 dev eth0 nodad

@@ -9,6 +9,8 @@
  *                                  its data records and a correct end record
  *   s PATH SIZE [MODE [MTIME]]     file "complete at the destination" (--resume skip flag)
  *   x PATH DATA [MODE [MTIME]]     file as f, hashed (never RDC_F_NOHASH), with a wrong hash
+ *   c PATH DATA START TMP          file DATA continued from the partial file TMP in its
+ *                                  directory, which holds its first START bytes (--resume)
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
@@ -130,9 +132,10 @@ int main(void)
             u8('d');
             str(w[1], l[1]);
             meta(mode, mtime);
-        } else if ((c == 'f' || c == 's' || c == 'x') && n >= 3) {
-            mode = n > 3 ? (uint32_t)strtoul(w[3], NULL, 8) : 0644;
-            if (n > 4)
+        } else if ((c == 'f' || c == 's' || c == 'x' || (c == 'c' && n == 5)) && n >= 3) {
+            size_t start = c == 'c' ? (size_t)atoll(w[3]) : 0;
+            mode = n > 3 && c != 'c' ? (uint32_t)strtoul(w[3], NULL, 8) : 0644;
+            if (n > 4 && c != 'c')
                 mtime = atoll(w[4]);
             size_t size;
             char *data;
@@ -153,13 +156,16 @@ int main(void)
             str(w[1], l[1]);
             meta(mode, mtime);
             u64(size);
-            u64(0);
+            u64(start);
             u8(c == 's' ? 1 : c == 'f' && nohash ? 4 : 0);
-            str("", 0);
+            if (c == 'c')
+                str(w[4], l[4]);
+            else
+                str("", 0);
             put_xq();
             if (c == 's')
                 continue;
-            for (size_t off = 0; off < size; off += 65536) {
+            for (size_t off = start; off < size; off += 65536) {
                 size_t k = size - off < 65536 ? size - off : 65536;
                 u8('D');
                 u64(off);

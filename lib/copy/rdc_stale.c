@@ -1,0 +1,97 @@
+/* rdc_stale.c - see rdc_stale.h. */
+#include "copy/rdc_stale.h"
+#include "copy/rdc_safe.h"
+#include "copy/rdc_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void rdc_stale_made(struct rdc_stale *s, const char *dir)
+{
+    rdc_set_add(&s->listed, dir);
+}
+
+static void add(struct rdc_stale *s, char *final, char *tmp)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct rdc_stale_file *f = realloc(s->f, cap * sizeof *f);
+        if (!f)
+            abort();
+        s->f = f;
+        s->cap = cap;
+    }
+    s->f[s->n++] = (struct rdc_stale_file){ final, tmp };
+    rdc_set_add(&s->finals, final);
+}
+
+void rdc_stale_list(struct rdc_stale *s, int dfd, const char *dir)
+{
+    if (rdc_set_has(&s->listed, dir))
+        return;
+    rdc_set_add(&s->listed, dir);
+    int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;   /* nothing removed: the partial files stay, as before */
+    }
+    rewinddir(d);   /* the dup shares its offset with dfd */
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+            continue;
+        char *name = rdc_tmp_final(de->d_name);
+        if (name) {
+            add(s, rdc_join(dir, name), strdup(de->d_name));
+            free(name);
+        }
+    }
+    closedir(d);
+}
+
+/* Remove tmp from dfd if it is a regular file that nobody holds locked: its writer is gone. */
+static int remove_unheld(int dfd, const char *tmp)
+{
+    int fd = openat(dfd, tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat a, b;
+    int gone = fstat(fd, &a) == 0 && S_ISREG(a.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+               fstatat(dfd, tmp, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino && unlinkat(dfd, tmp, 0) == 0;
+    close(fd);
+    return gone;
+}
+
+void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final)
+{
+    if (!s->n || !rdc_set_has(&s->finals, final))
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        struct rdc_stale_file *f = &s->f[i];
+        if (f->tmp && strcmp(f->final, final) == 0) {
+            s->removed += (uint64_t)remove_unheld(dfd, f->tmp);
+            free(f->tmp);
+            f->tmp = NULL;
+        }
+    }
+}
+
+void rdc_stale_free(struct rdc_stale *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->f[i].final);
+        free(s->f[i].tmp);
+    }
+    free(s->f);
+    rdc_set_free(&s->listed);
+    rdc_set_free(&s->finals);
+    *s = (struct rdc_stale){ 0 };
+}
