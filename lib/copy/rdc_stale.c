@@ -56,18 +56,18 @@ void rdc_stale_list(struct rdc_stale *s, int dfd, const char *dir)
     closedir(d);
 }
 
-/* Remove tmp from dfd if it is a regular file that nobody holds locked: its writer is gone. */
-static int remove_unheld(int dfd, const char *tmp)
+/* Remove tmp from dfd if it is a regular file that nobody holds locked: its writer is gone.
+ * The lock is held across the unlink, and the name must still be the file locked. */
+static void remove_unheld(int dfd, const char *tmp)
 {
     int fd = openat(dfd, tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return;
     struct stat a, b;
-    int gone = fstat(fd, &a) == 0 && S_ISREG(a.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-               fstatat(dfd, tmp, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
-               a.st_ino == b.st_ino && unlinkat(dfd, tmp, 0) == 0;
+    if (fstat(fd, &a) == 0 && S_ISREG(a.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        fstatat(dfd, tmp, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        unlinkat(dfd, tmp, 0);
     close(fd);
-    return gone;
 }
 
 void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final)
@@ -77,7 +77,7 @@ void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final)
     for (size_t i = 0; i < s->n; i++) {
         struct rdc_stale_file *f = &s->f[i];
         if (f->tmp && strcmp(f->final, final) == 0) {
-            s->removed += (uint64_t)remove_unheld(dfd, f->tmp);
+            remove_unheld(dfd, f->tmp);
             free(f->tmp);
             f->tmp = NULL;
         }

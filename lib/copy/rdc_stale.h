@@ -10,7 +10,6 @@
 #include "copy/rdc_set.h"
 
 #include <stddef.h>
-#include <stdint.h>
 
 struct rdc_stale {
     struct rdc_set listed;     /* base-relative directories listed (or made by this copy) */
@@ -20,7 +19,6 @@ struct rdc_stale {
         char *tmp;             /* its partial file's name in the directory; NULL once removed */
     } *f;
     size_t n, cap;
-    uint64_t removed;          /* partial files removed */
 };
 
 /* dir (base-relative, "" for base) holds no partial file: this copy made it. */
