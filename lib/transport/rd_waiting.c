@@ -4,7 +4,8 @@
  * handshake threads, prints every line and keeps the throttle's table. A handshake thread
  * touches only its own job, and under w->lock its `done` flag; the accept loop sets `stop`
  * under the same lock, so a job is either finished (and its outcome counts) or stopped (and
- * its outcome is ignored), never both.
+ * its outcome is ignored, but for a peer it had turned away just before: see finish_gone),
+ * never both.
  *
  * The accept loop never waits for a handshake thread while connections arrive: a stopped job
  * moves to `gone` (its socket shut down, so its thread ends at once) and is joined once its
