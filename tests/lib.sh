@@ -89,7 +89,8 @@ rd_stacks() {
         echo "--- pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
         gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
             sed -E 's/^Thread [0-9]+ \(Thread 0x[0-9a-f]+ \(LWP ([0-9]+)\) "?([^"]*)"?\):$/thread \2 (\1)/;
-                    s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/' | cut -c1-160
+                    s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/;
+                    s/^(#[0-9]+) +0x[0-9a-f]+ in ([^ ]+) .*$/  \1 \2/' | cut -c1-160
     done >> "$out"
 }
 # timeout [OPTION]... LIMIT CMD...: coreutils' timeout, with the stacks taken a moment before
