@@ -97,7 +97,7 @@ rd_stacks() {
 # LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there)
 timeout() {
     local i=1 limit me=$BASHPID wd rc
-    while [[ ${!i} == -* ]]; do case ${!i} in -k|-s) i=$((i + 2)) ;; *) i=$((i + 1)) ;; esac; done
+    while [[ ${!i} == -* ]]; do case ${!i} in -k|-s|--kill-after|--signal) i=$((i + 2)) ;; *) i=$((i + 1)) ;; esac; done
     limit=${!i%s}
     (
         trap 'kill $s 2>/dev/null; exit 0' TERM
