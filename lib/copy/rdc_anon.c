@@ -21,7 +21,7 @@ int rdc_anon_open(int dfd, mode_t mode)
     }
     int fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
     if (fd >= 0)
-        rdc_tmp_lock(fd);   /* it may get a temporary name (rdc_anon_replace) */
+        (void)rdc_tmp_lock(fd);   /* it may get a temporary name (rdc_anon_replace) */
     /* kernels before 3.11 take O_TMPFILE for O_DIRECTORY (EISDIR); filesystems without it
      * say EOPNOTSUPP: try no more in this process */
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR))

@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -273,7 +272,7 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
             r->fd = -1;
             errno = EINVAL;
         }
-        if (r->fd >= 0 && flock(r->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+        if (r->fd >= 0 && rdc_tmp_lock(r->fd)) {
             close(r->fd);   /* another rdcp is writing it */
             r->fd = -1;
             errno = EBUSY;

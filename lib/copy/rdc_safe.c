@@ -135,13 +135,16 @@ static int create_excl(int dfd, const char *t, void *arg)
 {
     int fd = openat(dfd, t, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, *(mode_t *)arg);
     if (fd >= 0)
-        rdc_tmp_lock(fd);
+        (void)rdc_tmp_lock(fd);   /* new: nobody else holds it */
     return fd;
 }
 
-void rdc_tmp_lock(int fd)
+int rdc_tmp_lock(int fd)
 {
-    (void)flock(fd, LOCK_EX | LOCK_NB);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+        return 0;
+    errno = EBUSY;
+    return -1;
 }
 
 char *rdc_tmp_final(const char *tmp)

@@ -24,8 +24,9 @@ int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 
 /* Lock the partial file fd for as long as this process holds it open (flock): how a later
  * copy tells a partial file a running rdcp writes from one an interrupted copy left
- * (rdc_stale.h). Best effort: where the filesystem has no locks, nothing is locked. */
-void rdc_tmp_lock(int fd);
+ * (rdc_stale.h). Best effort: where the filesystem has no locks, nothing is locked. -1 with
+ * errno EBUSY when another process holds it (a partial file a running rdcp writes), else 0. */
+int rdc_tmp_lock(int fd);
 
 /* A temporary file's name ".rdcp.NAME.XXXXXX" -> "NAME" (malloc'd), or NULL for any other
  * name. A NAME longer than the 200 bytes a temporary keeps comes back cut. */
