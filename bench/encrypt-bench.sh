@@ -5,8 +5,9 @@
 #
 #   bench/encrypt-bench.sh [MIB] [RUNS]        (default 1024 MiB from tmpfs, median of 3)
 #   RDPIPE_BIN=dir (default bin/)   LANES=n (rdsend/rdrecv --lanes, default: theirs)
+#   ROWS="plain ocb aes chacha openssl" (the default: all of them)
 #
-# Rows: plain | --encrypt aes-256-gcm | --encrypt chacha20-poly1305 |
+# Rows: plain | --encrypt aes-256-ocb | --encrypt aes-256-gcm | --encrypt chacha20-poly1305 |
 #       openssl enc -aes-256-ctr | rdsend  ->  rdrecv | openssl enc -d -aes-256-ctr
 # Prints GB/s (wall clock, sender start to receiver exit), the ratio to plain, and CPU seconds
 # per GB of each end (user+sys of everything on that end: rdsend and openssl, or rdrecv and
@@ -30,9 +31,10 @@ PORT=${PORT:-18555}
 run_row() {
     local row=$1 t0 t1
     case $row in
-        plain|aes|chacha)
+        plain|ocb|aes|chacha)
             local opt=() env=()
             [ "$row" != plain ] && opt=(--encrypt)
+            [ "$row" = ocb ] && env=(RDPIPE_CIPHER=aes-256-ocb)
             [ "$row" = aes ] && env=(RDPIPE_CIPHER=aes-256-gcm)
             [ "$row" = chacha ] && env=(RDPIPE_CIPHER=chacha20-poly1305)
             /usr/bin/time -f "%U %S" -o "$DIR/rt" "$BIN/rdrecv" "${opt[@]}" "${LANES_OPT[@]}" "$PORT" "$KEY" /dev/null &
@@ -56,7 +58,7 @@ run_row() {
         'BEGIN{split(s,x," "); split(r,y," "); printf "%.4f %.3f %.3f\n", b-a, x[1]+x[2], y[1]+y[2]}'
 }
 
-rows="plain aes chacha openssl"
+rows=${ROWS:-plain ocb aes chacha openssl}
 for r in $rows; do : > "$DIR/res.$r"; done
 for ((i = 0; i < RUNS; i++)); do
     for r in $rows; do
@@ -75,6 +77,7 @@ for r in $rows; do
     rc=$(cut -d' ' -f3 "$DIR/res.$r" | median)
     case $r in
         plain) name="rdsend FILE -> rdrecv (plain)" ;;
+        ocb) name="rdsend --encrypt (aes-256-ocb)" ;;
         aes) name="rdsend --encrypt (aes-256-gcm)" ;;
         chacha) name="rdsend --encrypt (chacha20-poly1305)" ;;
         openssl) name="openssl enc -aes-256-ctr | rdsend -> rdrecv | openssl enc -d" ;;

@@ -1,5 +1,6 @@
 #include "engine/rd_engine.h"
 #include "wire/rd_compress.h"
+#include "wire/rd_ocb.h"
 #include "wire/rd_seal.h"
 
 #include "engine/rd_lanes.h"
@@ -46,9 +47,10 @@ struct recv_ctx {
     struct rd_tagger *tagger;  /* the writer's: END under the stream key */
     struct rd_tagger *lane_tagger[RD_MAX_LANES];   /* the lanes': DATA */
     struct rd_decompressor *dec[RD_MAX_LANES];     /* the sender compresses: one per lane */
-    struct rd_sealer *opener[RD_MAX_LANES][2];     /* --encrypt: the lanes' decryption, by cipher
-                                                    * (the frame names it: through a relay the
-                                                    * origin may have agreed AES-GCM, we not) */
+    struct rd_sealer *opener[RD_MAX_LANES][RD_CIPHERS];   /* --encrypt: the lanes' decryption,
+                                                    * by cipher (the frame names it: through a
+                                                    * relay the origin may have agreed AES, we
+                                                    * not); OCB's NULL where it cannot run */
     unsigned nlanes;
     int confirmed;
     atomic_int stop;           /* the stream is lost: the writer's output may give up */
@@ -115,10 +117,10 @@ static int open_job(struct recv_ctx *c, unsigned lane, struct recv_job *j)
     if (rd_frame_parse(b->data, b->len, c->p->chunk_size, &f) != RD_P_OK || f.type != RD_DATA)
         return RD_OK;   /* the writer judges everything else itself */
     /* an encrypted stream's chunks all are, a plain one's none: the flags are under the tag */
+    struct rd_sealer *opener = c->opener[lane][rd_cipher_of_flags(f.flags)];
     int bad = c->p->caps & RD_FLAG_ENCRYPTED
-                  ? !(f.flags & RD_FLAG_ENCRYPTED) ||
-                        rd_open_payload(c->opener[lane][rd_cipher_of_flags(f.flags)], RD_TAG_DOWN, b->data,
-                                        b->data + RD_FRAME_HDR, f.length) != 0
+                  ? !(f.flags & RD_FLAG_ENCRYPTED) || !opener ||
+                        rd_open_payload(opener, RD_TAG_DOWN, b->data, b->data + RD_FRAME_HDR, f.length) != 0
                   : (f.flags & ~RD_FLAG_COMPRESSED) ||
                         rd_frame_check(c->lane_tagger[lane], RD_TAG_DOWN, b->data, &f) != RD_P_OK;
     if (bad || ((f.flags & RD_FLAG_COMPRESSED) && !c->dec[0])) {   /* compressed, not agreed */
@@ -254,7 +256,7 @@ static void free_taggers(struct recv_ctx *c)
     for (unsigned i = 0; i < c->nlanes; i++)
         rd_tagger_free(c->lane_tagger[i]);
     for (unsigned i = 0; i < c->nlanes; i++)
-        for (unsigned k = 0; k < 2; k++)
+        for (unsigned k = 0; k < RD_CIPHERS; k++)
             rd_sealer_free(c->opener[i][k]);
     for (unsigned i = 0; i < c->nlanes; i++)
         rd_decompressor_free(c->dec[i]);
@@ -273,9 +275,9 @@ static int start_lanes(struct recv_ctx *c)
     for (unsigned i = 0; ok && i < c->nlanes; i++)
         ok = (c->lane_tagger[i] = rd_tagger_new(c->p->stream_key)) != NULL;
     for (unsigned i = 0; ok && (c->p->caps & RD_FLAG_ENCRYPTED) && i < c->nlanes; i++)
-        ok = (c->opener[i][RD_CIPHER_CHACHA20_POLY1305] =
-                  rd_sealer_new(c->p->stream_key, RD_CIPHER_CHACHA20_POLY1305, 0)) != NULL &&
-             (c->opener[i][RD_CIPHER_AES_256_GCM] = rd_sealer_new(c->p->stream_key, RD_CIPHER_AES_256_GCM, 0)) != NULL;
+        for (int k = 0; ok && k < RD_CIPHERS; k++)
+            if (k != RD_CIPHER_AES_256_OCB || rd_ocb_usable())
+                ok = (c->opener[i][k] = rd_sealer_new(c->p->stream_key, (enum rd_cipher)k, 0)) != NULL;
     if (!ok) {
         free_taggers(c);
         return rd_fail(RD_EIO, "out of memory");

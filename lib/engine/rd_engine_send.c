@@ -223,7 +223,7 @@ static int start_lanes(struct send_ctx *c)
     for (unsigned i = 0; ok && i < c->nlanes; i++)
         ok = (c->tagger[i] = rd_tagger_new(c->p->stream_key)) != NULL;
     if (c->p->caps & RD_FLAG_ENCRYPTED) {
-        enum rd_cipher cipher = rd_cipher_of_flags((uint16_t)c->p->caps);
+        enum rd_cipher cipher = rd_cipher_agreed(c->p->caps);
         c->data_flags = rd_cipher_flags(cipher);
         for (unsigned i = 0; ok && i < c->nlanes; i++)
             ok = (c->sealer[i] = rd_sealer_new(c->p->stream_key, cipher, 1)) != NULL;

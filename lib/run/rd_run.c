@@ -23,7 +23,7 @@
 /* The AEAD that encrypts the stream's chunks (--encrypt), else NULL. */
 static const char *cipher_name(const struct rd_params *p)
 {
-    return p->caps & RD_FLAG_ENCRYPTED ? rd_cipher_name(rd_cipher_of_flags((uint16_t)p->caps)) : NULL;
+    return p->caps & RD_FLAG_ENCRYPTED ? rd_cipher_name(rd_cipher_agreed(p->caps)) : NULL;
 }
 
 static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
@@ -49,13 +49,6 @@ static void summarize(const struct rd_opts *o, const char *tool, const struct rd
 static int derive(const struct rd_opts *o, struct rd_key *k)
 {
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
-}
-
-/* What this end offers when encryption is on: AES-GCM only where this CPU runs it in
- * hardware (the agreed caps keep it only when both ends do). */
-static uint32_t encrypt_caps(void)
-{
-    return RD_FLAG_ENCRYPTED | (rd_cpu_prefers_aes() ? RD_FLAG_AES_GCM : 0);
 }
 
 /* What this end decides alone: through relays the frames are tagged with rdpipe's
@@ -90,7 +83,7 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     struct rd_key key;
     struct rd_transport *tp = NULL;
     struct rd_params want = { .chunk_size = o->chunk_size, .depth = o->depth, .streams = o->streams,
-                              .caps = (o->encrypt ? encrypt_caps() : 0) |
+                              .caps = (o->encrypt ? rd_cipher_offer() : 0) |
                                       (o->compress_mode ? RD_FLAG_COMPRESSED : 0) },
                      agreed = { 0 };
     struct rd_counters cnt = { 0 };
@@ -256,7 +249,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
             .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
             .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
-            .caps = encrypt_caps() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
+            .caps = rd_cipher_grant() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
         },
     };
@@ -361,6 +354,10 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     if (!rc && (agreed.caps & codecs & ~down_agreed.caps))
         rc = rd_fail(RD_ESTREAM, "downstream %s cannot take the sender's %s chunks", down->peer,
                      agreed.caps & codecs & ~down_agreed.caps & RD_FLAG_ENCRYPTED ? "encrypted" : "compressed");
+    /* every receiver opens GCM and ChaCha20-Poly1305; OCB only one that grants it */
+    if (!rc && (agreed.caps & RD_FLAG_ENCRYPTED) && rd_cipher_agreed(agreed.caps) == RD_CIPHER_AES_256_OCB &&
+        !(down_agreed.caps & RD_FLAG_AES_OCB))
+        rc = rd_fail(RD_ESTREAM, "downstream %s cannot open the sender's aes-256-ocb chunks", down->peer);
     if (rc)
         goto close_down;
     if (o->verbose)

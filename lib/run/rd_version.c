@@ -3,8 +3,12 @@
 #include "run/rd_version.h"
 
 #include "run/rd_cli.h"
+#include "wire/rd_ocb.h"
+#include "wire/rd_seal.h"
 
 #include <infiniband/verbs.h>
+#include <openssl/crypto.h>
+#include <zstd.h>
 
 #ifndef RD_COMMIT
 #define RD_COMMIT "unknown"
@@ -34,5 +38,12 @@ void rd_print_version(FILE *f, const char *tool)
     fprintf(f, "commit: %s\n", RD_COMMIT[0] ? RD_COMMIT : "unknown");
     fputs("transports: tcp, rdma (librdmacm, libibverbs)\n", f);
     print_rdma(f);
-    fputs("codecs: none\n", f);
+    fprintf(f, "codecs: zstd %s (--compress)\n", ZSTD_versionString());
+    const char *gcrypt = rd_ocb_library_version();
+    if (gcrypt)
+        fprintf(f, "ciphers: aes-256-ocb (libgcrypt %s), ", gcrypt);
+    else
+        fputs("ciphers: ", f);
+    fprintf(f, "aes-256-gcm, chacha20-poly1305 (%s); this end prefers %s\n", OpenSSL_version(OPENSSL_VERSION),
+            rd_cipher_name(rd_cipher_agreed(rd_cipher_offer())));
 }

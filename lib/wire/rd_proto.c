@@ -100,8 +100,11 @@ int rd_frame_parse_head(const uint8_t *buf, size_t max_payload, struct rd_frame 
     f->flags = get16(buf + 6);
     if (f->flags & ~RD_FLAGS_KNOWN)
         return RD_P_FLAGS;
-    /* only a DATA payload is ever compressed or encrypted; a cipher comes only with encryption */
-    if (f->flags && (f->type != RD_DATA || ((f->flags & RD_FLAG_AES_GCM) && !(f->flags & RD_FLAG_ENCRYPTED))))
+    /* only a DATA payload is ever compressed or encrypted; a cipher comes only with encryption,
+     * and one at a time */
+    uint16_t ciphers = f->flags & (RD_FLAG_AES_GCM | RD_FLAG_AES_OCB);
+    if (f->flags && (f->type != RD_DATA || (ciphers && !(f->flags & RD_FLAG_ENCRYPTED)) ||
+                     ciphers == (RD_FLAG_AES_GCM | RD_FLAG_AES_OCB)))
         return RD_P_FLAGS;
     if (get32(buf + 12) != 0 || get32(buf + RD_HDR_RAW + 4) != 0)
         return RD_P_FLAGS;   /* reserved bytes: a later version's, not ours */

@@ -62,8 +62,10 @@ enum rd_frame_flags {
                                      * handshake's caps: the sender encrypts */
     RD_FLAG_AES_GCM = 1u << 2,      /* with ENCRYPTED: AES-256-GCM, else ChaCha20-Poly1305; in
                                      * the caps: this end's CPU has AES instructions */
+    RD_FLAG_AES_OCB = 1u << 3,      /* with ENCRYPTED (never with AES_GCM): AES-256-OCB; in the
+                                     * caps: this end can run it too (wire/rd_seal.h) */
 };
-#define RD_FLAGS_KNOWN (RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM)
+#define RD_FLAGS_KNOWN (RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM | RD_FLAG_AES_OCB)
 
 /* Handshake capabilities that are no frame's flags. A receiver grants what it knows of the
  * caps it is offered (an older one none of these), so each is safe to offer. */

@@ -23,13 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct rd_decompressor *dec;
     static struct rd_compressor *comp;
-    static struct rd_sealer *open_aes, *open_chacha;
+    static struct rd_sealer *opener[RD_CIPHERS];   /* by enum rd_cipher */
     if (!dec) {
         dec = rd_decompressor_new();
         comp = rd_compressor_new(1u << 16);
-        open_aes = rd_sealer_new(fuzz_key, RD_CIPHER_AES_256_GCM, 0);
-        open_chacha = rd_sealer_new(fuzz_key, RD_CIPHER_CHACHA20_POLY1305, 0);
-        CHECK(dec && comp && open_aes && open_chacha);
+        CHECK(dec && comp);
+        for (int c = 0; c < RD_CIPHERS; c++)
+            CHECK((opener[c] = rd_sealer_new(fuzz_key, (enum rd_cipher)c, 0)) != NULL);
     }
     if (size < 2)
         return 0;
@@ -55,13 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the payload as the ciphertext of DATA frame 0 */
     uint8_t *frame = malloc(RD_FRAME_HDR + n + 1);
     CHECK(frame);
-    for (int c = 0; c < 2; c++) {
-        rd_frame_seal(frame, RD_DATA, rd_cipher_flags(c ? RD_CIPHER_AES_256_GCM : RD_CIPHER_CHACHA20_POLY1305),
-                      (uint32_t)n, 0);
+    for (int c = 0; c < RD_CIPHERS; c++) {
+        rd_frame_seal(frame, RD_DATA, rd_cipher_flags((enum rd_cipher)c), (uint32_t)n, 0);
         memcpy(frame + RD_FRAME_HDR, p, n);
         if (n >= RD_TAG_LEN)   /* the input's first 16 payload bytes as the claimed tag */
             memcpy(frame + RD_HDR_TAG, p, RD_TAG_LEN);
-        CHECK(rd_open_payload(c ? open_aes : open_chacha, RD_TAG_DOWN, frame, frame + RD_FRAME_HDR, n) == 1);
+        CHECK(rd_open_payload(opener[c], RD_TAG_DOWN, frame, frame + RD_FRAME_HDR, n) == 1);
     }
     free(frame);
     return 0;

@@ -1,9 +1,10 @@
 #!/bin/bash
 # encrypt.sh - rdsend/rdrecv --encrypt: every DATA payload encrypted in place on the lanes
-# (wire/rd_seal.h). Both ciphers round trip byte-identical at sizes around the chunk, from a
-# file and from a pipe, into a file and into a pipe; what crosses the wire is ciphertext (a
-# recording proxy looks for the plaintext); a flipped ciphertext bit, a wrong key and a
-# plaintext sender to an --encrypt receiver all fail with the documented exit codes.
+# (wire/rd_seal.h). The three ciphers round trip byte-identical at sizes around the chunk,
+# from a file and from a pipe, into a file and into a pipe; the ends agree on the cipher both
+# can run; what crosses the wire is ciphertext (a recording proxy looks for the plaintext); a
+# flipped ciphertext bit, a wrong key and a plaintext sender to an --encrypt receiver all fail
+# with the documented exit codes; a relay will not pass OCB to a receiver that cannot open it.
 . "$(dirname "$0")/../lib.sh"
 
 PY=/usr/bin/python3
@@ -39,7 +40,7 @@ seed=${RDPIPE_SEED:-$RANDOM}
 t_note "seed $seed"
 RANDOM=$seed
 
-for cipher in aes-256-gcm chacha20-poly1305; do
+for cipher in aes-256-ocb aes-256-gcm chacha20-poly1305; do
     t_begin "--encrypt $cipher: sizes around the chunk from a file and a pipe, into a file and a pipe, byte-identical"
     for size in 0 1 $((CHUNK - 1)) $CHUNK $((CHUNK + 1)) $((CHUNK * 3)) $((RANDOM * 17 % (CHUNK * 9))); do
         roundtrip x "$size" "$cipher" file file
@@ -49,6 +50,39 @@ for cipher in aes-256-gcm chacha20-poly1305; do
     roundtrip x $((CHUNK * 9 + 777)) "$cipher" pipe file 4
     t_end
 done
+
+# agree SENDER_CIPHER RECEIVER_CIPHER: the cipher rdsend -v names ("" = that end's default)
+agree() {
+    local port
+    port=$(free_port)
+    RDPIPE_CIPHER=$2 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt "$port" "$KEY" "$C/out"
+    wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
+    RDPIPE_CIPHER=$1 timeout -k 2 "$(lim 20)" "$RDSEND" --encrypt -v 127.0.0.1 "$port" "$KEY" "$C/in" 2> "$C/serr"
+    expect_rc $? 0 "rdsend --encrypt (RDPIPE_CIPHER '$1' to '$2')" "$(cat "$C/serr")"
+    wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt (RDPIPE_CIPHER '$2')" "$(cat "$C/rerr")"
+    cmp -s "$C/in" "$C/out" || t_fail "RDPIPE_CIPHER '$1' to '$2': output differs"
+    sed -n 's/.*encrypted with \([a-z0-9-]*\).*/\1/p' "$C/serr" | head -1
+}
+
+t_begin "the ends agree on a cipher both run: OCB where both have AES and OCB, else GCM, else ChaCha20-Poly1305"
+head -c 300000 "$RD_T/src" > "$C/in"
+if grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo; then best=aes-256-ocb; else best=chacha20-poly1305; fi
+while read -r snd rcv want; do
+    [ "$snd" = - ] && snd=
+    [ "$rcv" = - ] && rcv=
+    [ "$want" = best ] && want=$best
+    got=$(agree "$snd" "$rcv")
+    [ "$got" = "$want" ] || t_fail "sender '${snd:-default}', receiver '${rcv:-default}': agreed on '$got', not $want"
+done <<'EOF'
+- - best
+- aes-256-gcm aes-256-gcm
+aes-256-gcm - aes-256-gcm
+aes-256-ocb aes-256-ocb aes-256-ocb
+aes-256-ocb aes-256-gcm aes-256-gcm
+- chacha20-poly1305 chacha20-poly1305
+chacha20-poly1305 aes-256-ocb chacha20-poly1305
+EOF
+t_end
 
 # through the recording proxy of mitm.sh: the DATA payloads it saw, against the input
 t_begin "on the wire: DATA payloads are ciphertext with --encrypt, and plaintext without"
@@ -83,7 +117,7 @@ EOF
         [ "${nframes:-0}" -ge 4 ] || t_fail "$mode: the proxy recorded ${nframes:-no} DATA frames"
         if [ "$mode" = --encrypt ]; then
             [ "$nplain" = 0 ] || t_fail "--encrypt: $nplain of $nframes DATA payloads on the wire are plaintext"
-            case $flags in "[2]"|"[6]") ;; *) t_fail "--encrypt: DATA flags on the wire are $flags, not ENCRYPTED" ;; esac
+            case $flags in "[2]"|"[6]"|"[10]") ;; *) t_fail "--encrypt: DATA flags on the wire are $flags, not ENCRYPTED" ;; esac
         else
             [ "$nplain" = "$nframes" ] || t_fail "control: only $nplain of $nframes plaintext payloads found (the check cannot see plaintext)"
         fi
@@ -141,25 +175,50 @@ grep -q "does not encrypt, and this receiver requires --encrypt" "$C/rerr" || t_
 cmp -s "$C/in" "$C/out" || t_fail "the encrypted sender's data differs"
 t_end
 
+# relays SINK_CIPHER: rdsend --encrypt (OCB offered) -> relay 1 -> relay 2 -> rdrecv --encrypt
+# whose RDPIPE_CIPHER is SINK_CIPHER; sets rc_s rc_r1 rc_r2 rc_sink
+relays() {
+    head -c $((CHUNK * 5 + 3)) "$RD_T/src" > "$C/in"
+    : > "$C/out"
+    local SK sport r1port r2port
+    SK=$(printf '%064x' 7)   # rdpipe's end-to-end stream key, which the relays never see
+    sport=$(free_port)
+    RDPIPE_CIPHER=$1 RDPIPE_STREAM_KEY=$SK start SP /dev/null /dev/null "$C/sinkerr" "$RDRECV" --encrypt "$sport" \
+        hop-key-2-0123456789 "$C/out"
+    wait_listen "$sport" || t_fail "sink did not listen: $(cat "$C/sinkerr")"
+    r2port=$(free_port)
+    echo "127.0.0.1 $sport hop-key-2-0123456789" > "$C/next2"
+    RDPIPE_CIPHER=aes-256-ocb start R2 "$C/next2" /dev/null "$C/r2err" "$RDRECV" --relay-fd 0 "$r2port" hop-key-1-0123456789
+    wait_listen "$r2port" || t_fail "relay 2 did not listen: $(cat "$C/r2err")"
+    r1port=$(free_port)
+    echo "127.0.0.1 $r2port hop-key-1-0123456789" > "$C/next1"
+    RDPIPE_CIPHER=aes-256-ocb start R1 "$C/next1" /dev/null "$C/r1err" "$RDRECV" --relay-fd 0 "$r1port" hop-key-0-0123456789
+    wait_listen "$r1port" || t_fail "relay 1 did not listen: $(cat "$C/r1err")"
+    RDPIPE_CIPHER=aes-256-ocb RDPIPE_STREAM_KEY=$SK timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt -v --chunk-size $CHUNK \
+        127.0.0.1 "$r1port" hop-key-0-0123456789 "$C/in" 2> "$C/serr"
+    rc_s=$?
+    wait_pid "$R1" "$(lim 20)"; rc_r1=$?
+    wait_pid "$R2" "$(lim 20)"; rc_r2=$?
+    wait_pid "$SP" "$(lim 20)"; rc_sink=$?
+}
+
 t_begin "--encrypt through two relays (rdrecv --relay-fd): the ciphertext passed on unchanged, byte-identical"
-head -c $((CHUNK * 5 + 3)) "$RD_T/src" > "$C/in"
-SK=$(printf '%064x' 7)   # rdpipe's end-to-end stream key, which the relays never see
-sport=$(free_port)
-RDPIPE_STREAM_KEY=$SK start SP /dev/null /dev/null "$C/sinkerr" "$RDRECV" --encrypt "$sport" hop-key-2-0123456789 "$C/out"
-wait_listen "$sport" || t_fail "sink did not listen: $(cat "$C/sinkerr")"
-r2port=$(free_port)
-echo "127.0.0.1 $sport hop-key-2-0123456789" > "$C/next2"
-start R2 "$C/next2" /dev/null "$C/r2err" "$RDRECV" --relay-fd 0 "$r2port" hop-key-1-0123456789
-wait_listen "$r2port" || t_fail "relay 2 did not listen: $(cat "$C/r2err")"
-r1port=$(free_port)
-echo "127.0.0.1 $r2port hop-key-1-0123456789" > "$C/next1"
-start R1 "$C/next1" /dev/null "$C/r1err" "$RDRECV" --relay-fd 0 "$r1port" hop-key-0-0123456789
-wait_listen "$r1port" || t_fail "relay 1 did not listen: $(cat "$C/r1err")"
-RDPIPE_STREAM_KEY=$SK timeout -k 2 "$(lim 30)" "$RDSEND" --encrypt --chunk-size $CHUNK 127.0.0.1 \
-    "$r1port" hop-key-0-0123456789 "$C/in" 2> "$C/serr"
-expect_rc $? 0 "rdsend --encrypt to relay 1" "$(cat "$C/serr")"
-wait_pid "$R1" "$(lim 20)"; expect_rc $? 0 "relay 1" "$(cat "$C/r1err")"
-wait_pid "$R2" "$(lim 20)"; expect_rc $? 0 "relay 2" "$(cat "$C/r2err")"
-wait_pid "$SP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt behind two relays" "$(cat "$C/sinkerr")"
+relays ""
+expect_rc $rc_s 0 "rdsend --encrypt to relay 1" "$(cat "$C/serr")"
+expect_rc $rc_r1 0 "relay 1" "$(cat "$C/r1err")"
+expect_rc $rc_r2 0 "relay 2" "$(cat "$C/r2err")"
+expect_rc $rc_sink 0 "rdrecv --encrypt behind two relays" "$(cat "$C/sinkerr")"
 cmp -s "$C/in" "$C/out" || t_fail "through two relays: output differs"
+grep -q "encrypted with aes-256-ocb" "$C/serr" || t_fail "rdsend did not send OCB: $(cat "$C/serr")"
+t_end
+
+t_begin "a relay will not pass OCB on to a receiver that cannot open it: every hop fails, nothing written"
+relays aes-256-gcm   # a receiver that grants no OCB, as one of a version before it
+grep -q "downstream 127.0.0.1:[0-9]* cannot open the sender's aes-256-ocb chunks" "$C/r2err" ||
+    t_fail "relay 2 does not say why: $(cat "$C/r2err")"
+expect_rc $rc_s 4 "rdsend, relay 2 refused" "$(cat "$C/serr")"
+expect_rc $rc_r1 4 "relay 1" "$(cat "$C/r1err")"
+expect_rc $rc_r2 4 "relay 2" "$(cat "$C/r2err")"
+expect_rc $rc_sink 4 "the sink" "$(cat "$C/sinkerr")"
+[ -s "$C/out" ] && t_fail "the sink wrote $(stat -c %s "$C/out") bytes"
 t_end

@@ -52,13 +52,15 @@ for t in "${TOOLS[@]}"; do
     t_end
 done
 
-t_begin "--version: version, commit, RDMA devices found, codecs"
+t_begin "--version: version, commit, RDMA devices found, codecs, ciphers"
 for t in "${TOOLS[@]}"; do
     timeout 10 "$RD_BIN/$t" --version > "$C/o" 2> "$C/e"; expect_rc $? 0 "$t --version"
     grep -Eq "^$t \(rdpipe\) [0-9]+\.[0-9]+\.[0-9]+$" "$C/o" || t_fail "$t: no version line: $(head -1 "$C/o")"
     grep -Eq '^commit: [^ ]+$' "$C/o" || t_fail "$t: no commit line"
     grep -Eq '^rdma: ([0-9]+ devices?:( [^ ]+)+|no RDMA devices \(TCP only\))$' "$C/o" || t_fail "$t: no rdma line"
-    grep -Eq '^codecs: ' "$C/o" || t_fail "$t: no codecs line"
+    grep -Eq '^codecs: zstd [0-9.]+ \(--compress\)$' "$C/o" || t_fail "$t: no codecs line: $(grep ^codecs "$C/o")"
+    grep -Eq '^ciphers: (aes-256-ocb \(libgcrypt [0-9.]+\), )?aes-256-gcm, chacha20-poly1305 \(OpenSSL [^)]*\); this end prefers (aes-256-ocb|aes-256-gcm|chacha20-poly1305)$' "$C/o" ||
+        t_fail "$t: no ciphers line: $(grep ^ciphers "$C/o")"
     # the RDMA line says what ibverbs sees now on this machine
     n=$(ibv_devices 2>/dev/null | awk 'NR > 2' | grep -c .)
     if [ "$n" = 0 ]; then grep -q '^rdma: no RDMA devices' "$C/o" || t_fail "$t: rdma line claims devices: $(grep ^rdma "$C/o")"

@@ -393,6 +393,16 @@ xfer "10 MiB + 1 at the default chunk size, files" $((10 * 1048576 + 1)) file
 head -c $((6 << 20)) /dev/zero >> "$T/big.z" && seq 1 400000 >> "$T/big.z"
 xfer "--encrypt --compress, 10 MiB + 3 random, files" $((10 * 1048576 + 3)) file --encrypt --compress
 xfer "--encrypt, 64K chunks + 1, pipes" $((65536 + 1)) pipe --chunk-size 64K --encrypt
+# the ends agree on the cipher this (emulated) CPU prefers, as --version names it; each of the
+# three over RDMA, forced on the sender
+want=$("$SEND" --version | sed -n 's/.*; this end prefers //p')
+xfer "--encrypt -v (${want:-?}), 1 MiB + 5, files" $((1048576 + 5)) file --encrypt -v
+grep -q "encrypted with ${want:-?}$" "$T/serr" && pass "--encrypt agrees on $want" ||
+    fail "--encrypt agrees on ${want:-?}" "rdsend -v: $(grep -o 'encrypted with [a-z0-9-]*' "$T/serr")"
+for cipher in aes-256-ocb aes-256-gcm chacha20-poly1305; do
+    RDPIPE_CIPHER=$cipher xfer "--encrypt $cipher, 3 x 64K + 9, files" $((3 * 65536 + 9)) file --chunk-size 64K --encrypt -v
+    grep -q "encrypted with $cipher$" "$T/serr" || fail "--encrypt $cipher" "rdsend -v: $(grep -o 'encrypted with [a-z0-9-]*' "$T/serr")"
+done
 cp "$T/big" "$T/big.keep"; cp "$T/big.z" "$T/big"
 xfer "--compress=3 --encrypt, zeros and text, files" $((8 << 20)) file --compress=3 --encrypt
 cp "$T/big.keep" "$T/big"; rm -f "$T/big.keep" "$T/big.z"

@@ -221,7 +221,7 @@ static void t_depth_1(void) { roundtrip_file(20 * CHUNK + 1, CHUNK, 1, 9); }
 static void t_bigger_chunks(void) { roundtrip_file((3u << 20) + 17, 65536, 8, 10); }
 
 /* A page-cached input file over a transport that has send_ref (as TCP): n bytes with `caps`
- * (RD_FLAG_ENCRYPTED or 0) and compression mode `compress`; returns how many frames went by
+ * (RD_FLAG_ENCRYPTED and the ciphers' bits, or 0) and compression mode `compress`; returns how many frames went by
  * send_ref, or -1 when the transfer failed (checked here). */
 static long by_ref_case(size_t n, uint32_t caps, int compress, uint64_t seed)
 {
@@ -261,6 +261,8 @@ static void t_cached_file_sent_from_its_frames(void)
 {
     CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, 0, 0, 41), 0);
     CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, RD_FLAG_ENCRYPTED, 0, 42), 0);
+    CHECK_EQ_I(by_ref_case(3 * CHUNK + 1001, RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM, 0, 44), 0);
+    CHECK_EQ_I(by_ref_case(3 * CHUNK + 1002, RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM | RD_FLAG_AES_OCB, 2, 45), 0);
     CHECK_EQ_I(by_ref_case(3 * CHUNK + 1000, 0, 2, 43), 0);
 }
 

@@ -1,10 +1,11 @@
-/* test_seal.c - --encrypt's payload encryption (wire/rd_seal.c): AES-256-GCM and
- * ChaCha20-Poly1305 in place, under HKDF(stream key, "rdpipe v2 stream encryption"), the nonce
+/* test_seal.c - --encrypt's payload encryption (wire/rd_seal.c): AES-256-OCB (libgcrypt),
+ * AES-256-GCM and ChaCha20-Poly1305 in place, under HKDF(stream key, "rdpipe v2 stream encryption"), the nonce
  * = direction byte, three zero bytes, the header's 8-byte seq, the header without its tag field
  * as associated data, the AEAD's tag in the header.
  *
  * The construction is recomputed here with libcrypto's one-shot AEAD calls and compared byte
- * for byte; every header field, payload bit, direction, key and cipher must count; and the
+ * for byte (for OCB that is a second implementation: libcrypto's against libgcrypt's); every
+ * header field, payload bit, direction, key and cipher must count; and the
  * last case prints GB/s per core (informational, never asserted). */
 #include "check.h"
 
@@ -14,11 +15,14 @@
 
 #include <openssl/evp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static const enum rd_cipher ciphers[2] = { RD_CIPHER_AES_256_GCM, RD_CIPHER_CHACHA20_POLY1305 };
+#define NCIPHERS 3
+static const enum rd_cipher ciphers[NCIPHERS] = { RD_CIPHER_AES_256_OCB, RD_CIPHER_AES_256_GCM,
+                                                  RD_CIPHER_CHACHA20_POLY1305 };
 static uint8_t key_a[RD_KEY_LEN], key_b[RD_KEY_LEN];
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -50,12 +54,15 @@ static int reference(enum rd_cipher c, enum rd_tag_dir dir, const uint8_t *key, 
     memcpy(aad, hdr, RD_HDR_TAG);
     memcpy(aad + RD_HDR_TAG, hdr + RD_HDR_TAG + RD_TAG_LEN, RD_FRAME_HDR - RD_HDR_TAG - RD_TAG_LEN);
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-    int outl, ok = x &&
-                   EVP_EncryptInit_ex(x, c == RD_CIPHER_AES_256_GCM ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(),
-                                      NULL, k, nonce) == 1 &&
+    const EVP_CIPHER *e = c == RD_CIPHER_AES_256_GCM   ? EVP_aes_256_gcm()
+                          : c == RD_CIPHER_AES_256_OCB ? EVP_aes_256_ocb()
+                                                       : EVP_chacha20_poly1305();
+    int outl, done = 0, ok = x && EVP_EncryptInit_ex(x, e, NULL, NULL, NULL) == 1 &&
+                   EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_IVLEN, sizeof nonce, NULL) == 1 &&
+                   EVP_EncryptInit_ex(x, NULL, NULL, k, nonce) == 1 &&
                    EVP_EncryptUpdate(x, NULL, &outl, aad, (int)sizeof aad) == 1 &&
-                   (n == 0 || EVP_EncryptUpdate(x, out, &outl, in, (int)n) == 1) &&
-                   EVP_EncryptFinal_ex(x, out + n, &outl) == 1 &&
+                   (n == 0 || EVP_EncryptUpdate(x, out, &done, in, (int)n) == 1) &&   /* OCB keeps back */
+                   EVP_EncryptFinal_ex(x, out + done, &outl) == 1 && (size_t)(done + outl) == n && /* a part block */
                    EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, RD_TAG_LEN, tag) == 1;
     EVP_CIPHER_CTX_free(x);
     return ok ? 0 : -1;
@@ -63,8 +70,9 @@ static int reference(enum rd_cipher c, enum rd_tag_dir dir, const uint8_t *key, 
 
 static void t_round_trip_and_reference(void)
 {
-    static const size_t sizes[] = { 0, 1, 15, 16, 17, 4096, (1u << 20) + 3 };
-    for (unsigned ci = 0; ci < 2; ci++) {
+    static const size_t sizes[] = { 0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 4095, 4096, 4097,
+                                    (1u << 20) - 1, 1u << 20, (1u << 20) + 3, 1044480 };
+    for (unsigned ci = 0; ci < NCIPHERS; ci++) {
         struct rd_sealer *s = rd_sealer_new(key_a, ciphers[ci], 1), *o = rd_sealer_new(key_a, ciphers[ci], 0);
         CHECK_OR(s && o, { rd_sealer_free(s); rd_sealer_free(o); return; });
         for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -104,11 +112,8 @@ static int open_after(enum rd_cipher c, int change, unsigned at)
     uint8_t buf[RD_FRAME_HDR + 100];
     make_frame(buf, c, 100, 42);
     struct rd_sealer *s = rd_sealer_new(key_a, c, 1);
-    struct rd_sealer *o = rd_sealer_new(change == 3 ? key_b : key_a,
-                                        change == 4 ? (c == RD_CIPHER_AES_256_GCM ? RD_CIPHER_CHACHA20_POLY1305
-                                                                                  : RD_CIPHER_AES_256_GCM)
-                                                    : c,
-                                        0);
+    enum rd_cipher other = (enum rd_cipher)((c + change - 3) % RD_CIPHERS);   /* 4, 5: the other two */
+    struct rd_sealer *o = rd_sealer_new(change == 3 ? key_b : key_a, change >= 4 ? other : c, 0);
     int rc = -2;
     if (s && o && rd_seal_payload(s, RD_TAG_DOWN, buf, buf + RD_FRAME_HDR, 100) == 0) {
         if (change == 1)
@@ -122,7 +127,7 @@ static int open_after(enum rd_cipher c, int change, unsigned at)
 
 static void t_everything_counts(void)
 {
-    for (unsigned ci = 0; ci < 2; ci++) {
+    for (unsigned ci = 0; ci < NCIPHERS; ci++) {
         enum rd_cipher c = ciphers[ci];
         CHECK(open_after(c, 0, 0) == 0);   /* control: unchanged, it opens */
         for (unsigned at = 0; at < RD_FRAME_HDR + 100; at++)
@@ -131,6 +136,7 @@ static void t_everything_counts(void)
         CHECK(open_after(c, 2, 0) == 1);   /* another direction */
         CHECK(open_after(c, 3, 0) == 1);   /* another key */
         CHECK(open_after(c, 4, 0) == 1);   /* another cipher */
+        CHECK(open_after(c, 5, 0) == 1);   /* the third */
     }
 }
 
@@ -139,17 +145,50 @@ static void t_flags(void)
 {
     CHECK_EQ_U(rd_cipher_of_flags(rd_cipher_flags(RD_CIPHER_AES_256_GCM)), RD_CIPHER_AES_256_GCM);
     CHECK_EQ_U(rd_cipher_of_flags(rd_cipher_flags(RD_CIPHER_CHACHA20_POLY1305)), RD_CIPHER_CHACHA20_POLY1305);
+    CHECK_EQ_U(rd_cipher_of_flags(rd_cipher_flags(RD_CIPHER_AES_256_OCB)), RD_CIPHER_AES_256_OCB);
+    CHECK_EQ_U(rd_cipher_flags(RD_CIPHER_AES_256_OCB), RD_FLAG_ENCRYPTED | RD_FLAG_AES_OCB);
     uint8_t buf[RD_FRAME_HDR + 8];
     struct rd_frame f;
     rd_frame_seal(buf, RD_DATA, RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM, 8, 0);
     CHECK_EQ_U(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_OK);
+    rd_frame_seal(buf, RD_DATA, RD_FLAG_ENCRYPTED | RD_FLAG_AES_OCB, 8, 0);
+    CHECK_EQ_U(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_OK);
     rd_frame_seal(buf, RD_DATA, RD_FLAG_AES_GCM, 8, 0);
     CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_FLAGS);
+    rd_frame_seal(buf, RD_DATA, RD_FLAG_AES_OCB, 8, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_FLAGS);
+    rd_frame_seal(buf, RD_DATA, RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM | RD_FLAG_AES_OCB, 8, 0);
+    CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_FLAGS);   /* two ciphers at once */
     rd_frame_seal(buf, RD_END, RD_FLAG_ENCRYPTED, 8, 0);
     CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_FLAGS);
     rd_frame_seal(buf, RD_DATA, RD_FLAG_ENCRYPTED | RD_FLAG_COMPRESSED, 8, 0);
     rd_frame_set_compressed(buf, 8, 100);   /* compressed, then encrypted */
     CHECK_EQ_I(rd_frame_parse(buf, sizeof buf, 1 << 20, &f), RD_P_OK);
+}
+
+/* what each end offers, and what the sender picks from what both offered */
+static void t_offer_and_agree(void)
+{
+    CHECK_EQ_U(rd_cipher_agreed(RD_FLAG_ENCRYPTED), RD_CIPHER_CHACHA20_POLY1305);
+    CHECK_EQ_U(rd_cipher_agreed(RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM), RD_CIPHER_AES_256_GCM);
+    CHECK_EQ_U(rd_cipher_agreed(RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM | RD_FLAG_AES_OCB), RD_CIPHER_AES_256_OCB);
+    /* OCB kept by both, AES by one only (its CPU lacks it): not OCB in software */
+    CHECK_EQ_U(rd_cipher_agreed(RD_FLAG_ENCRYPTED | RD_FLAG_AES_OCB), RD_CIPHER_CHACHA20_POLY1305);
+    static const struct {
+        const char *env;
+        uint32_t caps;
+    } forced[] = {
+        { "aes-256-ocb", RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM | RD_FLAG_AES_OCB },
+        { "aes-256-gcm", RD_FLAG_ENCRYPTED | RD_FLAG_AES_GCM },
+        { "chacha20-poly1305", RD_FLAG_ENCRYPTED },
+    };
+    for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+        setenv("RDPIPE_CIPHER", forced[i].env, 1);
+        CHECK_EQ_U(rd_cipher_offer(), forced[i].caps);
+        CHECK(strcmp(rd_cipher_name(rd_cipher_agreed(rd_cipher_offer())), forced[i].env) == 0);
+    }
+    unsetenv("RDPIPE_CIPHER");
+    printf("info this end offers %s\n", rd_cipher_name(rd_cipher_agreed(rd_cipher_offer())));
 }
 
 static double seconds(void)
@@ -165,7 +204,7 @@ static void t_speed(void)
     size_t n = 1u << 20;
     uint8_t *buf = malloc(RD_FRAME_HDR + n);
     CHECK_OR(buf, return);
-    for (unsigned ci = 0; ci < 2; ci++) {
+    for (unsigned ci = 0; ci < NCIPHERS; ci++) {
         struct rd_sealer *s = rd_sealer_new(key_a, ciphers[ci], 1), *o = rd_sealer_new(key_a, ciphers[ci], 0);
         double best_s = 1e9, best_o = 1e9;
         for (int r = 0; r < 3 && s && o; r++) {
@@ -199,6 +238,7 @@ int main(void)
     RUN(t_round_trip_and_reference);
     RUN(t_everything_counts);
     RUN(t_flags);
+    RUN(t_offer_and_agree);
     RUN(t_speed);
     return check_summary();
 }
