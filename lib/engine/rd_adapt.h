@@ -5,21 +5,22 @@
  * its own seconds handing the chunk to the transport. Every RD_ADAPT_WINDOW chunks it looks at
  * the window: how many raw bytes per second went out, and whether the link was the limit (the
  * thread spent most of the window blocked in sending, or it put out as much as when the link
- * last pushed back) or the lanes were (it spent it waiting for chunks). Only chunks made at the current level count, and the first window after a
- * change is not judged (buffers fill or drain at the new rate). The levels form a ladder:
+ * last pushed back) or the lanes were (it spent it waiting for chunks). Only chunks made at
+ * the current level count, and the first window after a change is not judged (buffers fill
+ * or drain at the new rate). The levels form a ladder:
  * off, zstd's fast levels -5, -3, -1, then 1 to 12. It starts at 1, and after each window:
  *   - the chunks did not shrink (ratio < 1.02): off;
  *   - the link was the limit: one level up (fewer bytes to send);
  *   - the lanes were: with raw not measured yet (and two windows in a row), off for a window
- *     to measure it, then back,
- *     or straight to -5 if raw was faster, or off if even the fastest level could not beat
- *     raw (a third of raw's rate: zstd -5 is at best about three times level 1); with raw
- *     known, the same test, else one level down (at -5: off if raw was faster). Raw is not
- *     measured where it cannot win: when the lanes deliver more than the link drained when it
- *     last pushed back, raw, which cannot cross faster, would lose; and a measurement of raw
- *     that already took longer than the level would have for its three windows ends there,
- *     so on a slow link it costs a few chunks, not two windows at the link's rate. (Early on,
- *     buffers that still take everything make a slow link look idle.)
+ *     to measure it, then back, or straight to -5 if raw was faster, or off if even the
+ *     fastest level could not beat raw (a third of raw's rate: zstd -5 is at best about
+ *     three times level 1); with raw known, the same test, else one level down (at -5: off
+ *     if raw was faster). Raw is not measured where it cannot win: when the lanes deliver
+ *     more than the link drained when it last pushed back, raw, which cannot cross faster,
+ *     would lose; and a measurement of raw that already took longer than the level would
+ *     have for its three windows ends there, so on a slow link it costs a few chunks, not
+ *     two windows at the link's rate. (Early on, buffers that still take everything make a
+ *     slow link look idle.)
  *   - off: back to the level it left only while the link is the limit, and not before a hold
  *     that doubles (64 to 1024 chunks) each time raw wins again, so incompressible data or a
  *     fast link pays for a retry rarely;
