@@ -196,6 +196,27 @@ void rdpa_read_capture(struct agent *a, struct child *c)
     }
 }
 
+/* rdrecv failed while the command reads what it writes. Often that is because the command
+ * quit early (rdrecv's write then fails with a broken pipe), and the command's own exit
+ * status is the cause the user wants named, as a shell names the last command of a pipeline.
+ * So the command gets up to 200 ms to exit by itself before it is stopped; rdsend after it is
+ * stopped first, so no clean END goes downstream meanwhile. */
+static void let_consumer_finish(struct agent *a)
+{
+    struct child *cmd = &a->ch[C_CMD], *snd = &a->ch[C_SEND];
+    if (!cmd->pid || cmd->exited)
+        return;
+    if (snd->pid && !snd->exited) {
+        snd->stopped = 1;
+        kill(snd->pid, SIGTERM);
+    }
+    struct timespec ts = { 0, 10 * 1000000L };
+    for (int k = 0; k < 20 && !cmd->exited; k++) {
+        nanosleep(&ts, NULL);
+        rdpa_reap(a);
+    }
+}
+
 void rdpa_report(struct agent *a)
 {
     for (int i = 0; i < NCHILD; i++) {
@@ -217,6 +238,8 @@ void rdpa_report(struct agent *a)
         free(h);
         if (c->code && !c->killed && !a->killing) {
             /* one failure ends the segment: above all no clean END may go downstream */
+            if (i == C_RECV)
+                let_consumer_finish(a);
             a->killing = 1;
             rdpa_kill_children(a, SIGTERM);
         }
@@ -233,7 +256,7 @@ void rdpa_reap(struct agent *a)
             if (c->pid == p && !c->exited) {
                 c->exited = 1;
                 c->code = rdr_status_code(st);
-                c->killed = a->killing && c->code != 0;
+                c->killed = (a->killing || c->stopped) && c->code != 0;
                 if (c->cap >= 0)
                     rdpa_read_capture(a, c);
             }

@@ -15,6 +15,7 @@ static const char *const role_name[NCHILD] = { "recv", "cmd", "send", "copy" };
 struct child {
     pid_t pid;           /* 0 = not started */
     int exited, code, reported, killed;
+    int stopped;         /* we signalled it alone (its exit is then not a cause) */
     int cap;             /* read end of its stderr (rdsend/rdrecv), -1 if none */
     struct rdr_chan capch;
     int have_stat;
