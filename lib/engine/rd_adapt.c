@@ -102,8 +102,6 @@ static void decide(struct rd_adapt *a, double seconds)
     } else if (r > 1 && worth(a, r, r - 1)) {
         next = r - 1;   /* faster, fewer bytes saved */
     }
-    if (next < 0 || next >= NRUNGS)   /* never: every branch moves by one rung or to off */
-        next = r;
     if (next != r || link_bound)
         a->doubted = 0;
     if (a->trace)

@@ -350,14 +350,16 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     if (!rc && down_agreed.chunk_size < agreed.chunk_size)
         rc = rd_fail(RD_ESTREAM, "downstream %s takes chunks of at most %u bytes, the sender sends %u",
                      down->peer, down_agreed.chunk_size, agreed.chunk_size);
-    uint32_t codecs = RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED;   /* frames pass on as they are */
-    if (!rc && (agreed.caps & codecs & ~down_agreed.caps))
-        rc = rd_fail(RD_ESTREAM, "downstream %s cannot take the sender's %s chunks", down->peer,
-                     agreed.caps & codecs & ~down_agreed.caps & RD_FLAG_ENCRYPTED ? "encrypted" : "compressed");
-    /* every receiver opens GCM and ChaCha20-Poly1305; OCB only one that grants it */
-    if (!rc && (agreed.caps & RD_FLAG_ENCRYPTED) && rd_cipher_agreed(agreed.caps) == RD_CIPHER_AES_256_OCB &&
-        !(down_agreed.caps & RD_FLAG_AES_OCB))
-        rc = rd_fail(RD_ESTREAM, "downstream %s cannot open the sender's aes-256-ocb chunks", down->peer);
+    /* frames pass on as they are: downstream must take each codec the sender's use, and their
+     * cipher (every receiver opens GCM and ChaCha20-Poly1305; OCB only one that grants it) */
+    uint32_t needs = agreed.caps & (RD_FLAG_COMPRESSED | RD_FLAG_ENCRYPTED);
+    if ((needs & RD_FLAG_ENCRYPTED) && rd_cipher_agreed(agreed.caps) == RD_CIPHER_AES_256_OCB)
+        needs |= RD_FLAG_AES_OCB;
+    uint32_t missing = needs & ~down_agreed.caps;
+    if (!rc && missing)
+        rc = rd_fail(RD_ESTREAM, "downstream %s cannot %s the sender's %s chunks", down->peer,
+                     missing & (RD_FLAG_ENCRYPTED | RD_FLAG_COMPRESSED) ? "take" : "open",
+                     missing & RD_FLAG_ENCRYPTED ? "encrypted" : missing & RD_FLAG_COMPRESSED ? "compressed" : "aes-256-ocb");
     if (rc)
         goto close_down;
     if (o->verbose)

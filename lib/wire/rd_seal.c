@@ -110,32 +110,25 @@ void rd_sealer_free(struct rd_sealer *s)
     free(s);
 }
 
-static void make_nonce(uint8_t nonce[12], enum rd_tag_dir dir, const uint8_t *hdr)
+/* The nonce (direction, three zero bytes, the sequence number) and the associated data in
+ * one piece (the header around its tag field; libgcrypt's OCB takes it whole). */
+#define AD_LEN (RD_FRAME_HDR - RD_TAG_LEN)
+static void nonce_and_ad(enum rd_tag_dir dir, const uint8_t *hdr, uint8_t nonce[12], uint8_t ad[AD_LEN])
 {
     memset(nonce, 0, 12);
     nonce[0] = (uint8_t)dir;
     memcpy(nonce + 4, hdr + RD_HDR_SEQ, 8);
-}
-
-/* OCB's associated data in one piece (libgcrypt takes it whole, or in blocks of 16): the
- * header around its tag field, as for the others. */
-#define AD_LEN (RD_FRAME_HDR - RD_TAG_LEN)
-static void make_ad(uint8_t ad[AD_LEN], const uint8_t *hdr)
-{
     memcpy(ad, hdr, RD_HDR_TAG);
     memcpy(ad + RD_HDR_TAG, hdr + RD_HDR_TAG + RD_TAG_LEN, RD_FRAME_HDR - RD_HDR_TAG - RD_TAG_LEN);
 }
 
-/* The nonce and the associated data: the header around its tag field. */
 static int begin(struct rd_sealer *s, enum rd_tag_dir dir, const uint8_t *hdr)
 {
-    uint8_t nonce[12];
+    uint8_t nonce[12], ad[AD_LEN];
     int outl;
-    make_nonce(nonce, dir, hdr);
+    nonce_and_ad(dir, hdr, nonce, ad);
     return EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, s->seal) == 1 &&
-                   EVP_CipherUpdate(s->ctx, NULL, &outl, hdr, RD_HDR_TAG) == 1 &&
-                   EVP_CipherUpdate(s->ctx, NULL, &outl, hdr + RD_HDR_TAG + RD_TAG_LEN,
-                                    RD_FRAME_HDR - RD_HDR_TAG - RD_TAG_LEN) == 1
+                   EVP_CipherUpdate(s->ctx, NULL, &outl, ad, AD_LEN) == 1
                ? 0
                : -1;
 }
@@ -158,8 +151,7 @@ int rd_seal_payload(struct rd_sealer *s, enum rd_tag_dir dir, uint8_t *hdr, uint
     int outl;
     if (s->ocb) {
         uint8_t nonce[12], ad[AD_LEN];
-        make_nonce(nonce, dir, hdr);
-        make_ad(ad, hdr);
+        nonce_and_ad(dir, hdr, nonce, ad);
         return s->seal ? rd_ocb_seal(s->ocb, nonce, ad, sizeof ad, p, n, hdr + RD_HDR_TAG) : -1;
     }
     if (!s->seal || begin(s, dir, hdr) || crypt_in_place(s, p, n) ||
@@ -176,8 +168,7 @@ int rd_open_payload(struct rd_sealer *s, enum rd_tag_dir dir, const uint8_t *hdr
     memcpy(tag, hdr + RD_HDR_TAG, sizeof tag);
     if (s->ocb) {
         uint8_t nonce[12], ad[AD_LEN];
-        make_nonce(nonce, dir, hdr);
-        make_ad(ad, hdr);
+        nonce_and_ad(dir, hdr, nonce, ad);
         return s->seal ? -1 : rd_ocb_open(s->ocb, nonce, ad, sizeof ad, p, n, tag);
     }
     if (s->seal || begin(s, dir, hdr) || crypt_in_place(s, p, n) ||
