@@ -40,15 +40,17 @@ static const char common_help[] =
     "      --gen-key          print a fresh random key (256 bits, hex) and exit\n"
     "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
     "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
-    "      --depth N          frames in flight (default 8)\n"
+    "      --depth N          frames in flight (default 8, more for more than 4 lanes)\n"
     "      --streams N        stripe the stream over N connections (TCP: a thread each; RDMA: a\n"
     "                         QP each) (rdsend asks, default 1; rdrecv grants up to N, default 16);\n"
     "                         without it, over RDMA, one per port the receiver's ports pair with\n"
     "      --lanes N          threads for the per-chunk work (tags, encryption, compression),\n"
-    "                         1-64 (default: half the cores, every core for rdsend --compress;\n"
-    "                         at most 8)\n"
-    "      --encrypt          rdsend: encrypt every chunk (AES-256-GCM with AES instructions on\n"
-    "                         both ends, else ChaCha20-Poly1305) under the session's stream key;\n"
+    "                         1-64 (default: enough for the link's reported speed, leaving 2\n"
+    "                         cores; half the cores, at most 8, where it reports none; every\n"
+    "                         core, at most 8, for rdsend --compress)\n"
+    "      --encrypt          rdsend: encrypt every chunk under the session's stream key\n"
+    "                         (AES-256-OCB with AES instructions on both ends, AES-256-GCM with\n"
+    "                         a receiver without OCB, else ChaCha20-Poly1305);\n"
     "                         rdrecv: refuse a sender that does not encrypt\n"
     "      --compress[=auto|LEVEL]  rdsend: zstd each chunk on the lanes (a chunk that does not\n"
     "                         shrink goes raw); auto (the default) picks the level, off included,\n"
@@ -356,16 +358,6 @@ int rd_parse_compress(const char *arg, struct rd_opts *o)
     o->compress_mode = level ? 2 : 1;
     o->compress_level = level;
     return RD_OK;
-}
-
-uint32_t rd_lanes_default(const struct rd_opts *o)
-{
-    if (o->lanes)
-        return o->lanes;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    /* compressing costs 5-20x the CPU per byte of a tag: then every core may help */
-    long n = o->is_sender && o->compress_mode ? cores : cores / 2;
-    return (uint32_t)(n < 1 ? 1 : n > 8 ? 8 : n);
 }
 
 struct rd_reach rd_reach_of(const struct rd_opts *o)

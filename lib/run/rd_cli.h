@@ -49,10 +49,6 @@ struct rd_opts {
 
 #define RD_CLI_EXIT_OK (-1)   /* --help or --version was printed: exit 0 */
 
-/* --lanes when given, else enough for a fast link and no more than half the cores (the other
- * half reads and writes): 1 on a 2-core machine, 8 from 16 cores; rdsend --compress takes
- * every core (at most 8), compression being 5-20 times the work of a tag. */
-uint32_t rd_lanes_default(const struct rd_opts *o);
 /* --compress's value (NULL: auto) into o; RD_OK, or RD_EUSAGE with the error recorded. */
 int rd_parse_compress(const char *arg, struct rd_opts *o);
 

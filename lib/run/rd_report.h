@@ -32,6 +32,7 @@ struct rd_summary {
     double seconds;
     uint32_t chunk_size, depth;
     uint32_t lanes;           /* threads of the per-chunk work */
+    uint64_t link_rate;       /* bytes/s this end's link(s) reported, 0 = none */
     const char *cipher;       /* --encrypt: the AEAD in use, else NULL */
     int exit_code;
     const char *error;        /* NULL on success */

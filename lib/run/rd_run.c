@@ -6,6 +6,7 @@
 #include "engine/rd_relay.h"
 #include "wire/rd_seal.h"
 #include "util/rd_error.h"
+#include "run/rd_plan.h"
 #include "run/rd_report.h"
 #include "transport/rd_rails.h"
 #include "transport/rd_select.h"
@@ -38,7 +39,7 @@ static void summarize(const struct rd_opts *o, const char *tool, const struct rd
         .bytes = cnt ? atomic_load(&cnt->bytes) : 0, .wire_bytes = cnt ? atomic_load(&cnt->wire_bytes) : 0,
         .compression = zstd[0] ? zstd : NULL, .seconds = seconds, .chunk_size = p ? p->chunk_size : 0,
         .depth = p ? p->depth : 0, .exit_code = rc, .error = rc ? rd_error_msg() : NULL,
-        .lanes = p ? p->lanes : 0, .cipher = p ? cipher_name(p) : NULL,
+        .lanes = p ? p->lanes : 0, .link_rate = p ? p->link_rate : 0, .cipher = p ? cipher_name(p) : NULL,
     };
     if (o->verbose && rc == RD_OK)
         rd_print_bandwidth(&s);
@@ -51,14 +52,38 @@ static int derive(const struct rd_opts *o, struct rd_key *k)
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
 }
 
+/* The lanes this end plans for a link of link_rate bytes/s (0: unknown), --lanes aside. */
+static uint32_t plan_lanes(const struct rd_opts *o, uint64_t link_rate, int slow_cipher)
+{
+    struct rd_plan_in in = { .link_rate = link_rate, .cores = rd_plan_cores(),
+                             .compress = o->is_sender && o->compress_mode, .slow_cipher = slow_cipher };
+    return rd_plan_lanes(&in);
+}
+
 /* What this end decides alone: through relays the frames are tagged with rdpipe's
  * end-to-end key (not the key of the hop it shares with a relay), and how many lanes do the
- * per-chunk work. */
-static void set_local_params(const struct rd_opts *o, struct rd_params *agreed)
+ * per-chunk work: --lanes, else enough for the link under tp (run/rd_plan.h). The link is
+ * named in why (for -v). */
+static void set_local_params(const struct rd_opts *o, struct rd_params *agreed, struct rd_transport *tp,
+                             char *why, size_t n)
 {
     if (o->has_stream_key)
         memcpy(agreed->stream_key, o->stream_key, sizeof agreed->stream_key);
-    agreed->lanes = rd_lanes_default(o);   /* local, like the key: here, after the handshake */
+    char link[160];
+    uint64_t rate = agreed->link_rate = rd_transport_link_rate(tp, link, sizeof link);
+    const char *c = cipher_name(agreed);
+    unsigned cores = rd_plan_cores();
+    agreed->lanes = o->lanes ? o->lanes
+                             : plan_lanes(o, rate, c && rd_cipher_agreed(agreed->caps) != RD_CIPHER_AES_256_OCB);
+    const char *s = cores == 1 ? "" : "s";
+    if (o->lanes)
+        snprintf(why, n, "--lanes");
+    else if (o->is_sender && o->compress_mode)
+        snprintf(why, n, "compressing, %u core%s", cores, s);
+    else if (rate)
+        snprintf(why, n, "%s at %.0f Gb/s, %u core%s", link, (double)rate * 8 / 1e9, cores, s);
+    else
+        snprintf(why, n, "link speed unknown%s%s, %u core%s", link[0] ? " on " : "", link, cores, s);
     agreed->compress_mode = o->is_sender ? o->compress_mode : 0;   /* a receiver follows the sender */
     agreed->compress_level = o->compress_level;
 }
@@ -105,6 +130,17 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         want.caps |= RD_CAP_RAILS;
         want.streams = nports;
     }
+    if (!o->depth_set) {   /* a chunk for each lane the link may need, and some on the wire */
+        char link[160];
+        uint64_t rate = rd_transport_link_rate(tp, link, sizeof link) * (nports ? nports : 1);
+        uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt), want.depth);
+        /* RDMA pins its rings: more than the default only where ulimit -l lets this end pin
+         * them (the receiver is set up alike, as a rule); else as before */
+        if (depth > want.depth && (strcmp(tp->ops->name, "rdma") ||
+                                   rd_plan_pinnable((RD_FRAME_HDR + (uint64_t)want.chunk_size) * depth *
+                                                    (nports ? nports : 1))))
+            want.depth = depth;
+    }
     rc = rd_session_sender(tp, &key, &want, &agreed);
     struct rd_rail_lists lists;
     struct rd_reach rails = reach;
@@ -117,11 +153,12 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         rc = rd_stripe_join(&rails, &tp, &agreed);
     if (rc)
         goto close_transport;
-    set_local_params(o, &agreed);
+    char why[200];
+    set_local_params(o, &agreed, tp, why, sizeof why);
     if (o->verbose)
-        rd_warn("sending %s to %s over %s (chunk %u, depth %u); lanes %u%s%s", src->name, tp->peer,
-                tp->desc, agreed.chunk_size, agreed.depth, agreed.lanes, cipher_name(&agreed) ? ", encrypted with " : "",
-                cipher_name(&agreed) ? cipher_name(&agreed) : "");
+        rd_warn("sending %s to %s over %s (chunk %u, depth %u); lanes %u (%s)%s%s", src->name, tp->peer,
+                tp->desc, agreed.chunk_size, agreed.depth, agreed.lanes, why,
+                cipher_name(&agreed) ? ", encrypted with " : "", cipher_name(&agreed) ? cipher_name(&agreed) : "");
     t0 = rd_now();
     if (o->progress)
         rd_progress_start(&rep, &cnt, src->size);
@@ -191,11 +228,12 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
         rc = rd_stripe_accept(lis, tpp, &agreed);
     if (rc)
         return rc;
-    set_local_params(o, &agreed);
     struct rd_transport *tp = *tpp;
+    char why[200];
+    set_local_params(o, &agreed, tp, why, sizeof why);
     if (o->verbose)
-        rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s; lanes %u%s%s", tp->peer, tp->desc,
-                agreed.chunk_size, agreed.depth, dst->name, agreed.lanes,
+        rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s; lanes %u (%s)%s%s", tp->peer, tp->desc,
+                agreed.chunk_size, agreed.depth, dst->name, agreed.lanes, why,
                 cipher_name(&agreed) ? ", encrypted with " : "", cipher_name(&agreed) ? cipher_name(&agreed) : "");
     rc = rd_sink_begin(dst);
     if (rc)

@@ -29,6 +29,7 @@ struct rd_params {
                             * that asks (RD_CAP_RAILS; fewer than 2: none); agreed, sender's:
                             * the receiver's RAILS, connection 0's address first */
     uint32_t lanes;        /* local, never negotiated: threads for the per-chunk work (0 = 1) */
+    uint64_t link_rate;    /* local: bytes/s of this end's link(s), as reported (0: unknown) */
     int compress_mode;     /* local, the sender's: 0 off, 1 auto, 2 fixed at compress_level */
     int compress_level;
 };

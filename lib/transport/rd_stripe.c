@@ -318,6 +318,31 @@ static void stripe_close(struct rd_transport *tp)
     free(tp);
 }
 
+/* The sum of the distinct links under the connections: --streams over one NIC counts it
+ * once, rails on two ports both; links named alike (two hosts' "eth0" cannot meet here: one
+ * end's connections all leave from its own NICs) are one. Unknown if any link is. */
+static uint64_t stripe_link_rate(struct rd_transport *tp, char *link, size_t n)
+{
+    struct stripe *s = tp->priv;
+    char names[RD_MAX_STREAMS][64];
+    uint64_t sum = 0;
+    size_t len = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        uint64_t r = rd_transport_link_rate(s->w[i].conn, names[i], sizeof names[i]);
+        if (!r)
+            return 0;
+        unsigned k = 0;
+        while (k < i && strcmp(names[k], names[i]))
+            k++;
+        if (k < i)
+            continue;
+        sum += r;
+        if (n > len)
+            len += (size_t)snprintf(link + len, n - len, "%s%s", len ? "+" : "", names[i]);
+    }
+    return sum;
+}
+
 static const struct rd_transport_ops stripe_ops = {
     .name = "tcp",
     .setup_ring = stripe_setup_ring,
@@ -329,6 +354,7 @@ static const struct rd_transport_ops stripe_ops = {
     .drain = stripe_drain,
     .shutdown = stripe_shutdown,
     .close = stripe_close,
+    .link_rate = stripe_link_rate,
 };
 
 /* ---- direct mode ----
@@ -526,6 +552,7 @@ static const struct rd_transport_ops direct_ops = {
     .shutdown = direct_shutdown,
     .close = direct_close,
     .numa_node = direct_numa_node,
+    .link_rate = stripe_link_rate,
 };
 
 /* What -v names: each distinct connection's description once, then the count. */

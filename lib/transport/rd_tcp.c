@@ -8,6 +8,7 @@
  */
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
+#include "transport/rd_link.h"
 #include "transport/rd_pool.h"
 #include "transport/rd_tcp.h"
 #include "transport/rd_transport.h"
@@ -588,6 +589,11 @@ int rd_tcp_fd(const struct rd_transport *tp)
     return ((const struct tcp_conn *)tp->priv)->fd;
 }
 
+static uint64_t tcp_link_rate(struct rd_transport *tp, char *link, size_t n)
+{
+    return rd_netdev_rate(((struct tcp_conn *)tp->priv)->fd, link, n);
+}
+
 int rd_tcp_is(const struct rd_transport *tp)
 {
     return tp->ops == &rd_tcp_ops;
@@ -609,4 +615,5 @@ const struct rd_transport_ops rd_tcp_ops = {
     .drain = tcp_drain,
     .shutdown = tcp_shutdown,
     .close = tcp_close,
+    .link_rate = tcp_link_rate,
 };

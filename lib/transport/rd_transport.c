@@ -22,6 +22,13 @@ int rd_transport_node(struct rd_transport *tp)
     return tp->ops->numa_node ? tp->ops->numa_node(tp) : -1;
 }
 
+uint64_t rd_transport_link_rate(struct rd_transport *tp, char *link, size_t n)
+{
+    if (n)
+        link[0] = '\0';
+    return tp->ops->link_rate ? tp->ops->link_rate(tp, link, n) : 0;
+}
+
 void *rd_alloc_aligned(size_t size)
 {
     void *p = NULL;

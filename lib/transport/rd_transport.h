@@ -108,6 +108,11 @@ struct rd_transport_ops {
     /* Optional: the NUMA node of the device this connection moves its bytes through, -1 when
      * unknown or not NUMA (NULL: unknown). The engine runs its lanes there. */
     int (*numa_node)(struct rd_transport *tp);
+    /* Optional: the line rate of the link(s) this connection's bytes go through, in bytes
+     * per second (the NIC's speed, the RDMA port's speed times width; several connections
+     * over one link count it once), 0 when unknown; the link's name in link ("eth0",
+     * "mlx5_0:1"). The ends plan their lanes by it. */
+    uint64_t (*link_rate)(struct rd_transport *tp, char *link, size_t n);
     /* timeout_ms: -1 = wait forever (peer death is still detected); returns RD_ECONNECT on
      * timeout, RD_ESTREAM when the peer went away. */
     int (*recv)(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
@@ -139,6 +144,8 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
 
 /* tp's ops->numa_node, or -1 when the transport does not say. */
 int rd_transport_node(struct rd_transport *tp);
+/* tp's ops->link_rate (link: its name, or ""), or 0 when the transport does not say. */
+uint64_t rd_transport_link_rate(struct rd_transport *tp, char *link, size_t n);
 
 /* Does this machine have any RDMA device at all? (cheap, no connection) */
 int rd_verbs_available(void);

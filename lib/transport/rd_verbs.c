@@ -482,4 +482,5 @@ const struct rd_transport_ops rd_verbs_ops = {
     .watch_fd = rd_v_watch_fd,
     .peek = rd_v_peek,
     .numa_node = rd_v_numa_node,
+    .link_rate = rd_v_link_rate,
 };

@@ -171,6 +171,8 @@ void rd_v_shutdown(struct rd_transport *tp);
 int rd_v_watch_fd(struct rd_transport *tp);
 int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);
 int rd_v_numa_node(struct rd_transport *tp);   /* the device's node (sysfs), -1 if none */
+/* the port's data rate (its speed and width), bytes/s; 0 if unknown */
+uint64_t rd_v_link_rate(struct rd_transport *tp, char *link, size_t n);
 
 /* rd_verbs.c: connection management shared by both sides */
 void rd_v_peer_name(struct rdma_cm_id *id, char *out, size_t n);

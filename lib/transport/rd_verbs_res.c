@@ -3,6 +3,7 @@
  * checked: a failure is one "RDMA teardown: CALL failed" line on stderr and does not change
  * the transfer's result, which was settled before (the peer confirmed every byte or not).
  * Queue capacities are explicit and nonzero because Soft-RoCE grants exactly what is asked. */
+#include "transport/rd_link.h"
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
@@ -68,6 +69,16 @@ int rd_v_numa_node(struct rd_transport *tp)
 {
     struct rd_v_conn *c = tp->priv;
     return c && c->pd ? device_node(c->pd->context) : -1;
+}
+
+uint64_t rd_v_link_rate(struct rd_transport *tp, char *link, size_t n)
+{
+    struct rd_v_conn *c = tp->priv;
+    struct ibv_port_attr pa;
+    if (!c || !c->id || !c->id->verbs || ibv_query_port(c->id->verbs, c->id->port_num, &pa))
+        return 0;
+    snprintf(link, n, "%s:%u", ibv_get_device_name(c->id->verbs->device), (unsigned)c->id->port_num);
+    return rd_ib_port_rate(pa.active_speed, pa.active_width);
 }
 
 /* A ring's memory (mapped, zero, faulted in only when registered): from hugetlbfs pages when

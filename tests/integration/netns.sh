@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 ALL=("ipv4 transfers" "ipv6 transfers" "--bind on both sides" "wrong key across namespaces"
-     "absent host on the subnet" "link dropped mid-transfer")
+     "absent host on the subnet" "default lanes planned for the link" "link dropped mid-transfer")
 if [ "$RD_IS_ROOT" != 1 ]; then
     for n in "${ALL[@]}"; do t_skip "$n" "needs root for network namespaces"; done; exit 0
 fi
@@ -58,6 +58,60 @@ dt=$(elapsed "$t0")
 expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "cannot connect|unreachable|timed out"
 expect_within "$dt" "$(lim 5)" "connect to an absent host"
 t_note "${dt}s"
+t_end
+# -v's line that says how many lanes an end runs and why (run/rd_plan.h): a veth reports
+# 10 Gb/s, one lane's worth; loopback reports no speed: half the cores (at most 8)
+lanes_line() {   # lanes_line FILE PROG PATTERN
+    grep -Eq -- "^$2: (sending|receiving) .*; lanes $3" "$1" ||
+        t_fail "$2 -v does not say 'lanes $3': $(grep -E 'lanes' "$1" | head -c 400)"
+}
+t_begin "default lanes planned for the link: the veth's 10 Gb/s on both ends (--streams 2 counts it once), loopback's unknown speed, the cores taskset allows; a frame in flight per lane"
+n=$(nproc); cores="$n cores?"
+half=$((n / 2)); [ $half -lt 1 ] && half=1; [ $half -gt 8 ] && half=8
+for streams in 1 2; do
+    port=$(free_port)
+    start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v "$port" key
+    wait_listen "$port" "$NS_A" || t_fail "not listening"
+    timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" "$RDSEND" -v --json --streams $streams 10.77.0.1 "$port" key "$RD_T/in.$((M4 + 1))" 2> "$C/serr"
+    expect_rc $? 0 "rdsend --streams $streams" "$(cat "$C/serr")"
+    wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    expect_same_file "$RD_T/in.$((M4 + 1))" "$C/out" "data, --streams $streams"
+    lanes_line "$C/serr" rdsend "1 \\($VETH_B at 10 Gb/s, $cores\\)"
+    lanes_line "$C/rerr" rdrecv "1 \\($VETH_A at 10 Gb/s, $cores\\)"
+    grep -q '"lanes":1,"cipher":null,"link_gbps":10.000,' "$C/serr" || t_fail "rdsend --json: $(grep '^{' "$C/serr")"
+done
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v "$port" key
+wait_listen "$port" "$NS_A" || t_fail "not listening"
+timeout -k 2 "$(lim 20)" ip netns exec "$NS_A" "$RDSEND" -v --json 127.0.0.1 "$port" key "$RD_T/in.1" 2> "$C/serr"
+expect_rc $? 0 "rdsend over lo" "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+lanes_line "$C/serr" rdsend "$half \\(link speed unknown on lo, $cores\\)"
+lanes_line "$C/rerr" rdrecv "$half \\(link speed unknown on lo, $cores\\)"
+grep -q '"link_gbps":null,' "$C/serr" || t_fail "rdsend --json over lo: $(grep '^{' "$C/serr")"
+# compressing takes every core the process may use: taskset leaves one
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v "$port" key
+wait_listen "$port" "$NS_A" || t_fail "not listening"
+timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" taskset -c "$(taskset -cp $$ | sed 's/.*: //; s/[-,].*//')" \
+    "$RDSEND" -v --compress 10.77.0.1 "$port" key "$RD_T/in.1" 2> "$C/serr"
+expect_rc $? 0 "rdsend under taskset" "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+lanes_line "$C/serr" rdsend "1 \\(compressing, 1 core\\)"
+# more lanes than the default depth keeps busy: the sender asks for a frame each and 4 more,
+# unless --depth says otherwise
+for d in "" "--depth 5"; do
+    port=$(free_port)
+    start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v "$port" key
+    wait_listen "$port" "$NS_A" || t_fail "not listening"
+    timeout -k 2 "$(lim 20)" ip netns exec "$NS_B" "$RDSEND" -v --lanes 8 $d 10.77.0.1 "$port" key "$RD_T/in.$((M4 + 1))" 2> "$C/serr"
+    expect_rc $? 0 "rdsend --lanes 8 $d" "$(cat "$C/serr")"
+    wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+    expect_same_file "$RD_T/in.$((M4 + 1))" "$C/out" "data, --lanes 8 $d"
+    want=12; [ -n "$d" ] && want=5
+    grep -q "(chunk 1048576, depth $want); lanes 8 (--lanes)" "$C/serr" || t_fail "rdsend --lanes 8 $d: $(grep lanes "$C/serr")"
+    grep -q "(chunk 1048576, depth $want) into " "$C/rerr" || t_fail "rdrecv after --lanes 8 $d: $(grep lanes "$C/rerr")"
+done
 t_end
 rm -f "$RD_T"/in.*
 

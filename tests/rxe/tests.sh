@@ -97,6 +97,13 @@ named() {
     [ -z "${2:-}" ] || grep -q "over $2, $1 streams" "$T/serr" || { WHY+="rdsend not over '$2': $(grep ' over ' "$T/serr") "; return 1; }
     [ -z "${3:-}" ] || grep -q "over $3, $1 streams" "$T/rerr" || { WHY+="rdrecv not over '$3': $(grep ' over ' "$T/rerr") "; return 1; }
 }
+# planned SEND_LINKS RECV_LINKS: both ends' -v say they planned their lanes for these ports
+# ("rxe_b:1+rxe_d:1") at the rate the ports report (run/rd_plan.h; "+" in the names literal)
+planned() {
+    local s=${1//+/\\+} r=${2//+/\\+}
+    grep -Eq "; lanes [0-9]+ \\($s at [1-9][0-9]* Gb/s, " "$T/serr" || { WHY+="rdsend did not plan lanes for $1: $(grep -h 'lanes' "$T/serr") "; return 1; }
+    grep -Eq "; lanes [0-9]+ \\($r at [1-9][0-9]* Gb/s, " "$T/rerr" || { WHY+="rdrecv did not plan lanes for $2: $(grep -h 'lanes' "$T/rerr") "; return 1; }
+}
 # kill_case NAME WHO HOST: a --streams transfer from /dev/zero (RO, SO), WHO (sender or
 # receiver) SIGKILLed mid-stream at 3 random points: the other end fails within 10 s, the
 # receiver with exit 4, the sender with any non-zero status
@@ -162,10 +169,11 @@ streams_cases() {
     RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 2)
     b0=$(packets rxe_b); d0=$(packets rxe_d)
     if xfer2 x $((24 * 1048576 + 3)) file $S,$S2 &&
-       named 2 "rdma rxe_b port 1 + rdma rxe_d port 1" "rdma rxe_a port 1 + rdma rxe_c port 1"; then
+       named 2 "rdma rxe_b port 1 + rdma rxe_d port 1" "rdma rxe_a port 1 + rdma rxe_c port 1" &&
+       planned "rxe_b:1+rxe_d:1" "rxe_a:1+rxe_c:1"; then
         b1=$(packets rxe_b); d1=$(packets rxe_d)
         if [ $((b1 - b0)) -ge 1000 ] && [ $((d1 - d0)) -ge 1000 ]; then
-            pass "two rails, --streams 2: 24 MiB + 3 byte-identical, $((b1 - b0)) packets sent by rxe_b, $((d1 - d0)) by rxe_d (${XDT}s)"
+            pass "two rails, --streams 2: 24 MiB + 3 byte-identical, $((b1 - b0)) packets sent by rxe_b, $((d1 - d0)) by rxe_d, lanes planned for both ports (${XDT}s)"
         else fail "two rails, --streams 2" "packets sent: rxe_b $((b1 - b0)), rxe_d $((d1 - d0)) (want >= 1000 each)"; fi
     else fail "two rails, --streams 2" "$WHY"; fi
     SO=(-v --transport rdma --timeout 20 -d rxe_b,rxe_d --bind $C,$C2 --streams 4 --chunk-size 256K)
@@ -206,8 +214,8 @@ default_rails_cases() {
         RO=(-v --transport rdma -d rxe_a,rxe_c); SO=(-v --transport rdma --timeout 20 --bind $C $pin)
         d0=$(packets rxe_d)
         if xfer2 x $((8 * 1048576)) file $S && grep -q "over rdma rxe_b port 1 (chunk" "$T/serr" &&
-           ! grep -q "rails to" "$T/serr" && [ $(($(packets rxe_d) - d0)) -lt 100 ]; then
-            pass "rdsend $pin: one connection, rxe_d idle"
+           ! grep -q "rails to" "$T/serr" && [ $(($(packets rxe_d) - d0)) -lt 100 ] && planned rxe_b:1 rxe_a:1; then
+            pass "rdsend $pin: one connection, rxe_d idle, lanes planned for rxe_b's port"
         else fail "rdsend $pin pins one connection" "${WHY:-$(grep ' over ' "$T/serr"); rxe_d sent $(($(packets rxe_d) - d0)) packets}"; fi
     done
     # a receiver with --bind takes connections on that address alone: it names no rails

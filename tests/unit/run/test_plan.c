@@ -1,0 +1,194 @@
+/* test_plan.c - run/rd_plan: the default lanes are enough for the link and bounded by the
+ * cores (the table below is the policy README states), a sender asks for a frame per lane
+ * and some for the wire, the cores are the ones this process may run on; and
+ * transport/rd_link: the rates the plans start from (InfiniBand speed codes, and loopback's
+ * unknown speed found through a connected socket; a veth's 10 Gb/s: integration/netns.sh). */
+#include "check.h"
+
+#include "run/rd_plan.h"
+#include "transport/rd_link.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GBIT(x) ((uint64_t)(x) * 125000000ull)   /* Gb/s in bytes per second */
+
+static uint32_t plan(uint64_t rate, unsigned cores, int compress, int slow)
+{
+    struct rd_plan_in in = { .link_rate = rate, .cores = cores, .compress = compress, .slow_cipher = slow };
+    return rd_plan_lanes(&in);
+}
+
+static void t_unknown_link_half_the_cores(void)
+{
+    CHECK_EQ_U(plan(0, 1, 0, 0), 1);
+    CHECK_EQ_U(plan(0, 2, 0, 0), 1);
+    CHECK_EQ_U(plan(0, 6, 0, 0), 3);
+    CHECK_EQ_U(plan(0, 16, 0, 0), 8);
+    CHECK_EQ_U(plan(0, 128, 0, 0), 8);
+    CHECK_EQ_U(plan(0, 0, 0, 0), 1);   /* no count: one */
+}
+
+static void t_known_link_enough_lanes(void)
+{
+    CHECK_EQ_U(plan(GBIT(1), 64, 0, 0), 1);     /* 1 GbE: one lane is plenty */
+    CHECK_EQ_U(plan(GBIT(10), 64, 0, 0), 1);    /* 1.25 GB/s < 2 */
+    CHECK_EQ_U(plan(GBIT(10), 16, 0, 0), 1);
+    CHECK_EQ_U(plan(GBIT(25), 64, 0, 0), 2);    /* 3.125 GB/s */
+    CHECK_EQ_U(plan(GBIT(100), 64, 0, 0), 7);   /* 12.5 GB/s */
+    CHECK_EQ_U(plan(GBIT(100), 16, 0, 0), 7);
+    CHECK_EQ_U(plan(GBIT(200), 64, 0, 0), 13);
+    CHECK_EQ_U(plan(GBIT(400), 64, 0, 0), 25);  /* more than the old cap of 8 */
+    CHECK_EQ_U(plan(GBIT(400), 256, 0, 0), 25);
+}
+
+static void t_bounded_by_the_cores(void)
+{
+    CHECK_EQ_U(plan(GBIT(400), 16, 0, 0), 14);   /* two cores for the network and the reader */
+    CHECK_EQ_U(plan(GBIT(400), 4, 0, 0), 2);
+    CHECK_EQ_U(plan(GBIT(400), 3, 0, 0), 1);
+    CHECK_EQ_U(plan(GBIT(400), 2, 0, 0), 1);
+    CHECK_EQ_U(plan(GBIT(400), 1, 0, 0), 1);
+    CHECK_EQ_U(plan(GBIT(1600), 1024, 0, 0), 64);   /* RD_MAX_LANES */
+}
+
+static void t_slow_ciphers_need_three_times_the_lanes(void)
+{
+    CHECK_EQ_U(plan(GBIT(10), 64, 0, 1), 2);     /* 1.25 GB/s at 0.67 a lane */
+    CHECK_EQ_U(plan(GBIT(25), 64, 0, 1), 5);
+    CHECK_EQ_U(plan(GBIT(100), 64, 0, 1), 19);
+    CHECK_EQ_U(plan(GBIT(400), 64, 0, 1), 62);   /* all but two cores */
+    CHECK_EQ_U(plan(GBIT(100), 16, 0, 1), 14);
+    CHECK_EQ_U(plan(0, 16, 0, 1), 8);            /* unknown link: as without */
+}
+
+static void t_compressing_takes_the_cores(void)
+{
+    CHECK_EQ_U(plan(0, 2, 1, 0), 2);
+    CHECK_EQ_U(plan(GBIT(1), 2, 1, 0), 2);
+    CHECK_EQ_U(plan(GBIT(400), 64, 1, 0), 8);
+    CHECK_EQ_U(plan(0, 1, 1, 0), 1);
+}
+
+static void t_depth_a_frame_per_lane(void)
+{
+    CHECK_EQ_U(rd_plan_depth(1, 8), 8);
+    CHECK_EQ_U(rd_plan_depth(4, 8), 8);
+    CHECK_EQ_U(rd_plan_depth(7, 8), 11);
+    CHECK_EQ_U(rd_plan_depth(25, 8), 29);
+    CHECK_EQ_U(rd_plan_depth(64, 8), 68);
+}
+
+/* the affinity, not the machine's cores: what taskset or a cpuset allows */
+static void t_cores_are_the_affinity(void)
+{
+    cpu_set_t was, one;
+    CHECK_OR(sched_getaffinity(0, sizeof was, &was) == 0, return);
+    CHECK_EQ_U(rd_plan_cores(), (unsigned)CPU_COUNT(&was));
+    CPU_ZERO(&one);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &was)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    CHECK_OR(sched_setaffinity(0, sizeof one, &one) == 0, return);
+    CHECK_EQ_U(rd_plan_cores(), 1);
+    sched_setaffinity(0, sizeof was, &was);
+}
+
+/* ulimit -l: a process that may pin L bytes may pin L - 8 MiB more (the control pools take
+ * 8), not L; root, anything (CAP_IPC_LOCK). Checked in a child as nobody, L at most 16 MiB
+ * (a container may not raise its hard limit). */
+static void t_pinnable_within_memlock(void)
+{
+    if (geteuid() == 0)
+        CHECK_EQ_I(rd_plan_pinnable(1ull << 40), 1);
+    pid_t pid = fork();
+    CHECK_OR(pid >= 0, return);
+    if (pid == 0) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_MEMLOCK, &rl))
+            _exit(9);
+        uint64_t l = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (16u << 20) ? rl.rlim_max : 16u << 20;
+        rl.rlim_cur = rl.rlim_max = l;
+        if (setrlimit(RLIMIT_MEMLOCK, &rl) || (geteuid() == 0 && setuid(65534)))
+            _exit(10);
+        int bad = (l >= (8u << 20) && rd_plan_pinnable(l - (8u << 20)) != 1) |
+                  (rd_plan_pinnable(l) != 0) << 1 | (rd_plan_pinnable(1ull << 40) != 0) << 2;
+        _exit(bad);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK_EQ_I(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+}
+
+static void t_ib_port_rates(void)
+{
+    CHECK_EQ_U(rd_ib_port_rate(4, 2), GBIT(32));      /* QDR 4x: 40 Gb/s signalled, 32 carried */
+    CHECK_EQ_U(rd_ib_port_rate(8, 1), GBIT(10));      /* FDR10 1x (rxe on a 10 Gb/s netdev) */
+    CHECK_EQ_U(rd_ib_port_rate(32, 2), GBIT(100));    /* EDR 4x */
+    CHECK_EQ_U(rd_ib_port_rate(64, 2), GBIT(200));    /* HDR 4x */
+    CHECK_EQ_U(rd_ib_port_rate(128, 2), GBIT(400));   /* NDR 4x */
+    CHECK_EQ_U(rd_ib_port_rate(1, 1), GBIT(2));
+    CHECK_EQ_U(rd_ib_port_rate(3, 2), 0);    /* not a speed code */
+    CHECK_EQ_U(rd_ib_port_rate(32, 3), 0);   /* not a width code */
+}
+
+/* A connected pair of TCP sockets between addresses a (listening) and b. */
+static int pair(const char *a, const char *b, int fd[2])
+{
+    struct sockaddr_in la = { .sin_family = AF_INET }, lb = { .sin_family = AF_INET };
+    socklen_t len = sizeof la;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    fd[0] = fd[1] = -1;
+    inet_pton(AF_INET, a, &la.sin_addr);
+    inet_pton(AF_INET, b, &lb.sin_addr);
+    if (l < 0 || bind(l, (struct sockaddr *)&la, sizeof la) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&la, &len))
+        goto fail;
+    fd[1] = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd[1] < 0 || bind(fd[1], (struct sockaddr *)&lb, sizeof lb) ||
+        connect(fd[1], (struct sockaddr *)&la, sizeof la) || (fd[0] = accept(l, NULL, NULL)) < 0)
+        goto fail;
+    close(l);
+    return 0;
+fail:
+    if (l >= 0)
+        close(l);
+    if (fd[1] >= 0)
+        close(fd[1]);
+    return -1;
+}
+
+static void t_loopback_has_no_speed(void)
+{
+    int fd[2];
+    char name[32];
+    CHECK_OR(pair("127.0.0.1", "127.0.0.1", fd) == 0, return);
+    CHECK_EQ_U(rd_netdev_rate(fd[0], name, sizeof name), 0);
+    CHECK_STR_EQ(name, "lo");
+    CHECK_EQ_U(rd_netdev_rate(fd[1], name, sizeof name), 0);
+    CHECK_STR_EQ(name, "lo");
+    close(fd[0]);
+    close(fd[1]);
+}
+
+int main(void)
+{
+    RUN(t_unknown_link_half_the_cores);
+    RUN(t_known_link_enough_lanes);
+    RUN(t_bounded_by_the_cores);
+    RUN(t_slow_ciphers_need_three_times_the_lanes);
+    RUN(t_compressing_takes_the_cores);
+    RUN(t_depth_a_frame_per_lane);
+    RUN(t_cores_are_the_affinity);
+    RUN(t_pinnable_within_memlock);
+    RUN(t_ib_port_rates);
+    RUN(t_loopback_has_no_speed);
+    return check_summary();
+}
