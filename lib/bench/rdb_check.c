@@ -7,6 +7,7 @@
 #include "bench/rdb_dev.h"
 #include "bench/rdb_net.h"
 #include "run/rd_cli.h"
+#include "util/rd_memlock.h"
 #include "run/rd_version.h"
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
@@ -240,7 +241,7 @@ static void size_text(uint64_t b, char *out, size_t n)
 static void check_memlock(const struct copts *o)
 {
     int cap;
-    uint64_t lim = rdb_memlock_limit(&cap), need = rdb_pin_bytes(o->chunk, o->depth);
+    uint64_t lim = rd_memlock_limit(&cap), need = rdb_pin_bytes(o->chunk, o->depth);
     unsigned long long need_k = (need + 1023) / 1024;
     char mib[32], chunk[32], fix[256];
     kib(need, mib, sizeof mib);

@@ -171,24 +171,6 @@ uint64_t rdb_pin_bytes(uint32_t chunk, uint32_t depth)
     return lead + depth * frame + 2 * lead + 24 * page + (2u << 20);
 }
 
-uint64_t rdb_memlock_limit(int *cap_ipc_lock)
-{
-    struct rlimit rl;
-    char line[256];
-    *cap_ipc_lock = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "CapEff:", 7)) {
-            unsigned long long caps = strtoull(line + 7, NULL, 16);
-            *cap_ipc_lock = (caps >> 14) & 1;   /* CAP_IPC_LOCK */
-        }
-    if (f)
-        fclose(f);
-    if (getrlimit(RLIMIT_MEMLOCK, &rl))
-        return 0;
-    return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
-}
-
 void rdb_port_range(char *out, size_t n)
 {
     char val[64];

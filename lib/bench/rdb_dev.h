@@ -34,9 +34,6 @@ size_t rdb_ports(struct rdb_port *out, size_t cap, unsigned *ndev);
  * control frames (each pool's frames start one page apart) plus 2 MiB for the queues. */
 uint64_t rdb_pin_bytes(uint32_t chunk, uint32_t depth);
 
-/* RLIMIT_MEMLOCK now (UINT64_MAX: unlimited), and whether CAP_IPC_LOCK lifts it. */
-uint64_t rdb_memlock_limit(int *cap_ipc_lock);
-
 /* The local ports range ("32768-60999") from /proc, or "" */
 void rdb_port_range(char *out, size_t n);
 

@@ -2,8 +2,9 @@
 
 #include "engine/rd_lanes.h"
 
+#include "util/rd_memlock.h"
+
 #include <sched.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static uint32_t clamp(uint64_t n, uint64_t lo, uint64_t hi)
@@ -31,10 +32,9 @@ uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth)
 
 int rd_plan_pinnable(uint64_t bytes)
 {
-    struct rlimit rl;
-    if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl))
-        return geteuid() == 0;
-    return rl.rlim_cur == RLIM_INFINITY || bytes + (8u << 20) <= rl.rlim_cur;   /* 8 MiB: control pools */
+    int cap = 0;
+    uint64_t limit = rd_memlock_limit(&cap);
+    return cap || limit == UINT64_MAX || bytes + (8u << 20) <= limit;   /* 8 MiB: control pools */
 }
 
 unsigned rd_plan_cores(void)

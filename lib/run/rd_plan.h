@@ -27,7 +27,8 @@ uint32_t rd_plan_lanes(const struct rd_plan_in *in);
 /* The frames in flight a sender asks for so that `lanes` lanes have a chunk each while the
  * network sends others: depth, or more for many lanes (--depth not given). */
 uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth);
-/* May this process pin (register for RDMA) `bytes` more? Root, or RLIMIT_MEMLOCK allows it. */
+/* May this process pin (register for RDMA) `bytes` more? CAP_IPC_LOCK, or RLIMIT_MEMLOCK
+ * leaves room for them and the control pools. */
 int rd_plan_pinnable(uint64_t bytes);
 /* The cores this process may run on: its CPU affinity (taskset, a container's cpuset), else
  * the online cores; at least 1. */
