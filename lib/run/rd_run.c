@@ -52,10 +52,11 @@ static int derive(const struct rd_opts *o, struct rd_key *k)
     return rd_key_derive(k, o->key, o->key_len) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
 }
 
-/* The lanes this end plans for a link of link_rate bytes/s (0: unknown), --lanes aside. */
-static uint32_t plan_lanes(const struct rd_opts *o, uint64_t link_rate, int slow_cipher)
+/* The lanes this end plans for a link of link_rate bytes/s (0: unknown) on `cores` cores,
+ * --lanes aside. */
+static uint32_t plan_lanes(const struct rd_opts *o, uint64_t link_rate, int slow_cipher, unsigned cores)
 {
-    struct rd_plan_in in = { .link_rate = link_rate, .cores = rd_plan_cores(),
+    struct rd_plan_in in = { .link_rate = link_rate, .cores = cores,
                              .compress = o->is_sender && o->compress_mode, .slow_cipher = slow_cipher };
     return rd_plan_lanes(&in);
 }
@@ -74,7 +75,7 @@ static void set_local_params(const struct rd_opts *o, struct rd_params *agreed, 
     const char *c = cipher_name(agreed);
     unsigned cores = rd_plan_cores();
     agreed->lanes = o->lanes ? o->lanes
-                             : plan_lanes(o, rate, c && rd_cipher_agreed(agreed->caps) != RD_CIPHER_AES_256_OCB);
+                             : plan_lanes(o, rate, c && rd_cipher_agreed(agreed->caps) != RD_CIPHER_AES_256_OCB, cores);
     const char *s = cores == 1 ? "" : "s";
     if (o->lanes)
         snprintf(why, n, "--lanes");
@@ -132,13 +133,15 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     }
     if (!o->depth_set) {   /* a chunk for each lane the link may need, and some on the wire */
         char link[160];
+        /* rails: a link each, like this one; every connection (rails, --streams) a ring */
         uint64_t rate = rd_transport_link_rate(tp, link, sizeof link) * (nports ? nports : 1);
-        uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt), want.depth);
+        unsigned rings = want.streams > 1 ? want.streams : 1;
+        uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt, rd_plan_cores()),
+                                       want.depth);
         /* RDMA pins its rings: more than the default only where ulimit -l lets this end pin
          * them (the receiver is set up alike, as a rule); else as before */
         if (depth > want.depth && (strcmp(tp->ops->name, "rdma") ||
-                                   rd_plan_pinnable((RD_FRAME_HDR + (uint64_t)want.chunk_size) * depth *
-                                                    (nports ? nports : 1))))
+                                   rd_plan_pinnable((RD_FRAME_HDR + (uint64_t)want.chunk_size) * depth * rings)))
             want.depth = depth;
     }
     rc = rd_session_sender(tp, &key, &want, &agreed);
