@@ -241,7 +241,7 @@ static void size_text(uint64_t b, char *out, size_t n)
 static void check_memlock(const struct copts *o)
 {
     int cap;
-    uint64_t lim = rd_memlock_limit(&cap), need = rdb_pin_bytes(o->chunk, o->depth);
+    uint64_t lim = rd_memlock_limit(&cap), need = rd_verbs_pin_bytes(o->chunk, o->depth);
     unsigned long long need_k = (need + 1023) / 1024;
     char mib[32], chunk[32], fix[256];
     kib(need, mib, sizeof mib);

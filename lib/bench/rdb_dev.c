@@ -3,8 +3,6 @@
  * Where it sits: rdcheck's local checks and the bench server's INFO; no connection. */
 #include "bench/rdb_dev.h"
 
-#include "wire/rd_proto.h"
-#include "transport/rd_transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -159,16 +157,6 @@ size_t rdb_ports(struct rdb_port *out, size_t cap, unsigned *ndev)
     if (list)
         ibv_free_device_list(list);
     return k;
-}
-
-uint64_t rdb_pin_bytes(uint32_t chunk, uint32_t depth)
-{
-    const uint64_t page = RD_BUF_ALIGN, lead = RD_BUF_ALIGN - RD_FRAME_HDR;
-    uint64_t frame = (RD_FRAME_HDR + (uint64_t)chunk + page - 1) / page * page;
-    if (depth < 4)
-        depth = 4;   /* the verbs transport posts at least 4 */
-    /* ring + control send (8 frames) and receive (16 frames) pools + queues */
-    return lead + depth * frame + 2 * lead + 24 * page + (2u << 20);
 }
 
 void rdb_port_range(char *out, size_t n)

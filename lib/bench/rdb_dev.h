@@ -30,9 +30,6 @@ struct rdb_port {
 /* Every port of every device; returns how many (0: no device; *ndev = devices found). */
 size_t rdb_ports(struct rdb_port *out, size_t cap, unsigned *ndev);
 
-/* Bytes one end of rdsend/rdrecv registers over RDMA with chunk and depth: its ring and the
- * control frames (each pool's frames start one page apart) plus 2 MiB for the queues. */
-uint64_t rdb_pin_bytes(uint32_t chunk, uint32_t depth);
 
 /* The local ports range ("32768-60999") from /proc, or "" */
 void rdb_port_range(char *out, size_t n);

@@ -1,6 +1,7 @@
 #include "run/rd_plan.h"
 
 #include "engine/rd_lanes.h"
+#include "transport/rd_transport.h"
 
 #include "util/rd_memlock.h"
 
@@ -30,11 +31,11 @@ uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth)
     return lanes + 4 > depth ? lanes + 4 : depth;
 }
 
-int rd_plan_pinnable(uint64_t bytes)
+int rd_plan_pinnable(uint32_t chunk, uint32_t depth, unsigned conns)
 {
     int cap = 0;
     uint64_t limit = rd_memlock_limit(&cap);
-    return cap || limit == UINT64_MAX || bytes + (8u << 20) <= limit;   /* 8 MiB: control pools */
+    return cap || limit == UINT64_MAX || rd_verbs_pin_bytes(chunk, depth) * conns <= limit;
 }
 
 unsigned rd_plan_cores(void)

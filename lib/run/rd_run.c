@@ -141,7 +141,7 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         /* RDMA pins its rings: more than the default only where ulimit -l lets this end pin
          * them (the receiver is set up alike, as a rule); else as before */
         if (depth > want.depth && (strcmp(tp->ops->name, "rdma") ||
-                                   rd_plan_pinnable((RD_FRAME_HDR + (uint64_t)want.chunk_size) * depth * rings)))
+                                   rd_plan_pinnable(want.chunk_size, depth, rings)))
             want.depth = depth;
     }
     rc = rd_session_sender(tp, &key, &want, &agreed);

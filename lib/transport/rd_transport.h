@@ -149,6 +149,9 @@ uint64_t rd_transport_link_rate(struct rd_transport *tp, char *link, size_t n);
 
 /* Does this machine have any RDMA device at all? (cheap, no connection) */
 int rd_verbs_available(void);
+/* Bytes one RDMA connection registers with chunk and depth: its ring and the control frames
+ * (each pool's frames start one page apart) plus 2 MiB for the queues. */
+uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth);
 
 /* Helpers shared by transports. */
 struct sockaddr;

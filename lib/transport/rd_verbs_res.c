@@ -49,6 +49,16 @@ static int reg_failed(size_t bytes)
 
 #define HUGE_PAGE (2u << 20)
 
+uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth)
+{
+    const uint64_t page = RD_BUF_ALIGN, lead = RD_BUF_ALIGN - RD_FRAME_HDR;
+    uint64_t frame = (RD_FRAME_HDR + (uint64_t)chunk + page - 1) / page * page;
+    if (depth < 4)
+        depth = 4;   /* the verbs transport posts at least 4 */
+    /* ring + control send (8 frames) and receive (16 frames) pools + queues */
+    return lead + depth * frame + 2 * lead + 24 * page + (2u << 20);
+}
+
 /* The NUMA node of the device's PCI function (sysfs), -1 when unknown or not NUMA. */
 static int device_node(struct ibv_context *ctx)
 {

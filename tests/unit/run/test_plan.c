@@ -7,6 +7,7 @@
 
 #include "run/rd_plan.h"
 #include "transport/rd_link.h"
+#include "transport/rd_transport.h"
 #include "util/rd_memlock.h"
 
 #include <arpa/inet.h>
@@ -102,15 +103,16 @@ static void t_cores_are_the_affinity(void)
     sched_setaffinity(0, sizeof was, &was);
 }
 
-/* ulimit -l: a process that may pin L bytes may pin L - 8 MiB more (the control pools take
- * 8), not L; with CAP_IPC_LOCK, anything. Checked in a child as nobody (no capabilities),
- * L at most 16 MiB (a container may not raise its hard limit). */
+/* ulimit -l: a process that may pin L bytes may register as many connections' rings (and
+ * control pools: rd_verbs_pin_bytes) as fit in L, not one more; with CAP_IPC_LOCK, anything.
+ * Checked in a child as nobody (no capabilities), L at most 16 MiB (a container may not
+ * raise its hard limit). */
 static void t_pinnable_within_memlock(void)
 {
     int cap = 0;
     rd_memlock_limit(&cap);
     if (cap)
-        CHECK_EQ_I(rd_plan_pinnable(1ull << 40), 1);
+        CHECK_EQ_I(rd_plan_pinnable(64u << 20, 1024, 16), 1);
     pid_t pid = fork();
     CHECK_OR(pid >= 0, return);
     if (pid == 0) {
@@ -121,8 +123,10 @@ static void t_pinnable_within_memlock(void)
         rl.rlim_cur = rl.rlim_max = l;
         if (setrlimit(RLIMIT_MEMLOCK, &rl) || (geteuid() == 0 && setuid(65534)))
             _exit(10);
-        int bad = (l >= (8u << 20) && rd_plan_pinnable(l - (8u << 20)) != 1) |
-                  (rd_plan_pinnable(l) != 0) << 1 | (rd_plan_pinnable(1ull << 40) != 0) << 2;
+        uint64_t fit = l / rd_verbs_pin_bytes(64u << 10, 4);   /* connections that fit */
+        int bad = (fit >= 1 && rd_plan_pinnable(64u << 10, 4, (unsigned)fit) != 1) |
+                  (rd_plan_pinnable(64u << 10, 4, (unsigned)fit + 1) != 0) << 1 |
+                  (rd_plan_pinnable(64u << 20, 1024, 16) != 0) << 2;
         _exit(bad);
     }
     int st = 0;
