@@ -1,9 +1,6 @@
 #include "run/rd_plan.h"
 
 #include "engine/rd_lanes.h"
-#include "transport/rd_transport.h"
-
-#include "util/rd_memlock.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -29,13 +26,6 @@ uint32_t rd_plan_lanes(const struct rd_plan_in *in)
 uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth)
 {
     return lanes + 4 > depth ? lanes + 4 : depth;
-}
-
-int rd_plan_pinnable(uint32_t chunk, uint32_t depth, unsigned conns)
-{
-    int cap = 0;
-    uint64_t limit = rd_memlock_limit(&cap);
-    return cap || limit == UINT64_MAX || rd_verbs_pin_bytes(chunk, depth) * conns <= limit;
 }
 
 unsigned rd_plan_cores(void)

@@ -25,11 +25,10 @@ struct rd_plan_in {
 
 uint32_t rd_plan_lanes(const struct rd_plan_in *in);
 /* The frames in flight a sender asks for so that `lanes` lanes have a chunk each while the
- * network sends others: depth, or more for many lanes (--depth not given). */
+ * network sends others: depth, or more for many lanes (--depth not given). Over RDMA the
+ * rings are pinned: the sender asks for what its ulimit -l allows (rd_verbs_pinnable_depth),
+ * and the receiver grants what its own allows. */
 uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth);
-/* May this process pin (register for RDMA) the rings of `conns` connections of chunk and
- * depth (rd_verbs_pin_bytes)? CAP_IPC_LOCK, or RLIMIT_MEMLOCK leaves room for them. */
-int rd_plan_pinnable(uint32_t chunk, uint32_t depth, unsigned conns);
 /* The cores this process may run on: its CPU affinity (taskset, a container's cpuset), else
  * the online cores; at least 1. */
 unsigned rd_plan_cores(void);

@@ -138,11 +138,13 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         unsigned rings = want.streams > 1 ? want.streams : 1;
         uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt, rd_plan_cores()),
                                        want.depth);
-        /* RDMA pins its rings: more than the default only where ulimit -l lets this end pin
-         * them (the receiver is set up alike, as a rule); else as before */
-        if (depth > want.depth && (strcmp(tp->ops->name, "rdma") ||
-                                   rd_plan_pinnable(want.chunk_size, depth, rings)))
-            want.depth = depth;
+        /* RDMA pins its rings: past the default only as far as ulimit -l lets this end pin
+         * them (the receiver grants what its own lets it pin) */
+        if (depth > want.depth && tp->ops == &rd_verbs_ops) {
+            uint32_t fit = rd_verbs_pinnable_depth(want.chunk_size, depth, rings);
+            depth = fit > want.depth ? fit : want.depth;
+        }
+        want.depth = depth;
     }
     rc = rd_session_sender(tp, &key, &want, &agreed);
     struct rd_rail_lists lists;
@@ -238,6 +240,9 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
         rd_warn("receiving from %s over %s (chunk %u, depth %u) into %s; lanes %u (%s)%s%s", tp->peer, tp->desc,
                 agreed.chunk_size, agreed.depth, dst->name, agreed.lanes, why,
                 cipher_name(&agreed) ? ", encrypted with " : "", cipher_name(&agreed) ? cipher_name(&agreed) : "");
+    if (agreed.depth_asked)   /* it works, slower than it could: say why, once */
+        rd_warn("warning: ulimit -l lets this end pin %u frames in flight, not the %u the sender asked for; "
+                "raise it for full speed (rdcheck names the value)", agreed.depth, agreed.depth_asked);
     rc = rd_sink_begin(dst);
     if (rc)
         return rc;

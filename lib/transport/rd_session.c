@@ -354,6 +354,13 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
     int rails = grant_rails(tp, &h, limits, &c);
+    /* over RDMA the ring is pinned: grant no more frames than ulimit -l lets this end pin
+     * (the sender's limit may be higher); where none fit, registering says what is needed */
+    uint32_t asked = c.depth, fit = c.depth;
+    if (tp->ops == &rd_verbs_ops)
+        fit = rd_verbs_pinnable_depth(c.chunk_size, c.depth, c.streams);
+    if (fit)
+        c.depth = fit;
     if ((h.caps & limits->require_caps) != limits->require_caps) {   /* rdrecv --encrypt */
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "receiver requires --encrypt, and this sender does not encrypt");
         return rd_fail(RD_EAUTH, "sender %s does not encrypt, and this receiver requires --encrypt", tp->peer);
@@ -386,6 +393,7 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
     if (!rc) {
         keep_keys(tp, &keys, 0, &c, agreed);
+        agreed->depth_asked = c.depth < asked ? asked : 0;
         rc = rd_send_ctrl(tp, RD_ACCEPT, mac, sizeof mac);
     }
     if (!rc && rails)

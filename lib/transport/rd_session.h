@@ -30,6 +30,8 @@ struct rd_params {
                             * the receiver's RAILS, connection 0's address first */
     uint32_t lanes;        /* local, never negotiated: threads for the per-chunk work (0 = 1) */
     uint64_t link_rate;    /* local: bytes/s of this end's link(s), as reported (0: unknown) */
+    uint32_t depth_asked;  /* local, the receiver's: the depth the sender asked for, when
+                            * ulimit -l let this end grant less (else 0) */
     int compress_mode;     /* local, the sender's: 0 off, 1 auto, 2 fixed at compress_level */
     int compress_level;
 };

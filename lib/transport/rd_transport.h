@@ -152,6 +152,13 @@ int rd_verbs_available(void);
 /* Bytes one RDMA connection registers with chunk and depth: its ring and the control frames
  * (each pool's frames start one page apart) plus 2 MiB for the queues. */
 uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth);
+/* The same for one stream striped over conns connections (--streams, rails): each registers
+ * its share of the ring, as the stripe splits it. */
+uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns);
+/* The largest depth up to `depth` whose stream this process may pin: all of it with
+ * CAP_IPC_LOCK or no RLIMIT_MEMLOCK, else what ulimit -l leaves room for; 0 when not even
+ * the smallest ring fits (registering it then fails, naming the ulimit -l it needs). */
+uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns);
 
 /* Helpers shared by transports. */
 struct sockaddr;

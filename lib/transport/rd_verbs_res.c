@@ -6,6 +6,7 @@
 #include "transport/rd_link.h"
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
+#include "util/rd_memlock.h"
 #include "wire/rd_proto.h"
 
 #include <errno.h>
@@ -29,19 +30,24 @@ static int nonblock(int fd)
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* ibv_reg_mr failed: the usual cause is RLIMIT_MEMLOCK, so say which ulimit -l is needed. */
-static int reg_failed(size_t bytes)
+/* ibv_reg_mr failed: the usual cause is RLIMIT_MEMLOCK, so say which ulimit -l is needed:
+ * `need`, what the whole connection pins (its ring's pool knows it: rd_verbs_pin_bytes, as
+ * rdcheck counts it), or 0 for a control pool, registered before the ring's size is agreed. */
+static int reg_failed(size_t bytes, uint64_t need)
 {
     int e = errno;
     struct rlimit rl;
     if ((e == ENOMEM || e == EAGAIN || e == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
         rl.rlim_cur != RLIM_INFINITY) {
-        unsigned long long need_kib = (bytes + (2u << 20)) / 1024;   /* + control pools, queues */
-        if (need_kib > rl.rlim_cur / 1024)
+        unsigned long long have_kib = (unsigned long long)rl.rlim_cur / 1024, need_kib = (need + 1023) / 1024;
+        if (need && need_kib > have_kib)
             return rd_fail(RD_EIO, "cannot register %zu KiB of RDMA buffers: locked-memory limit "
                            "is %llu KiB; raise it (ulimit -l %llu or unlimited) or lower "
-                           "--chunk-size/--depth", bytes / 1024,
-                           (unsigned long long)rl.rlim_cur / 1024, need_kib);
+                           "--chunk-size/--depth", bytes / 1024, have_kib, need_kib);
+        if (!need && bytes / 1024 + 2048 > have_kib)
+            return rd_fail(RD_EIO, "cannot register %zu KiB of RDMA buffers: locked-memory limit "
+                           "is %llu KiB, too low even for the control frames; raise it (rdcheck "
+                           "names the ulimit -l for a --chunk-size and --depth)", bytes / 1024, have_kib);
     }
     return rd_fail(RD_EIO, "cannot register %zu KiB of RDMA buffers: %s", bytes / 1024,
                    strerror(e));
@@ -57,6 +63,25 @@ uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth)
         depth = 4;   /* the verbs transport posts at least 4 */
     /* ring + control send (8 frames) and receive (16 frames) pools + queues */
     return lead + depth * frame + 2 * lead + 24 * page + (2u << 20);
+}
+
+uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns)
+{
+    if (conns <= 1)
+        return rd_verbs_pin_bytes(chunk, depth);
+    uint32_t per = (depth + conns - 1) / conns;   /* rd_stripe's share, at least 2 */
+    return rd_verbs_pin_bytes(chunk, per < 2 ? 2 : per) * conns;
+}
+
+uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns)
+{
+    int cap = 0;
+    uint64_t limit = rd_memlock_limit(&cap);
+    if (cap || limit == UINT64_MAX)
+        return depth;
+    while (depth > 0 && rd_verbs_pin_stream(chunk, depth, conns) > limit)
+        depth--;   /* at most RD_MAX_DEPTH steps, once per connection */
+    return depth;
 }
 
 /* The NUMA node of the device's PCI function (sysfs), -1 when unknown or not NUMA. */
@@ -146,7 +171,8 @@ int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind ki
     /* local access only: nothing here is ever the target of a remote read or write */
     p->mr = ibv_reg_mr(c->pd, p->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
     if (!p->mr) {
-        int rc = reg_failed(bytes);
+        int ring = kind == K_RING_SEND || kind == K_RING_RECV;
+        int rc = reg_failed(bytes, ring ? rd_verbs_pin_bytes((uint32_t)(frame - RD_FRAME_HDR), n) : 0);
         rd_v_pool_destroy(p);
         return rc;
     }

@@ -693,14 +693,15 @@ else
     else fail "stalled connection requests" "alone $src/$rrc in ${tbase}s, behind $nsent stalled: $src2/$rrc2 in ${tstall}s: $(cat "$T/serr2" "$T/rerr" "$T"/stall.? | tr '\n' '|')"; fi
 fi
 
-# locked-memory limit too low for the ring: rdsend exits 5 and names the ulimit -l it needs
-# (root's CAP_IPC_LOCK would bypass the limit, so it is dropped)
+# locked-memory limit too low for the ring: rdsend exits 5 and names the ulimit -l it needs,
+# the whole connection's, as rdcheck counts it for 4M x 8 (root's CAP_IPC_LOCK would bypass the limit, so it is dropped)
 next_port; head -c 300000 "$T/big" > "$T/in"
 "$RECV" "${RS[@]}" --timeout 30 $PORT key > /dev/null 2> "$T/rerr" & rp=$!
 (ulimit -l 2048 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
     "$SEND" "${SS[@]}" --chunk-size 4M $S $PORT key "$T/in") 2> "$T/serr"; src=$?
 kill -9 $rp 2>/dev/null; wait $rp 2>/dev/null
-if [ $src = 5 ] && grep -q "ulimit -l" "$T/serr"; then pass "memlock limit too low: rdsend exits 5: $(tail -1 "$T/serr")"
+if [ $src = 5 ] && grep -q "locked-memory limit is 2048 KiB; raise it (ulimit -l 34956 or unlimited)" "$T/serr"; then
+    pass "memlock limit too low: rdsend exits 5 naming what the connection pins, rdcheck's 34956 KiB: $(tail -1 "$T/serr")"
 else fail "memlock limit too low" "exit $src: $(cat "$T/serr")"; fi
 
 # rdcp over RDMA (local agents; -H puts the data on rxe): a single file and a small tree with -a

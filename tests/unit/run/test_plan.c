@@ -103,30 +103,45 @@ static void t_cores_are_the_affinity(void)
     sched_setaffinity(0, sizeof was, &was);
 }
 
-/* ulimit -l: a process that may pin L bytes may register as many connections' rings (and
- * control pools: rd_verbs_pin_bytes) as fit in L, not one more; with CAP_IPC_LOCK, anything.
+/* ulimit -l: a process that may pin L bytes registers as deep a ring as fits in L (with the
+ * control pools: rd_verbs_pin_bytes), one frame more does not fit; a stripe's connections
+ * each take their share; where not even the smallest ring fits, 0. With CAP_IPC_LOCK, all.
  * Checked in a child as nobody (no capabilities), L at most 16 MiB (a container may not
  * raise its hard limit). */
+static int deepest_fits(uint32_t chunk, uint32_t depth, unsigned conns, uint64_t l)
+{
+    uint32_t fit = rd_verbs_pinnable_depth(chunk, depth, conns);
+    if (fit == 0)
+        return rd_verbs_pin_stream(chunk, 4, conns) > l;
+    return fit <= depth && rd_verbs_pin_stream(chunk, fit, conns) <= l &&
+           (fit == depth || rd_verbs_pin_stream(chunk, fit + 1, conns) > l);
+}
+
 static void t_pinnable_within_memlock(void)
 {
     int cap = 0;
     rd_memlock_limit(&cap);
     if (cap)
-        CHECK_EQ_I(rd_plan_pinnable(64u << 20, 1024, 16), 1);
+        CHECK_EQ_U(rd_verbs_pinnable_depth(64u << 20, 1024, 16), 1024);
     pid_t pid = fork();
     CHECK_OR(pid >= 0, return);
     if (pid == 0) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_MEMLOCK, &rl))
-            _exit(9);
+            _exit(99);
         uint64_t l = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (16u << 20) ? rl.rlim_max : 16u << 20;
         rl.rlim_cur = rl.rlim_max = l;
         if (setrlimit(RLIMIT_MEMLOCK, &rl) || (geteuid() == 0 && setuid(65534)))
-            _exit(10);
+            _exit(98);
         uint64_t fit = l / rd_verbs_pin_bytes(64u << 10, 4);   /* connections that fit */
-        int bad = (fit >= 1 && rd_plan_pinnable(64u << 10, 4, (unsigned)fit) != 1) |
-                  (rd_plan_pinnable(64u << 10, 4, (unsigned)fit + 1) != 0) << 1 |
-                  (rd_plan_pinnable(64u << 20, 1024, 16) != 0) << 2;
+        int bad = (fit >= 1 && rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit) != 4) |
+                  (rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit + 1) != 0) << 1 |
+                  (rd_verbs_pinnable_depth(64u << 20, 1024, 16) != 0) << 2 |
+                  !deepest_fits(1u << 20, 1024, 1, l) << 3 |
+                  !deepest_fits(1u << 20, 64, 3, l) << 4 |
+                  !deepest_fits(256u << 10, 12, 1, l) << 5;
+        if (l == 16u << 20)   /* 16 MiB: 13 frames of 1 MiB on one connection */
+            bad |= (rd_verbs_pinnable_depth(1u << 20, 64, 1) != 13) << 6;
         _exit(bad);
     }
     int st = 0;
