@@ -11,5 +11,7 @@
 void rdc_end_init(struct rd_opts *o);
 /* "tcp", "rdma", anything else: auto. */
 enum rd_transport_choice rdc_end_transport(const char *name);
+/* --lanes N as the initiator validated it (1..RD_MAX_LANES; anything else: planned, 0). */
+uint32_t rdc_end_lanes(const char *n);
 
 #endif

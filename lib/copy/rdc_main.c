@@ -65,6 +65,7 @@ static const char usage_text[] =
     "      --transport T   auto (default), tcp or rdma\n"
     "      --encrypt       encrypt the stream end to end (rdsend/rdrecv --encrypt)\n"
     "      --compress[=auto|LEVEL]  compress it with zstd on the lanes (rdsend --compress)\n"
+    "      --lanes N       both ends run N lanes (rdsend --lanes; default: each plans its own)\n"
     "      --remote-path P rdpipe's path on remote hosts (rdcp must be next to it)\n"
     "  -H, --hostname A    the address other hosts reach this machine at\n"
     "  -h, --help, -V, --version\n"
@@ -389,7 +390,7 @@ static int run_copy(struct run *r, struct totals *t)
         flags[nf++] = "--no-sync";
     char nsrc[32];
     snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc_all);
-    char codecs[32];
+    char codecs[48];
     rdr_codecs_word(&r->o, codecs, sizeof codecs);
     {
         char *v[16];

@@ -27,6 +27,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },   /* the sender's: a receiver follows */
+        { "lanes", required_argument, NULL, 'l' },
         { NULL, 0, NULL, 0 },
     };
     struct rd_opts o;
@@ -41,6 +42,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         case 'F': o.ready_fd = atoi(optarg); break;
         case 'E': o.encrypt = 1; break;
         case 'Z': break;
+        case 'l': o.lanes = rdc_end_lanes(optarg); break;
         case 'R': resume = 1; break;
         case 'n': nsrc = atoi(optarg); break;
         case 'p': preserve = 1; break;

@@ -35,6 +35,11 @@
 #endif
 /* file data the walk may hold open and read ahead, not yet taken by the reader */
 #define RDC_WALK_AHEAD_BYTES (16u << 20)
+/* A file this big is read by the engine's lanes (struct rd_defer): each chunk's part at its
+ * offset, by the lane that tags the chunk, so one file is read on as many cores as there are
+ * lanes, as rdsend reads a file. Smaller files are read here: they share chunks, and the
+ * wait for the lanes at each file's end would cost more than their read. */
+#define RDC_LANE_FILE_MIN (8u << 20)
 
 struct link_ent {
     dev_t dev;
@@ -60,6 +65,13 @@ struct snd {
     uint64_t size, pos, ext_end;
     int sparse, hashed;        /* hashed: the end record carries the file's XXH3-128 */
     XXH3_state_t *hs;
+    /* a big file's data read by the lanes: the reads not yet done, and how they went */
+    struct rd_source *src;     /* the engine's: src->defer takes this call's deferred reads */
+    int lane_file;             /* the current file's data parts are left to the lanes */
+    pthread_mutex_t lane_mu;
+    pthread_cond_t lane_cv;
+    unsigned lane_pending;
+    int lane_err;              /* 0; -1 the file shrank; else the errno of a failed read */
     /* hard links: the files seen with st_nlink > 1, found by (dev, ino) through an open
      * addressing table of indexes + 1 into links (0 = empty), kept at most half full */
     struct link_ent *links;
@@ -311,6 +323,67 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     s->ext_end = start;
     s->sparse = sparse;
     s->hashed = !(flags & RDC_F_NOHASH);
+    s->lane_file = s->src && s->src->lane_read_fn && !s->hashed && size - start >= RDC_LANE_FILE_MIN;
+    s->lane_err = 0;
+}
+
+/* On a lane: the parts of a big file's data that fill() left in this chunk. A part that
+ * cannot be read whole (the file shrank, or EIO) is zeroed and the file's end record says it
+ * failed: the receiver drops the file, as when fill() reads it itself. */
+static int lane_read(void *ctx, unsigned char *payload, const struct rd_defer *d)
+{
+    struct snd *s = ctx;
+    for (unsigned i = 0; i < d->n; i++) {
+        const struct rd_defer_seg *g = &d->seg[i];
+        size_t got = 0;
+        int err = 0;
+        while (got < g->len) {
+            ssize_t n = pread(g->fd, payload + g->at + got, g->len - got, (off_t)(g->off + got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                err = n < 0 ? errno : -1;
+                break;
+            }
+            got += (size_t)n;
+        }
+        if (err)
+            memset(payload + g->at + got, 0, g->len - got);
+        pthread_mutex_lock(&s->lane_mu);
+        if (err && !s->lane_err)
+            s->lane_err = err;
+        if (--s->lane_pending == 0)
+            pthread_cond_broadcast(&s->lane_cv);
+        pthread_mutex_unlock(&s->lane_mu);
+    }
+    return RD_OK;
+}
+
+/* The lanes' reads of the current file, all of them in chunks already handed to the engine:
+ * wait until they are done; then its end record can say how they went, and its descriptor
+ * can be closed. 0, -1 shrank, or an errno. */
+static int lane_reads_done(struct snd *s)
+{
+    pthread_mutex_lock(&s->lane_mu);
+    while (s->lane_pending)
+        pthread_cond_wait(&s->lane_cv, &s->lane_mu);
+    int err = s->lane_err;
+    pthread_mutex_unlock(&s->lane_mu);
+    return err;
+}
+
+/* Leave the next part of a big file's data, want bytes at out + at (its 'D' record before
+ * it), to the lane that tags this chunk. 0 when this chunk's list of parts is full. */
+static int defer_part(struct snd *s, uint32_t at, size_t want)
+{
+    struct rd_defer *d = s->src->defer;
+    if (!d || d->n == RD_DEFER_MAX)
+        return 0;
+    d->seg[d->n++] = (struct rd_defer_seg){ .at = at, .len = (uint32_t)want, .off = s->pos, .fd = s->fd };
+    pthread_mutex_lock(&s->lane_mu);
+    s->lane_pending++;
+    pthread_mutex_unlock(&s->lane_mu);
+    return 1;
 }
 
 
@@ -421,7 +494,22 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
         if (s->fd >= 0) {
             if (s->pos == s->ext_end) {   /* find the next extent */
                 if (s->pos >= s->size) {
-                    end_file(s, 0);
+                    int err = 0;
+                    if (s->lane_file) {   /* its end record says how the lanes' reads went */
+                        if (s->src->defer && s->src->defer->n)
+                            return (ssize_t)got;   /* this chunk's parts first go to a lane */
+                        err = lane_reads_done(s);
+                    }
+                    if (err) {
+                        char *p = rdc_shown(s->fpath);
+                        if (err < 0)
+                            rd_warn("source changed while being read (shrank): '%s'", p);
+                        else
+                            rd_warn("cannot read '%s': %s", p, strerror(err));
+                        free(p);
+                        s->errors++;
+                    }
+                    end_file(s, err != 0);
                     continue;
                 }
                 uint64_t data = s->pos, end = s->size;
@@ -452,6 +540,12 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
             if (want > s->ext_end - s->pos)
                 want = (size_t)(s->ext_end - s->pos);
             ssize_t n;
+            if (s->lane_file) {   /* its 'D' record now, its bytes on a lane */
+                if (!defer_part(s, (uint32_t)(got + 17), want))
+                    return (ssize_t)got;
+                n = (ssize_t)want;
+                goto record;
+            }
             do
                 n = pread(s->fd, out + got + 17, want, (off_t)s->pos);
             while (n < 0 && errno == EINTR);
@@ -466,6 +560,7 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
                 end_file(s, 1);
                 continue;
             }
+        record:;
             struct rdc_buf hb = { 0 };
             rdc_put_u8(&hb, 'D');
             rdc_put_u64(&hb, s->pos);
@@ -579,6 +674,10 @@ static void snd_free(struct snd *s)
         XXH3_freeState(s->hs);
     free(held_base);
     held_base = NULL;
+    if (s->src) {
+        pthread_mutex_destroy(&s->lane_mu);
+        pthread_cond_destroy(&s->lane_cv);
+    }
 }
 
 int rdc_tree_send_main(int argc, char **argv)
@@ -593,6 +692,7 @@ int rdc_tree_send_main(int argc, char **argv)
         { "no-sync", no_argument, NULL, 'S' },   /* the receiver's */
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },
+        { "lanes", required_argument, NULL, 'l' },
         { "nsrc", required_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
@@ -618,6 +718,7 @@ int rdc_tree_send_main(int argc, char **argv)
                 return rd_report();
             break;
         case 't': o.transport = rdc_end_transport(optarg); break;
+        case 'l': o.lanes = rdc_end_lanes(optarg); break;
         case 'R': s.resume = 1; break;
         case 'D': s.dst_is_dir = atoi(optarg); break;
         case 'n': s.nsrc_all = atoi(optarg); break;
@@ -651,6 +752,10 @@ int rdc_tree_send_main(int argc, char **argv)
     s.w = rdc_walk_start(s.srcs, s.nsrc, s.recursive, s.follow, walk_ahead(), RDC_WALK_AHEAD_BYTES);
     struct rd_source src;
     rd_source_custom(&src, "tree", fill, &s);
+    rd_source_defer_reads(&src, lane_read);
+    s.src = &src;
+    pthread_mutex_init(&s.lane_mu, NULL);
+    pthread_cond_init(&s.lane_cv, NULL);
     double t0 = rd_now();
     int rc = rd_send_source(&o, &src);
     double t1 = rd_now();

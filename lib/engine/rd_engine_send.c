@@ -36,6 +36,7 @@ struct send_ctx {
         uint64_t read_off;   /* a file chunk the lane reads itself (read_len > 0) */
         uint32_t read_len;
         uint32_t raw_len;    /* DATA: the chunk's bytes before compression */
+        struct rd_defer defer;   /* a custom producer's parts for the lane to read */
         int level;           /* the zstd level the lane used (0: none) */
     } *jobs;
     unsigned njobs;
@@ -49,9 +50,13 @@ struct send_ctx {
 
 /* Read the next chunk. A stuck stdin must not keep a failed transfer alive: the engine then
  * sets c->stop and wakes this thread out of its read (rd_wake), and the read gives up. */
-static ssize_t read_chunk(struct send_ctx *c, struct rd_buf *b)
+static ssize_t read_chunk(struct send_ctx *c, struct send_job *j)
 {
-    return rd_source_read(c->src, b->data + RD_FRAME_HDR, c->p->chunk_size);
+    struct rd_source *s = c->src;
+    s->defer = s->lane_read_fn ? &j->defer : NULL;
+    ssize_t n = rd_source_read(s, j->b->data + RD_FRAME_HDR, c->p->chunk_size);
+    s->defer = NULL;
+    return n;
 }
 
 /* Seal b as the ABORT that tells the receiver why our input failed. */
@@ -83,6 +88,11 @@ static int tag_job(void *ctx, unsigned lane, void *arg)
             return rd_error_or(RD_EIO);
         if ((size_t)n < j->read_len)
             return rd_fail(RD_EIO, "%s shrank while it was being sent", c->src->name);
+    }
+    if (j->defer.n) {
+        int rc = c->src->lane_read_fn(c->src->ctx, b->data + RD_FRAME_HDR, &j->defer);
+        if (rc)
+            return rc;
     }
     j->raw_len = (uint32_t)(b->len - RD_FRAME_HDR);
     int level = j->level = c->comp[0] ? rd_adapt_level(&c->adapt) : 0;
@@ -129,7 +139,7 @@ static ssize_t next_chunk(struct send_ctx *c, struct send_job *j, uint64_t seq)
     struct rd_buf *b = j->b;
     if (lane_reads(c, j, seq))
         return j->read_len;
-    ssize_t n = read_chunk(c, b);
+    ssize_t n = read_chunk(c, j);
     if (n > 0)
         b->len = rd_frame_seal(b->data, RD_DATA, c->data_flags, (uint32_t)n, seq);
     return n;

@@ -189,6 +189,12 @@ void rd_source_custom(struct rd_source *s, const char *name,
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
+void rd_source_defer_reads(struct rd_source *s,
+                           int (*lane_read_fn)(void *ctx, unsigned char *payload, const struct rd_defer *d))
+{
+    s->lane_read_fn = lane_read_fn;
+}
+
 void rd_sink_custom(struct rd_sink *s, const char *name,
                     int (*write_fn)(void *ctx, const void *buf, size_t n),
                     int (*finish_fn)(void *ctx), void *ctx)

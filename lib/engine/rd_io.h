@@ -7,11 +7,34 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Parts of a custom producer's chunk that a lane reads itself: the producer writes the rest
+ * of the chunk (rdcp: its records) and leaves these bytes to be read from a file at their
+ * offset, by whichever lane then tags the chunk, so one big file is read by all lanes at
+ * once. The producer must not reuse a file's descriptor before its reads are done. */
+#define RD_DEFER_MAX 8
+struct rd_defer {
+    unsigned n;
+    struct rd_defer_seg {
+        uint32_t at;      /* where in the chunk's payload */
+        uint32_t len;
+        uint64_t off;     /* where in the file */
+        int fd;
+    } seg[RD_DEFER_MAX];
+};
+
 /* A source or sink may also be a producer/consumer in the same process (rdcp's tree
  * stream): set the *_fn hooks with rd_source_custom / rd_sink_custom. */
 struct rd_source {
     /* custom producer: fill up to cap bytes, 0 = end, -1 = error (rd_fail recorded) */
     ssize_t (*read_fn)(void *ctx, void *buf, size_t cap);
+    /* custom producer that defers reads (rd_source_defer_reads): on a lane, every deferred
+     * part of the chunk whose payload is `payload`, before its tag. 0, or an rd_err that
+     * fails the stream (rd_fail recorded); a producer that copes with a failed read itself
+     * (rdcp skips the file) returns 0. */
+    int (*lane_read_fn)(void *ctx, unsigned char *payload, const struct rd_defer *d);
+    /* where read_fn lists what it deferred in this call (set by the engine around each call;
+     * NULL: nothing may be deferred, read it all) */
+    struct rd_defer *defer;
     void *ctx;
     int fd;
     int fd_direct;       /* regular files: the same file opened O_DIRECT, or -1 */
@@ -66,6 +89,9 @@ ssize_t rd_source_read_at(struct rd_source *s, void *buf, size_t want, uint64_t 
 int rd_pseudo_file(int fd);
 void rd_source_custom(struct rd_source *s, const char *name,
                       ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx);
+/* A custom producer whose read_fn may leave parts of a chunk to lane_read_fn (struct rd_defer). */
+void rd_source_defer_reads(struct rd_source *s,
+                           int (*lane_read_fn)(void *ctx, unsigned char *payload, const struct rd_defer *d));
 
 /* path NULL or "-" = stdout. Opens (creating) without truncating, so an unwritable path is
  * reported before any peer connects; rd_sink_begin truncates once a sender authenticated.

@@ -91,14 +91,19 @@ static void open_file(struct agent *a)
     free(p);
 }
 
-/* The stream's options a role's tool gets (rdr_role.h), NULL-terminated in opts[3]. */
-static void role_opts(const struct agent *a, const char *opts[3])
+/* The stream's options a role's tool gets (rdr_role.h), NULL-terminated in opts[5]; -v as
+ * rdsend and rdrecv get it (common_args), its lines shown by the initiator. */
+static void role_opts(const struct agent *a, const char *opts[5])
 {
     int n = 0;
+    if (a->verbose > 1)
+        opts[n++] = "-v";
     if (a->encrypt)
         opts[n++] = "--encrypt";
     if (a->compress[0])
         opts[n++] = a->compress;
+    if (a->lanes[0])
+        opts[n++] = a->lanes;
     opts[n] = NULL;
 }
 
@@ -112,6 +117,8 @@ static void common_args(struct agent *a, char **v, int *n)
     v[(*n)++] = a->transport;
     if (a->encrypt)   /* rdsend encrypts, rdrecv (a relay too) refuses plaintext */
         v[(*n)++] = "--encrypt";
+    if (a->lanes[0])
+        v[(*n)++] = a->lanes;
 }
 
 /* The receiving tool (rdrecv or a receiving role) said its port: tell the initiator we are
@@ -148,7 +155,7 @@ static void setup_role_recv(struct agent *a)
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    const char *opts[3];
+    const char *opts[5];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, NULL, NULL, a->cmd, a->cmd_len);
     int rc = v ? rdpa_start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
@@ -191,7 +198,7 @@ static void setup_role_recv(struct agent *a)
 /* A sending role, once the next hop is known: the manifest lines on its stdin. */
 static void start_role_send(struct agent *a)
 {
-    const char *opts[3];
+    const char *opts[5];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, a->next_host, a->next_port, a->cmd, a->cmd_len);
     int in = -1;
@@ -432,6 +439,9 @@ static int handle(struct agent *a, char *line)
         a->verbose = m.verbose;
         a->encrypt = m.encrypt;
         snprintf(a->compress, sizeof a->compress, "%s%s", m.compress[0] ? "--compress=" : "", m.compress);
+        a->lanes[0] = '\0';
+        if (m.lanes)
+            snprintf(a->lanes, sizeof a->lanes, "--lanes=%u", m.lanes);
         free(a->cmd);   /* a repeated seg line replaces the first */
         free(a->path);
         a->cmd = m.cmd;

@@ -2,6 +2,7 @@
  * and checked into a struct rdp_agent_msg (rdp_agent.h). Bytes only: the agent acts on it. */
 #include "pipe/rdp_agent.h"
 
+#include "engine/rd_lanes.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
@@ -19,8 +20,8 @@ static int parse_enum(const char *s, const char *const *names, int n)
     return -1;
 }
 
-/* The seg's ninth word: "encrypt", "compress=auto|LEVEL" or both, comma-separated. 0 if every
- * item is one of these (split in place), -1 otherwise. */
+/* The seg's ninth word: "encrypt", "compress=auto|LEVEL", "lanes=N" (1 to RD_MAX_LANES),
+ * comma-separated. 0 if every item is one of these (split in place), -1 otherwise. */
 static int parse_codecs(char *word, struct rdp_agent_msg *m)
 {
     for (char *save = NULL, *t = strtok_r(word, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -32,6 +33,9 @@ static int parse_codecs(char *word, struct rdp_agent_msg *m)
                 snprintf(m->compress, sizeof m->compress, "%d", level);
             else
                 snprintf(m->compress, sizeof m->compress, "auto");
+        } else if (strncmp(t, "lanes=", 6) == 0 && t[6] >= '1' && t[6] <= '9' && strlen(t) <= 8 &&
+                   strspn(t + 6, "0123456789") == strlen(t + 6) && atoi(t + 6) <= (int)RD_MAX_LANES) {
+            m->lanes = (unsigned)atoi(t + 6);
         } else {
             return -1;
         }

@@ -53,6 +53,7 @@ static const char usage_text[] =
     "      --encrypt          encrypt every hop's stream end to end (rdsend/rdrecv --encrypt;\n"
     "                         relays pass the ciphertext on)\n"
     "      --compress[=auto|LEVEL]  every hop's rdsend compresses (rdsend --compress)\n"
+    "      --lanes N       every hop's ends run N lanes (rdsend --lanes; default: each plans its own)\n"
     "      --remote-path P    rdpipe's path on the remote hosts (default: rdpipe from PATH);\n"
     "                         rdsend and rdrecv are taken from the same directory\n"
     "  -H, --hostname ADDR    the address other hosts reach this machine at (default: the\n"
@@ -381,7 +382,7 @@ static int run_pipeline(struct run *r)
         snprintf(head, sizeof head, "%s\nseg %s %s %s %s %d", RDR_PROTO, rdr_kind_name(x->s.kind),
                  in_name(x->s.in), out_name(x->s.out), r->o.transport, r->verbose);
         /* --encrypt, --compress: a ninth word; without them the line is what it always was */
-        char codecs[32];
+        char codecs[48];
         rdr_codecs_word(&r->o, codecs, sizeof codecs);
         send_to4(x, "%s %s %s%s", head, cmd, path, codecs);
         free(cmd);

@@ -4,6 +4,7 @@
 #include "run/rd_cli.h"
 #include "run/rd_version.h"
 #include "remote/rdr_warn.h"
+#include "engine/rd_lanes.h"
 #include "wire/rd_compress.h"
 
 #include <stdio.h>
@@ -12,10 +13,13 @@
 
 void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n)
 {
+    char lanes[24] = "";
+    if (o->lanes)
+        snprintf(lanes, sizeof lanes, "%slanes=%u", o->encrypt || o->compress[0] ? "," : "", o->lanes);
     out[0] = '\0';
-    if (o->encrypt || o->compress[0])
-        snprintf(out, n, " %s%s%s%s", o->encrypt ? "encrypt" : "", o->encrypt && o->compress[0] ? "," : "",
-                 o->compress[0] ? "compress=" : "", o->compress);
+    if (o->encrypt || o->compress[0] || o->lanes)
+        snprintf(out, n, " %s%s%s%s%s", o->encrypt ? "encrypt" : "", o->encrypt && o->compress[0] ? "," : "",
+                 o->compress[0] ? "compress=" : "", o->compress, lanes);
 }
 
 void rdr_init_opts_default(struct rdr_init_opts *o)
@@ -47,6 +51,16 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
             return 1;
         }
         snprintf(o->compress, sizeof o->compress, "%s", arg ? arg : "auto");
+        return RDR_OPT_TAKEN;
+    }
+    case RDR_OPT_LANES: {
+        char *end;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (arg[0] < '0' || arg[0] > '9' || *end || v < 1 || v > RD_MAX_LANES) {
+            rdr_warnx(tool, "--lanes must be from 1 to %u, not '%s'", RD_MAX_LANES, arg);
+            return 1;
+        }
+        o->lanes = (unsigned)v;
         return RDR_OPT_TAKEN;
     }
     case 'H': o->hostname = arg; return RDR_OPT_TAKEN;

@@ -174,6 +174,48 @@ du1=$(du -k "$T/sp/sparse" | cut -f1); du2=$(du -k "$T/sparse-copy" | cut -f1)
 r=1; [ $rc = 0 ] && cmp -s "$T/sp/sparse" "$T/sparse-copy" && [ "$du2" -le $((du1 + 64)) ] && r=0
 check "$name (du $du1 K -> $du2 K)" $r "rc=$rc du $du1 $du2 $(head -2 "$T/err" | tr '\n' ' ')"
 
+name="--lanes 3: both ends run 3 lanes (-vv), and big files read by the lanes arrive whole: random sizes about the 8 MiB where they start, the 48 MiB one, the sparse 1 GiB"
+mkdir -p "$T/lanes-src"
+for n in $((8 << 20)) $(((8 << 20) - 1)) $(((8 << 20) + 1)) $(((8 << 20) + RANDOM * 97)) $(((9 << 20) + RANDOM * 131)) $(((20 << 20) + RANDOM))
+do head -c "$n" /dev/urandom > "$T/lanes-src/f$n"; done
+cp "$T/big.img" "$T/lanes-src/"; cp --sparse=always "$T/sp/sparse" "$T/lanes-src/"
+rdcp_h0 -vv --lanes 3 -r h1:"$T/lanes-src" h2:"$T/lanes-dst" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/lanes-src" "$T/lanes-dst" > "$T/why" &&
+    grep -q "h1: sending tree to .*; lanes 3 (--lanes)" "$T/err" && grep -q "h2: receiving from .*; lanes 3 (--lanes)" "$T/err" &&
+    [ "$(du -k "$T/lanes-dst/sparse" | cut -f1)" -le 1100 ] && r=0
+check "$name" $r "rc=$rc $(cat "$T/why" | head -3) $(grep -e lanes -e rdcp "$T/err" | head -5 | tr '\n' ' ')"
+
+name="--lanes 0 and --lanes 65: usage errors naming the value, exit 1"
+rdcp_h0 --lanes 0 big.img h1:"$T/nolanes" 2> "$T/err"; rc1=$?
+rdcp_h0 --lanes 65 big.img h1:"$T/nolanes" 2>> "$T/err"; rc2=$?
+r=1; [ $rc1 = 1 ] && [ $rc2 = 1 ] && [ "$(cat "$T/err")" = "rdcp: --lanes must be from 1 to 64, not '0'
+rdcp: --lanes must be from 1 to 64, not '65'" ] && [ ! -e "$T/nolanes" ] && r=0
+check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
+
+# big files are read by the sender's lanes (rdc_send.c): one that shrinks while they read it is
+# named, dropped at the destination, and the copy exits 23 with the other files copied. h1's
+# link is held to 400 Mbit/s meanwhile, so the 192 MiB file takes seconds, and it shrinks as soon
+# as its temporary name appears at the destination: the lanes are then a few MiB into it.
+for lanes in 1 3; do
+    name="a big file shrinking while $lanes lane(s) read it: named, not at the destination, the rest copied, exit 23"
+    rm -rf "$T/shrink-src" "$T/shrink-dst"; mkdir -p "$T/shrink-src" "$T/shrink-dst"
+    cat "$T/big.img" "$T/big.img" "$T/big.img" "$T/big.img" > "$T/shrink-src/b-big"; echo small > "$T/shrink-src/a-small"; echo last > "$T/shrink-src/c-last"
+    ip netns exec "${P}h1" tc qdisc add dev eth0 root tbf rate 400mbit burst 256kb latency 200ms
+    rdcp_h0 --lanes $lanes -r h1:"$T/shrink-src/" h2:"$T/shrink-dst" 2> "$T/err" & cp=$!
+    seen=""
+    for ((i = 0; i < 500; i++)); do
+        ls -a "$T/shrink-dst" | grep -q '^\.rdcp\.b-big\.' && { seen=1; break; }
+        sleep 0.02
+    done
+    truncate -s $((1 << 20)) "$T/shrink-src/b-big"
+    wait $cp; rc=$?
+    ip netns exec "${P}h1" tc qdisc del dev eth0 root
+    r=1; [ -n "$seen" ] && [ $rc = 23 ] && grep -q "source changed while being read (shrank): '.*b-big'" "$T/err" &&
+        [ ! -e "$T/shrink-dst/b-big" ] && [ "$(cat "$T/shrink-dst/a-small" "$T/shrink-dst/c-last")" = "small
+last" ] && no_temps "$T/shrink-dst" && r=0
+    check "$name" $r "rc=$rc seen='$seen' $(ls -a "$T/shrink-dst" | tr '\n' ' ') $(head -3 "$T/err" | tr '\n' ' ')"
+done
+
 name="-p keeps modes and mtimes (stat), without -p the umask applies and mtimes are new"
 rdcp_h0 -r -p h1:"$T/zoo/sub" h2:"$T/d6" 2> "$T/err"; rc1=$?
 rdcp_h0 -r h1:"$T/zoo/sub" h2:"$T/d7" 2>> "$T/err"; rc2=$?

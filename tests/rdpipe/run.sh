@@ -111,6 +111,17 @@ rdpipe_h0 --compress=abc h1:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
 if [ $rc = 1 ] && grep -q "^rdpipe: --compress must be auto or a zstd level from -7 to 19 (not 0), not 'abc'$" "$T/err"; then ok "$name"
 else bad "$name" "rc=$rc err=$(head -c 300 "$T/err")"; fi
 
+name="--lanes 2 through a relay: every rdsend and rdrecv runs 2 lanes (-vv), byte-identical"
+out=$(rdpipe_h0 -vv --lanes 2 h1:"< $T/big.img" h2:'cat' h1:'sha256sum' </dev/null 2>"$T/err"); rc=$?
+nl=$(grep -c "; lanes 2 (--lanes)" "$T/err")
+if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$nl" = 4 ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' 'lanes 2 (--lanes)' lines: $nl (want 4) err=$(grep lanes "$T/err" | head -c 800)"; fi
+
+name="--lanes x is a usage error naming the value"
+rdpipe_h0 --lanes x h1:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
+if [ $rc = 1 ] && [ "$(cat "$T/err")" = "rdpipe: --lanes must be from 1 to 64, not 'x'" ]; then ok "$name"
+else bad "$name" "rc=$rc err=$(head -c 300 "$T/err")"; fi
+
 name="the initiator as a middle hop (localhost:'cmd' and bare 'cmd')"
 out=$(echo abc | rdpipe_h0 h1:'tr a-z A-Z' localhost:'rev' h2:'tr A-Z a-z' 'tr c C' 2>"$T/err"); rc=$?
 if [ $rc = 0 ] && [ "$out" = Cba ]; then after "$name" && ok "$name"
