@@ -2,6 +2,7 @@
 #include "copy/rdc_end.h"
 
 #include "engine/rd_lanes.h"
+#include "transport/rd_session.h"
 #include "util/rd_error.h"
 
 #include <signal.h>
@@ -29,4 +30,14 @@ uint32_t rdc_end_lanes(const char *n)
     char *end;
     unsigned long v = strtoul(n, &end, 10);
     return *n >= '1' && *n <= '9' && !*end && v <= RD_MAX_LANES ? (uint32_t)v : 0;
+}
+
+void rdc_end_streams(const char *n, struct rd_opts *o)
+{
+    char *end;
+    unsigned long v = strtoul(n, &end, 10);
+    if (*n >= '1' && *n <= '9' && !*end && v <= RD_MAX_STREAMS) {
+        o->streams = (uint32_t)v;
+        o->streams_set = 1;
+    }
 }

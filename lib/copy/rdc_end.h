@@ -13,5 +13,7 @@ void rdc_end_init(struct rd_opts *o);
 enum rd_transport_choice rdc_end_transport(const char *name);
 /* --lanes N as the initiator validated it (1..RD_MAX_LANES; anything else: planned, 0). */
 uint32_t rdc_end_lanes(const char *n);
+/* --streams N likewise (1..RD_MAX_STREAMS: o->streams and streams_set; else as rdsend's default). */
+void rdc_end_streams(const char *n, struct rd_opts *o);
 
 #endif

@@ -66,6 +66,7 @@ static const char usage_text[] =
     "      --encrypt       encrypt the stream end to end (rdsend/rdrecv --encrypt)\n"
     "      --compress[=auto|LEVEL]  compress it with zstd on the lanes (rdsend --compress)\n"
     "      --lanes N       both ends run N lanes (rdsend --lanes; default: each plans its own)\n"
+    "      --streams N     stripe the stream over N connections (rdsend --streams)\n"
     "      --remote-path P rdpipe's path on remote hosts (rdcp must be next to it)\n"
     "  -H, --hostname A    the address other hosts reach this machine at\n"
     "  -h, --help, -V, --version\n"
@@ -102,7 +103,7 @@ struct run {
     /* statistics */
     unsigned long long files, bytes, skipped, tot_files, tot_bytes, sent[6], recvd[6];
     int have_sent, have_recvd, have_total;
-    char transport_used[32];
+    char transport_used[96];
     double t0, last_draw;
     int drawn;
 };
@@ -111,7 +112,7 @@ struct run {
 struct totals {
     unsigned long long files, dirs, bytes, skipped, errors;
     double seconds;
-    char transport[32];
+    char transport[96];
 };
 
 #define warnx(...) rdr_warnx("rdcp", __VA_ARGS__)
@@ -300,7 +301,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         free(t);
     } else if (strcmp(w[0], "stat") == 0 && n == 5) {
         if (strcmp(w[1], "recv") == 0)
-            snprintf(r->transport_used, sizeof r->transport_used, "%s", w[4]);
+            rdr_stat_transport(w[4], r->transport_used, sizeof r->transport_used);
     } else if (strcmp(w[0], "exit") == 0 && n == 5) {
         int code = atoi(w[2]), killed = atoi(w[3]);
         char *m = rdr_unhex(w[4], NULL);

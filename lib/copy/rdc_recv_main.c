@@ -28,6 +28,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },   /* the sender's: a receiver follows */
         { "lanes", required_argument, NULL, 'l' },
+        { "streams", required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 },
     };
     struct rd_opts o;
@@ -43,6 +44,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         case 'E': o.encrypt = 1; break;
         case 'Z': break;
         case 'l': o.lanes = rdc_end_lanes(optarg); break;
+        case 's': rdc_end_streams(optarg, &o); break;
         case 'R': resume = 1; break;
         case 'n': nsrc = atoi(optarg); break;
         case 'p': preserve = 1; break;

@@ -38,8 +38,11 @@
 /* A file this big is read by the engine's lanes (struct rd_defer): each chunk's part at its
  * offset, by the lane that tags the chunk, so one file is read on as many cores as there are
  * lanes, as rdsend reads a file. Smaller files are read here: they share chunks, and the
- * wait for the lanes at each file's end would cost more than their read. */
+ * wait for the lanes at each file's end would cost more than their read. So are a big
+ * file's parts under RDC_LANE_PART_MIN (the small extents of a sparse file), so that a
+ * chunk is not cut short by its list of parts (RD_DEFER_MAX). */
 #define RDC_LANE_FILE_MIN (8u << 20)
+#define RDC_LANE_PART_MIN (64u << 10)
 
 struct link_ent {
     dev_t dev;
@@ -359,6 +362,25 @@ static int lane_read(void *ctx, unsigned char *payload, const struct rd_defer *d
     return RD_OK;
 }
 
+/* A read of the current big file failed (-1: it shrank, else the errno): its first failure
+ * is what its end record and the warning say. */
+static void lane_read_failed(struct snd *s, int err)
+{
+    pthread_mutex_lock(&s->lane_mu);
+    if (!s->lane_err)
+        s->lane_err = err;
+    pthread_mutex_unlock(&s->lane_mu);
+}
+
+/* Has a read of the current big file failed? Then no more of it is sent. */
+static int lane_failed(struct snd *s)
+{
+    pthread_mutex_lock(&s->lane_mu);
+    int err = s->lane_err;
+    pthread_mutex_unlock(&s->lane_mu);
+    return err != 0;
+}
+
 /* The lanes' reads of the current file, all of them in chunks already handed to the engine:
  * wait until they are done; then its end record can say how they went, and its descriptor
  * can be closed. 0, -1 shrank, or an errno. */
@@ -492,24 +514,27 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
             continue;
         }
         if (s->fd >= 0) {
+            /* a big file ends once the lanes' reads of it are done, so that its end record says
+             * how they went: at its end, or as soon as one failed (no more of it is sent) */
+            if (s->lane_file && (s->pos >= s->size || lane_failed(s))) {
+                if (s->src->defer && s->src->defer->n)
+                    return (ssize_t)got;   /* this chunk's parts first go to a lane */
+                int err = lane_reads_done(s);
+                if (err) {
+                    char *p = rdc_shown(s->fpath);
+                    if (err < 0)
+                        rd_warn("source changed while being read (shrank): '%s'", p);
+                    else
+                        rd_warn("cannot read '%s': %s", p, strerror(err));
+                    free(p);
+                    s->errors++;
+                }
+                end_file(s, err != 0);
+                continue;
+            }
             if (s->pos == s->ext_end) {   /* find the next extent */
                 if (s->pos >= s->size) {
-                    int err = 0;
-                    if (s->lane_file) {   /* its end record says how the lanes' reads went */
-                        if (s->src->defer && s->src->defer->n)
-                            return (ssize_t)got;   /* this chunk's parts first go to a lane */
-                        err = lane_reads_done(s);
-                    }
-                    if (err) {
-                        char *p = rdc_shown(s->fpath);
-                        if (err < 0)
-                            rd_warn("source changed while being read (shrank): '%s'", p);
-                        else
-                            rd_warn("cannot read '%s': %s", p, strerror(err));
-                        free(p);
-                        s->errors++;
-                    }
-                    end_file(s, err != 0);
+                    end_file(s, 0);
                     continue;
                 }
                 uint64_t data = s->pos, end = s->size;
@@ -540,7 +565,7 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
             if (want > s->ext_end - s->pos)
                 want = (size_t)(s->ext_end - s->pos);
             ssize_t n;
-            if (s->lane_file) {   /* its 'D' record now, its bytes on a lane */
+            if (s->lane_file && want >= RDC_LANE_PART_MIN) {   /* its 'D' record now, its bytes on a lane */
                 if (!defer_part(s, (uint32_t)(got + 17), want))
                     return (ssize_t)got;
                 n = (ssize_t)want;
@@ -549,6 +574,10 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
             do
                 n = pread(s->fd, out + got + 17, want, (off_t)s->pos);
             while (n < 0 && errno == EINTR);
+            if (n <= 0 && s->lane_file) {   /* as a lane's failed read: the file ends above */
+                lane_read_failed(s, n < 0 ? errno : -1);
+                continue;
+            }
             if (n <= 0) {
                 char *p = rdc_shown(s->fpath);
                 if (n == 0)
@@ -693,6 +722,7 @@ int rdc_tree_send_main(int argc, char **argv)
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },
         { "lanes", required_argument, NULL, 'l' },
+        { "streams", required_argument, NULL, 's' },
         { "nsrc", required_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
@@ -719,6 +749,7 @@ int rdc_tree_send_main(int argc, char **argv)
             break;
         case 't': o.transport = rdc_end_transport(optarg); break;
         case 'l': o.lanes = rdc_end_lanes(optarg); break;
+        case 's': rdc_end_streams(optarg, &o); break;
         case 'R': s.resume = 1; break;
         case 'D': s.dst_is_dir = atoi(optarg); break;
         case 'n': s.nsrc_all = atoi(optarg); break;

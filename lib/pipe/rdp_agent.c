@@ -91,9 +91,9 @@ static void open_file(struct agent *a)
     free(p);
 }
 
-/* The stream's options a role's tool gets (rdr_role.h), NULL-terminated in opts[5]; -v as
+/* The stream's options a role's tool gets (rdr_role.h), NULL-terminated in opts[6]; -v as
  * rdsend and rdrecv get it (common_args), its lines shown by the initiator. */
-static void role_opts(const struct agent *a, const char *opts[5])
+static void role_opts(const struct agent *a, const char *opts[6])
 {
     int n = 0;
     if (a->verbose > 1)
@@ -104,6 +104,8 @@ static void role_opts(const struct agent *a, const char *opts[5])
         opts[n++] = a->compress;
     if (a->lanes[0])
         opts[n++] = a->lanes;
+    if (a->streams[0])
+        opts[n++] = a->streams;
     opts[n] = NULL;
 }
 
@@ -119,6 +121,8 @@ static void common_args(struct agent *a, char **v, int *n)
         v[(*n)++] = "--encrypt";
     if (a->lanes[0])
         v[(*n)++] = a->lanes;
+    if (a->streams[0])
+        v[(*n)++] = a->streams;
 }
 
 /* The receiving tool (rdrecv or a receiving role) said its port: tell the initiator we are
@@ -155,7 +159,7 @@ static void setup_role_recv(struct agent *a)
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    const char *opts[5];
+    const char *opts[6];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, NULL, NULL, a->cmd, a->cmd_len);
     int rc = v ? rdpa_start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
@@ -198,7 +202,7 @@ static void setup_role_recv(struct agent *a)
 /* A sending role, once the next hop is known: the manifest lines on its stdin. */
 static void start_role_send(struct agent *a)
 {
-    const char *opts[5];
+    const char *opts[6];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, a->next_host, a->next_port, a->cmd, a->cmd_len);
     int in = -1;
@@ -266,7 +270,7 @@ static void setup_relay(struct agent *a)
         fail_local(a, "relay", 5, "pipe failed");
         return;
     }
-    char *v[16];
+    char *v[20];
     rdrecv_argv(a, v, 1);
     int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
     free(v[0]);
@@ -319,7 +323,7 @@ static void do_setup(struct agent *a)
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
-    char *v[16];
+    char *v[20];
     rdrecv_argv(a, v, 0);
     int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
     free(v[0]);
@@ -403,7 +407,7 @@ static void do_start(struct agent *a)
     }
     if (a->out == RDR_OUT_SEND && a->next_host) {
         char *tool = rdr_sibling_tool("rdsend");
-        char *v[16];
+        char *v[20];
         int n = 0;
         v[n++] = tool;
         common_args(a, v, &n);
@@ -442,6 +446,9 @@ static int handle(struct agent *a, char *line)
         a->lanes[0] = '\0';
         if (m.lanes)
             snprintf(a->lanes, sizeof a->lanes, "--lanes=%u", m.lanes);
+        a->streams[0] = '\0';
+        if (m.streams)
+            snprintf(a->streams, sizeof a->streams, "--streams=%u", m.streams);
         free(a->cmd);   /* a repeated seg line replaces the first */
         free(a->path);
         a->cmd = m.cmd;

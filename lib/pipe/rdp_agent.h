@@ -63,6 +63,7 @@ struct rdp_agent_msg {
     int encrypt;                 /* seg: the optional 9th word, a comma list of "encrypt" */
     char compress[8];            /* ...and "compress=LEVEL" (rdpipe --encrypt, --compress) */
     unsigned lanes;              /* ...and "lanes=N" (--lanes; 0: not said) */
+    unsigned streams;            /* ...and "streams=N" (--streams; 0: not said) */
     char *cmd, *path;            /* seg: decoded, malloc'd, the caller frees them */
     size_t cmd_len;
     const char *arg[4];          /* key: key [stream key]; manifest: arg[0]; next: host, port, key

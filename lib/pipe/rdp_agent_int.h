@@ -38,6 +38,7 @@ struct agent {
     int encrypt;         /* the seg said "encrypt": every rdsend/rdrecv here gets --encrypt */
     char compress[24];   /* the seg said "compress=L": every rdsend here gets --compress=L */
     char lanes[24];      /* the seg said "lanes=N": every rdsend and rdrecv here gets --lanes=N */
+    char streams[24];    /* the seg said "streams=N": every rdsend and rdrecv here gets --streams=N */
     char *cmd, *path;
     size_t cmd_len;
     int manifest_fd;     /* a sending role: the manifest lines received so far (memfd), -1 if none */

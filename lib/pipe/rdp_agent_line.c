@@ -3,6 +3,7 @@
 #include "pipe/rdp_agent.h"
 
 #include "engine/rd_lanes.h"
+#include "transport/rd_session.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
@@ -20,8 +21,20 @@ static int parse_enum(const char *s, const char *const *names, int n)
     return -1;
 }
 
+/* "NAME=N" with N a number from 1 to max, no sign, no leading zero: N, else 0. */
+static unsigned count_item(const char *t, const char *name, unsigned max)
+{
+    size_t k = strlen(name);
+    if (strncmp(t, name, k) || t[k] != '=' || t[k + 1] < '1' || t[k + 1] > '9' || strlen(t + k + 1) > 3 ||
+        strspn(t + k + 1, "0123456789") != strlen(t + k + 1))
+        return 0;
+    unsigned v = (unsigned)atoi(t + k + 1);
+    return v <= max ? v : 0;
+}
+
 /* The seg's ninth word: "encrypt", "compress=auto|LEVEL", "lanes=N" (1 to RD_MAX_LANES),
- * comma-separated. 0 if every item is one of these (split in place), -1 otherwise. */
+ * "streams=N" (1 to RD_MAX_STREAMS), comma-separated. 0 if every item is one of these (split
+ * in place), -1 otherwise. */
 static int parse_codecs(char *word, struct rdp_agent_msg *m)
 {
     for (char *save = NULL, *t = strtok_r(word, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -33,9 +46,10 @@ static int parse_codecs(char *word, struct rdp_agent_msg *m)
                 snprintf(m->compress, sizeof m->compress, "%d", level);
             else
                 snprintf(m->compress, sizeof m->compress, "auto");
-        } else if (strncmp(t, "lanes=", 6) == 0 && t[6] >= '1' && t[6] <= '9' && strlen(t) <= 8 &&
-                   strspn(t + 6, "0123456789") == strlen(t + 6) && atoi(t + 6) <= (int)RD_MAX_LANES) {
-            m->lanes = (unsigned)atoi(t + 6);
+        } else if (count_item(t, "lanes", RD_MAX_LANES)) {
+            m->lanes = count_item(t, "lanes", RD_MAX_LANES);
+        } else if (count_item(t, "streams", RD_MAX_STREAMS)) {
+            m->streams = count_item(t, "streams", RD_MAX_STREAMS);
         } else {
             return -1;
         }

@@ -54,6 +54,7 @@ static const char usage_text[] =
     "                         relays pass the ciphertext on)\n"
     "      --compress[=auto|LEVEL]  every hop's rdsend compresses (rdsend --compress)\n"
     "      --lanes N       every hop's ends run N lanes (rdsend --lanes; default: each plans its own)\n"
+    "      --streams N     every hop striped over N connections (rdsend --streams)\n"
     "      --remote-path P    rdpipe's path on the remote hosts (default: rdpipe from PATH);\n"
     "                         rdsend and rdrecv are taken from the same directory\n"
     "  -H, --hostname ADDR    the address other hosts reach this machine at (default: the\n"
@@ -81,7 +82,7 @@ struct node {
     int has_recv_stat;
     unsigned long long recv_bytes;
     double recv_seconds;
-    char recv_transport[32];
+    char recv_transport[96];
     char addr[80];             /* where the previous node sends to */
 };
 
@@ -244,7 +245,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
             x->has_recv_stat = 1;
             x->recv_bytes = strtoull(w[2], NULL, 10);
             x->recv_seconds = strtod(w[3], NULL);
-            snprintf(x->recv_transport, sizeof x->recv_transport, "%s", w[4]);
+            rdr_stat_transport(w[4], x->recv_transport, sizeof x->recv_transport);
         }
     } else if (strcmp(w[0], "exit") == 0 && n == 5) {
         int code = atoi(w[2]), killed = atoi(w[3]);

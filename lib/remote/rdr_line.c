@@ -167,3 +167,11 @@ int rdr_split(char *line, char **w, int max)
         w[n++] = t;
     return n;
 }
+
+void rdr_stat_transport(const char *word, char *out, size_t n)
+{
+    snprintf(out, n, "%s", word);
+    for (char *q = out; *q; q++)
+        if (*q == '-' && q[1] && q != out)
+            *q = ' ';
+}

@@ -35,6 +35,10 @@ char *rdr_hex(const void *p, size_t n);                 /* malloc'd */
 char *rdr_hex_str(const char *s);                       /* malloc'd, s may be NULL */
 char *rdr_unhex(const char *hex, size_t *n);            /* malloc'd, NUL-terminated; NULL if malformed */
 
+/* A stat line's transport word as the tool said it: the agent writes its spaces as '-' (words
+ * are space separated: "tcp, 3 streams" travels as "tcp,-3-streams"). */
+void rdr_stat_transport(const char *word, char *out, size_t n);
+
 /* Split a line into at most max words in place; returns the count. */
 int rdr_split(char *line, char **w, int max);
 

@@ -5,6 +5,7 @@
 #include "run/rd_version.h"
 #include "remote/rdr_warn.h"
 #include "engine/rd_lanes.h"
+#include "transport/rd_session.h"
 #include "wire/rd_compress.h"
 
 #include <stdio.h>
@@ -13,13 +14,20 @@
 
 void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n)
 {
-    char lanes[24] = "";
+    char item[4][32];
+    int k = 0;
+    if (o->encrypt)
+        snprintf(item[k++], sizeof item[0], "encrypt");
+    if (o->compress[0])
+        snprintf(item[k++], sizeof item[0], "compress=%s", o->compress);
     if (o->lanes)
-        snprintf(lanes, sizeof lanes, "%slanes=%u", o->encrypt || o->compress[0] ? "," : "", o->lanes);
+        snprintf(item[k++], sizeof item[0], "lanes=%u", o->lanes);
+    if (o->streams)
+        snprintf(item[k++], sizeof item[0], "streams=%u", o->streams);
+    size_t len = 0;
     out[0] = '\0';
-    if (o->encrypt || o->compress[0] || o->lanes)
-        snprintf(out, n, " %s%s%s%s%s", o->encrypt ? "encrypt" : "", o->encrypt && o->compress[0] ? "," : "",
-                 o->compress[0] ? "compress=" : "", o->compress, lanes);
+    for (int i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%c%s", i ? ',' : ' ', item[i]);
 }
 
 void rdr_init_opts_default(struct rdr_init_opts *o)
@@ -53,14 +61,17 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
         snprintf(o->compress, sizeof o->compress, "%s", arg ? arg : "auto");
         return RDR_OPT_TAKEN;
     }
-    case RDR_OPT_LANES: {
+    case RDR_OPT_LANES:
+    case RDR_OPT_STREAMS: {
+        const char *name = c == RDR_OPT_LANES ? "--lanes" : "--streams";
+        unsigned max = c == RDR_OPT_LANES ? RD_MAX_LANES : RD_MAX_STREAMS;
         char *end;
         unsigned long v = strtoul(arg, &end, 10);
-        if (arg[0] < '0' || arg[0] > '9' || *end || v < 1 || v > RD_MAX_LANES) {
-            rdr_warnx(tool, "--lanes must be from 1 to %u, not '%s'", RD_MAX_LANES, arg);
+        if (arg[0] < '0' || arg[0] > '9' || *end || v < 1 || v > max) {
+            rdr_warnx(tool, "%s must be from 1 to %u, not '%s'", name, max, arg);
             return 1;
         }
-        o->lanes = (unsigned)v;
+        *(c == RDR_OPT_LANES ? &o->lanes : &o->streams) = (unsigned)v;
         return RDR_OPT_TAKEN;
     }
     case 'H': o->hostname = arg; return RDR_OPT_TAKEN;

@@ -9,7 +9,7 @@
 #include <getopt.h>
 
 enum { RDR_OPT_SSH = 256, RDR_OPT_TRANSPORT, RDR_OPT_REMOTE_PATH, RDR_OPT_ENCRYPT, RDR_OPT_COMPRESS,
-       RDR_OPT_LANES, RDR_OPT_FIRST_FREE };
+       RDR_OPT_LANES, RDR_OPT_STREAMS, RDR_OPT_FIRST_FREE };
 
 /* The last getopt_long entries of both tools: these options, --help, --version and the end
  * of the table (-H is the short form of --hostname: put "H:hV" in optstring). */
@@ -19,6 +19,7 @@ enum { RDR_OPT_SSH = 256, RDR_OPT_TRANSPORT, RDR_OPT_REMOTE_PATH, RDR_OPT_ENCRYP
     { "encrypt", no_argument, NULL, RDR_OPT_ENCRYPT }, \
     { "compress", optional_argument, NULL, RDR_OPT_COMPRESS }, \
     { "lanes", required_argument, NULL, RDR_OPT_LANES }, \
+    { "streams", required_argument, NULL, RDR_OPT_STREAMS }, \
     { "remote-path", required_argument, NULL, RDR_OPT_REMOTE_PATH }, \
     { "hostname", required_argument, NULL, 'H' }, \
     { "help", no_argument, NULL, 'h' }, \
@@ -32,11 +33,13 @@ struct rdr_init_opts {
     int encrypt;               /* --encrypt: every hop's stream encrypted end to end */
     char compress[8];          /* --compress[=auto|LEVEL]: every hop's rdsend compresses ("" off) */
     unsigned lanes;            /* --lanes N: every hop's ends run N lanes (0: each plans its own) */
+    unsigned streams;          /* --streams N: every hop striped over N connections (0: as rdsend) */
 };
 
 void rdr_init_opts_default(struct rdr_init_opts *o);
-/* The seg line's ninth word for --encrypt, --compress and --lanes (" encrypt,compress=auto,lanes=4",
- * with its leading space), or "" when none was given: the line is then what it always was. */
+/* The seg line's ninth word for --encrypt, --compress, --lanes and --streams
+ * (" encrypt,compress=auto,lanes=4,streams=2", with its leading space), or "" when none was
+ * given: the line is then what it always was. */
 void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n);
 #define RDR_OPT_TAKEN (-1)
 /* For the default branch of the tool's option switch: take option c (getopt_long's return)

@@ -18,6 +18,7 @@
 #include "copy/rdc_tree.h"
 #include "pipe/rdp_agent.h"
 #include "engine/rd_lanes.h"
+#include "transport/rd_session.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_link.h"
 #include "remote/rdr_role.h"
@@ -139,6 +140,7 @@ static void agent_line(const char *line)
         CHECK(m.transport != NULL && m.cmd[m.cmd_len] == '\0');
         CHECK((m.kind == RDR_ROLE) == (m.role != NULL));
         CHECK(m.lanes <= RD_MAX_LANES);   /* "lanes=N": 1..64 or refused; 0 when not said */
+        CHECK(m.streams <= RD_MAX_STREAMS);
         if (m.role) {
             CHECK(m.role >= rdr_roles && m.role < rdr_roles + RDR_NROLES);
             CHECK(rdr_role_find(m.role->name) == m.role);

@@ -483,7 +483,7 @@ static void seeds_agent_line(void)
         "rdpipe-agent-1\n"
         "seg cmd recv send auto 1 7472206120207a2041205a -\n"
         "seg cmd recv send tcp 0 636174 - encrypt,compress=auto\n"
-        "seg cmd recv send tcp 0 636174 - compress=3,lanes=4\n"
+        "seg cmd recv send tcp 0 636174 - compress=3,lanes=4,streams=2\n"
         "key 0123456789abcdef0123456789abcdef\n"
         "setup\n"
         "next @initiator 40000 fedcba9876543210fedcba9876543210\n"

@@ -174,28 +174,37 @@ du1=$(du -k "$T/sp/sparse" | cut -f1); du2=$(du -k "$T/sparse-copy" | cut -f1)
 r=1; [ $rc = 0 ] && cmp -s "$T/sp/sparse" "$T/sparse-copy" && [ "$du2" -le $((du1 + 64)) ] && r=0
 check "$name (du $du1 K -> $du2 K)" $r "rc=$rc du $du1 $du2 $(head -2 "$T/err" | tr '\n' ' ')"
 
-name="--lanes 3: both ends run 3 lanes (-vv), and big files read by the lanes arrive whole: random sizes about the 8 MiB where they start, the 48 MiB one, the sparse 1 GiB"
+name="--lanes 3 --streams 2: both ends run 3 lanes over 2 connections (-vv), and big files read by the lanes arrive whole: random sizes about the 8 MiB where they start, the 48 MiB one, the sparse 1 GiB"
 mkdir -p "$T/lanes-src"
 for n in $((8 << 20)) $(((8 << 20) - 1)) $(((8 << 20) + 1)) $(((8 << 20) + RANDOM * 97)) $(((9 << 20) + RANDOM * 131)) $(((20 << 20) + RANDOM))
 do head -c "$n" /dev/urandom > "$T/lanes-src/f$n"; done
 cp "$T/big.img" "$T/lanes-src/"; cp --sparse=always "$T/sp/sparse" "$T/lanes-src/"
-rdcp_h0 -vv --lanes 3 -r h1:"$T/lanes-src" h2:"$T/lanes-dst" 2> "$T/err"; rc=$?
+# 24 MiB with 4 KiB of data every MiB (parts read by the reader) and one 1 MiB extent (the lanes')
+truncate -s $((24 << 20)) "$T/lanes-src/frag"
+for i in $(seq 0 23); do head -c 4096 /dev/urandom | dd of="$T/lanes-src/frag" bs=4096 seek=$((i * 256 + RANDOM % 200)) conv=notrunc status=none; done
+head -c $((1 << 20)) /dev/urandom | dd of="$T/lanes-src/frag" bs=1M seek=9 conv=notrunc status=none
+rdcp_h0 -vv --lanes 3 --streams 2 -r h1:"$T/lanes-src" h2:"$T/lanes-dst" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/lanes-src" "$T/lanes-dst" > "$T/why" &&
-    grep -q "h1: sending tree to .*; lanes 3 (--lanes)" "$T/err" && grep -q "h2: receiving from .*; lanes 3 (--lanes)" "$T/err" &&
-    [ "$(du -k "$T/lanes-dst/sparse" | cut -f1)" -le 1100 ] && r=0
+    grep -q "h1: sending tree to .* over tcp, 2 streams .*; lanes 3 (--lanes)" "$T/err" &&
+    grep -q "h2: receiving from .* over tcp, 2 streams .*; lanes 3 (--lanes)" "$T/err" &&
+    grep -q "^rdcp: .* copied in .* over tcp, 2 streams; " "$T/err" &&
+    [ "$(du -k "$T/lanes-dst/sparse" | cut -f1)" -le 1100 ] && [ "$(du -k "$T/lanes-dst/frag" | cut -f1)" -le 1300 ] && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" | head -3) $(grep -e lanes -e rdcp "$T/err" | head -5 | tr '\n' ' ')"
 
-name="--lanes 0 and --lanes 65: usage errors naming the value, exit 1"
+name="--lanes 0, --lanes 65, --streams 17: usage errors naming the value, exit 1"
 rdcp_h0 --lanes 0 big.img h1:"$T/nolanes" 2> "$T/err"; rc1=$?
 rdcp_h0 --lanes 65 big.img h1:"$T/nolanes" 2>> "$T/err"; rc2=$?
-r=1; [ $rc1 = 1 ] && [ $rc2 = 1 ] && [ "$(cat "$T/err")" = "rdcp: --lanes must be from 1 to 64, not '0'
-rdcp: --lanes must be from 1 to 64, not '65'" ] && [ ! -e "$T/nolanes" ] && r=0
-check "$name" $r "rc=$rc1/$rc2 $(head -3 "$T/err" | tr '\n' ' ')"
+rdcp_h0 --streams 17 big.img h1:"$T/nolanes" 2>> "$T/err"; rc3=$?
+r=1; [ $rc1 = 1 ] && [ $rc2 = 1 ] && [ $rc3 = 1 ] && [ "$(cat "$T/err")" = "rdcp: --lanes must be from 1 to 64, not '0'
+rdcp: --lanes must be from 1 to 64, not '65'
+rdcp: --streams must be from 1 to 16, not '17'" ] && [ ! -e "$T/nolanes" ] && r=0
+check "$name" $r "rc=$rc1/$rc2/$rc3 $(head -3 "$T/err" | tr '\n' ' ')"
 
 # big files are read by the sender's lanes (rdc_send.c): one that shrinks while they read it is
 # named, dropped at the destination, and the copy exits 23 with the other files copied. h1's
-# link is held to 400 Mbit/s meanwhile, so the 192 MiB file takes seconds, and it shrinks as soon
-# as its temporary name appears at the destination: the lanes are then a few MiB into it.
+# link is held to 400 Mbit/s meanwhile, so the 192 MiB file takes 4 s, and it shrinks as soon
+# as its temporary name appears at the destination: the lanes are then a few MiB into it. The
+# rest of it is not sent (as zeros): h1 sends under 100 MiB in all.
 for lanes in 1 3; do
     name="a big file shrinking while $lanes lane(s) read it: named, not at the destination, the rest copied, exit 23"
     rm -rf "$T/shrink-src" "$T/shrink-dst"; mkdir -p "$T/shrink-src" "$T/shrink-dst"
@@ -209,11 +218,13 @@ for lanes in 1 3; do
     done
     truncate -s $((1 << 20)) "$T/shrink-src/b-big"
     wait $cp; rc=$?
+    sent=$(ip netns exec "${P}h1" tc -s qdisc show dev eth0 | sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -1)
     ip netns exec "${P}h1" tc qdisc del dev eth0 root
     r=1; [ -n "$seen" ] && [ $rc = 23 ] && grep -q "source changed while being read (shrank): '.*b-big'" "$T/err" &&
+        [ "${sent:-999999999}" -lt $((100 << 20)) ] &&
         [ ! -e "$T/shrink-dst/b-big" ] && [ "$(cat "$T/shrink-dst/a-small" "$T/shrink-dst/c-last")" = "small
 last" ] && no_temps "$T/shrink-dst" && r=0
-    check "$name" $r "rc=$rc seen='$seen' $(ls -a "$T/shrink-dst" | tr '\n' ' ') $(head -3 "$T/err" | tr '\n' ' ')"
+    check "$name (h1 sent $((${sent:-0} >> 20)) MiB)" $r "rc=$rc seen='$seen' h1 sent ${sent:-?} bytes $(ls -a "$T/shrink-dst" | tr '\n' ' ') $(head -3 "$T/err" | tr '\n' ' ')"
 done
 
 name="-p keeps modes and mtimes (stat), without -p the umask applies and mtimes are new"

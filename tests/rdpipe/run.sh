@@ -117,6 +117,12 @@ nl=$(grep -c "; lanes 2 (--lanes)" "$T/err")
 if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$nl" = 4 ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$rc out='$out' 'lanes 2 (--lanes)' lines: $nl (want 4) err=$(grep lanes "$T/err" | head -c 800)"; fi
 
+name="--streams 2 through a command: both hops striped over 2 connections (-v), byte-identical"
+out=$(rdpipe_h0 -v --streams 2 h1:"< $T/big.img" h2:'cat -' h1:'sha256sum' </dev/null 2>"$T/err"); rc=$?
+ns=$(grep -c "^rdpipe: hop [12] .* GB/s over tcp, 2 streams$" "$T/err")
+if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$ns" = 2 ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' hops over 2 streams: $ns (want 2) err=$(grep hop "$T/err" | head -c 800)"; fi
+
 name="--lanes x is a usage error naming the value"
 rdpipe_h0 --lanes x h1:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
 if [ $rc = 1 ] && [ "$(cat "$T/err")" = "rdpipe: --lanes must be from 1 to 64, not 'x'" ]; then ok "$name"
