@@ -65,6 +65,8 @@ want "--streams --sync" "$R" --s
 want "auto rdma tcp" "$S" -v --transport ""
 want "rdma" "$R" --transport r
 want "" "$S" --chunk-size ""
+want "" "$CP" --lanes ""
+want "" "$P" --streams ""
 # every long option --help lists, and nothing else
 for b in "$S" "$R" "$P" "$CP"; do
     exp=$("$b" --help | grep -E '^ +-' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ' | sed 's/ $//')
@@ -87,6 +89,7 @@ t_begin "files: rdsend/rdrecv FILE, rdcp local paths next to host:"
 want "delta.img file1 file2 sub" "$S" alpha 1234 key ""
 want "" "$S" alpha 1234 ""
 want "file1 file2" "$S" --key-file k alpha 1234 f
+want "delta.img file1 file2 sub" "$S" --lanes 2 alpha 1234 key ""   # --lanes takes its value
 want "file1 file2" "$R" 1234 key f
 want "file1 file2" "$R" --key-file k 1234 f
 want "delta.img delta:" "$CP" -r d
