@@ -133,16 +133,17 @@ rdcp_h0 -v -a h1:"$T/zoo" h2:"$T/d3" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d3/zoo" t > "$T/why" && grep -q "h1 -> h2 at ${ADDR[h2]}" "$T/err" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
-name="--encrypt --compress: remote -> remote -a the zoo identical, both ends' roles told"
+name="--encrypt --compress --lanes 2: remote -> remote -a the zoo and a 24 MiB file (half zeros, read by the lanes) identical, both ends' roles told"
 # the agents start the roles through this rdcp, which logs their argv
 mkdir -p "$T/alt-enc" "$T/d-enc"
 cp "$BIN/rdpipe" "$T/alt-enc/"
 printf '#!/bin/sh\necho "$*" >> "%s"\nexec "%s" "$@"\n' "$T/alt-enc/argv.log" "$BIN/rdcp" > "$T/alt-enc/rdcp"
 chmod +x "$T/alt-enc/rdcp"
-rdcp_h0 --remote-path "$T/alt-enc/rdpipe" --encrypt --compress -a h1:"$T/zoo" h2:"$T/d-enc" 2> "$T/err"; rc=$?
-r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d-enc/zoo" t > "$T/why" &&
-    grep -q -- "--tree-send .*--encrypt --compress=auto" "$T/alt-enc/argv.log" &&
-    grep -q -- "--tree-recv .*--encrypt --compress=auto" "$T/alt-enc/argv.log" && r=0
+{ head -c $((12 << 20)) /dev/zero; head -c $((12 << 20)) "$T/big.img"; } > "$T/mixed.img"
+rdcp_h0 --remote-path "$T/alt-enc/rdpipe" --encrypt --compress --lanes 2 -a h1:"$T/zoo" h1:"$T/mixed.img" h2:"$T/d-enc" 2> "$T/err"; rc=$?
+r=1; [ $rc = 0 ] && same_tree "$T/zoo" "$T/d-enc/zoo" t > "$T/why" && cmp -s "$T/mixed.img" "$T/d-enc/mixed.img" &&
+    grep -q -- "--tree-send .*--encrypt --compress=auto --lanes=2" "$T/alt-enc/argv.log" &&
+    grep -q -- "--tree-recv .*--encrypt --compress=auto --lanes=2" "$T/alt-enc/argv.log" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" "$T/alt-enc/argv.log" | head -5 | tr '\n' ' ')"
 
 name="cp -r semantics: into a missing dst makes dst; 'src/' puts the contents into dst"
