@@ -11,6 +11,7 @@
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
+#include "engine/rd_defer.h"
 #include "engine/rd_io.h"
 #include "run/rd_report.h"
 #include "run/rd_run.h"
@@ -71,10 +72,7 @@ struct snd {
     /* a big file's data read by the lanes: the reads not yet done, and how they went */
     struct rd_source *src;     /* the engine's: src->defer takes this call's deferred reads */
     int lane_file;             /* the current file's data parts are left to the lanes */
-    pthread_mutex_t lane_mu;
-    pthread_cond_t lane_cv;
-    unsigned lane_pending;
-    int lane_err;              /* 0; -1 the file shrank; else the errno of a failed read */
+    struct rd_defer_wait lane; /* its parts not read yet; -1 it shrank, else an errno */
     /* hard links: the files seen with st_nlink > 1, found by (dev, ino) through an open
      * addressing table of indexes + 1 into links (0 = empty), kept at most half full */
     struct link_ent *links;
@@ -327,7 +325,6 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     s->sparse = sparse;
     s->hashed = !(flags & RDC_F_NOHASH);
     s->lane_file = s->src && s->src->lane_read_fn && !s->hashed && size - start >= RDC_LANE_FILE_MIN;
-    s->lane_err = 0;
 }
 
 /* On a lane: the parts of a big file's data that fill() left in this chunk. A part that
@@ -352,46 +349,9 @@ static int lane_read(void *ctx, unsigned char *payload, const struct rd_defer *d
         }
         if (err)
             memset(payload + g->at + got, 0, g->len - got);
-        pthread_mutex_lock(&s->lane_mu);
-        if (err && !s->lane_err)
-            s->lane_err = err;
-        if (--s->lane_pending == 0)
-            pthread_cond_broadcast(&s->lane_cv);
-        pthread_mutex_unlock(&s->lane_mu);
+        rd_defer_wait_done(&s->lane, err);
     }
     return RD_OK;
-}
-
-/* A read of the current big file failed (-1: it shrank, else the errno): its first failure
- * is what its end record and the warning say. */
-static void lane_read_failed(struct snd *s, int err)
-{
-    pthread_mutex_lock(&s->lane_mu);
-    if (!s->lane_err)
-        s->lane_err = err;
-    pthread_mutex_unlock(&s->lane_mu);
-}
-
-/* Has a read of the current big file failed? Then no more of it is sent. */
-static int lane_failed(struct snd *s)
-{
-    pthread_mutex_lock(&s->lane_mu);
-    int err = s->lane_err;
-    pthread_mutex_unlock(&s->lane_mu);
-    return err != 0;
-}
-
-/* The lanes' reads of the current file, all of them in chunks already handed to the engine:
- * wait until they are done; then its end record can say how they went, and its descriptor
- * can be closed. 0, -1 shrank, or an errno. */
-static int lane_reads_done(struct snd *s)
-{
-    pthread_mutex_lock(&s->lane_mu);
-    while (s->lane_pending)
-        pthread_cond_wait(&s->lane_cv, &s->lane_mu);
-    int err = s->lane_err;
-    pthread_mutex_unlock(&s->lane_mu);
-    return err;
 }
 
 /* Leave the next part of a big file's data, want bytes at out + at (its 'D' record before
@@ -402,9 +362,7 @@ static int defer_part(struct snd *s, uint32_t at, size_t want)
     if (!d || d->n == RD_DEFER_MAX)
         return 0;
     d->seg[d->n++] = (struct rd_defer_seg){ .at = at, .len = (uint32_t)want, .off = s->pos, .fd = s->fd };
-    pthread_mutex_lock(&s->lane_mu);
-    s->lane_pending++;
-    pthread_mutex_unlock(&s->lane_mu);
+    rd_defer_wait_add(&s->lane);
     return 1;
 }
 
@@ -516,10 +474,12 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
         if (s->fd >= 0) {
             /* a big file ends once the lanes' reads of it are done, so that its end record says
              * how they went: at its end, or as soon as one failed (no more of it is sent) */
-            if (s->lane_file && (s->pos >= s->size || lane_failed(s))) {
+            if (s->lane_file && (s->pos >= s->size || rd_defer_wait_failed(&s->lane))) {
                 if (s->src->defer && s->src->defer->n)
                     return (ssize_t)got;   /* this chunk's parts first go to a lane */
-                int err = lane_reads_done(s);
+                int err = rd_defer_wait_all(&s->lane, s->src->stop);
+                if (err == RD_DEFER_STOPPED)   /* the transfer failed: its lanes are gone */
+                    return -1;
                 if (err) {
                     char *p = rdc_shown(s->fpath);
                     if (err < 0)
@@ -575,7 +535,7 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
                 n = pread(s->fd, out + got + 17, want, (off_t)s->pos);
             while (n < 0 && errno == EINTR);
             if (n <= 0 && s->lane_file) {   /* as a lane's failed read: the file ends above */
-                lane_read_failed(s, n < 0 ? errno : -1);
+                rd_defer_wait_fail(&s->lane, n < 0 ? errno : -1);
                 continue;
             }
             if (n <= 0) {
@@ -703,10 +663,8 @@ static void snd_free(struct snd *s)
         XXH3_freeState(s->hs);
     free(held_base);
     held_base = NULL;
-    if (s->src) {
-        pthread_mutex_destroy(&s->lane_mu);
-        pthread_cond_destroy(&s->lane_cv);
-    }
+    if (s->src)
+        rd_defer_wait_destroy(&s->lane);
 }
 
 int rdc_tree_send_main(int argc, char **argv)
@@ -785,8 +743,7 @@ int rdc_tree_send_main(int argc, char **argv)
     rd_source_custom(&src, "tree", fill, &s);
     rd_source_defer_reads(&src, lane_read);
     s.src = &src;
-    pthread_mutex_init(&s.lane_mu, NULL);
-    pthread_cond_init(&s.lane_cv, NULL);
+    rd_defer_wait_init(&s.lane);
     double t0 = rd_now();
     int rc = rd_send_source(&o, &src);
     double t1 = rd_now();

@@ -10,7 +10,8 @@
 /* Parts of a custom producer's chunk that a lane reads itself: the producer writes the rest
  * of the chunk (rdcp: its records) and leaves these bytes to be read from a file at their
  * offset, by whichever lane then tags the chunk, so one big file is read by all lanes at
- * once. The producer must not reuse a file's descriptor before its reads are done. */
+ * once. The producer must not reuse a file's descriptor before its reads are done
+ * (engine/rd_defer: its wait, which ends too when the transfer fails). */
 #define RD_DEFER_MAX 8
 struct rd_defer {
     unsigned n;

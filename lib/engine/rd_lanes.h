@@ -27,9 +27,9 @@ int rd_lanes_submit(struct rd_lanes *l, void *job);
 void *rd_lanes_take(struct rd_lanes *l, int *rc);
 /* No more submits: takers drain what is queued, then get NULL. */
 void rd_lanes_close(struct rd_lanes *l);
-/* Stop at once: blocked submitters and takers return; queued work still runs but is not
- * handed out (rd_lanes_free waits for the lanes, then the caller still owns every job it
- * submitted and did not take: rd_lanes_drop lists them). */
+/* Stop at once: blocked submitters and takers return; work a lane is doing finishes, work
+ * still queued never runs (rd_lanes_free waits for the lanes, then the caller still owns
+ * every job it submitted and did not take: rd_lanes_drop lists them). */
 void rd_lanes_shut(struct rd_lanes *l);
 /* After shut: the next submitted job that was never taken, NULL when none is left. */
 void *rd_lanes_drop(struct rd_lanes *l);

@@ -9,7 +9,9 @@
 #include "testfiles.h"
 
 #include "wire/rd_auth.h"
+#include "engine/rd_defer.h"
 #include "engine/rd_engine.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "engine/rd_io.h"
 #include "wire/rd_proto.h"
@@ -69,6 +71,7 @@ struct xfer {
     struct rd_counters send_cnt, recv_cnt;
     struct rd_transport *a, *b;      /* a = sender's end, b = receiver's end */
     int by_ref;                      /* the sender's end has send_ref (as TCP has) */
+    struct rd_source *custom;        /* the sender's source, when not in_path (a producer) */
     unsigned long frames_by_ref;     /* result: frames it sent that way */
     atomic_int send_done, recv_done;
 };
@@ -91,15 +94,17 @@ static void *sender_main(void *arg)
     struct xfer *x = arg;
     struct rd_source src;
     struct rd_key k;
-    x->send_rc = rd_source_open(&src, x->in_path, 0);
+    x->send_rc = x->custom ? RD_OK : rd_source_open(&src, x->in_path, 0);
     if (x->send_rc == RD_OK) {
         rd_key_derive(&k, x->send_secret, strlen(x->send_secret));
         x->send_rc = x->send_session_rc = rd_session_sender(x->a, &k, &x->want, &x->send_agreed);
         x->send_agreed.compress_mode = x->want.compress_mode;   /* local, as rd_run sets it */
         x->send_agreed.compress_level = x->want.compress_level;
+        x->send_agreed.lanes = x->want.lanes;
         if (x->send_rc == RD_OK)
-            x->send_rc = rd_engine_send(x->a, &src, &x->send_agreed, &x->send_cnt);
-        rd_source_close(&src);
+            x->send_rc = rd_engine_send(x->a, x->custom ? x->custom : &src, &x->send_agreed, &x->send_cnt);
+        if (!x->custom)
+            rd_source_close(&src);
         rd_key_wipe(&k);
     }
     x->frames_by_ref = mem_frames_by_ref(x->a);   /* a is gone after close */
@@ -621,6 +626,114 @@ out:
     close(pin[0]);
     free(data);
     unlink(out);
+}
+
+/* A producer that leaves every chunk's bytes to the lanes (struct rd_defer), as rdcp leaves
+ * a big file's, and at its end waits for their reads (engine/rd_defer) before it says END. */
+struct deferring {
+    struct rd_source src;
+    struct rd_defer_wait w;
+    int fd;                /* the data */
+    uint64_t size, pos;
+    long read_ms;          /* each lane read takes this long */
+};
+
+static ssize_t deferring_fill(void *ctx, void *buf, size_t cap)
+{
+    (void)buf;
+    struct deferring *d = ctx;
+    if (d->pos < d->size) {   /* a chunk of parts, its bytes left to a lane */
+        size_t len = d->size - d->pos < cap ? (size_t)(d->size - d->pos) : cap;
+        d->src.defer->seg[d->src.defer->n++] = (struct rd_defer_seg){ .at = 0, .len = (uint32_t)len, .off = d->pos, .fd = d->fd };
+        rd_defer_wait_add(&d->w);
+        d->pos += len;
+        return (ssize_t)len;
+    }
+    int rc = rd_defer_wait_all(&d->w, d->src.stop);
+    return rc == RD_DEFER_STOPPED ? -1 : rc ? rd_fail(RD_EIO, "a lane's read failed") : 0;
+}
+
+static int deferring_read(void *ctx, unsigned char *payload, const struct rd_defer *def)
+{
+    struct deferring *d = ctx;
+    for (unsigned i = 0; i < def->n; i++) {
+        struct timespec ts = { d->read_ms / 1000, (d->read_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+        const struct rd_defer_seg *g = &def->seg[i];
+        ssize_t n = pread(g->fd, payload + g->at, g->len, (off_t)g->off);
+        rd_defer_wait_done(&d->w, n == (ssize_t)g->len ? 0 : -1);
+    }
+    return RD_OK;
+}
+
+/* The lanes read every chunk (1 lane, then 3): the output is the input, byte for byte. */
+static void deferred_case(unsigned lanes, size_t n, uint64_t seed)
+{
+    struct fail_case c;
+    fail_setup(&c, n, seed);
+    struct deferring d = { .size = n, .fd = open(c.f.in, O_RDONLY | O_CLOEXEC) };
+    CHECK_OR(d.fd >= 0, goto out);
+    rd_defer_wait_init(&d.w);
+    rd_source_custom(&d.src, "deferring", deferring_fill, &d);
+    rd_source_defer_reads(&d.src, deferring_read);
+    c.x.custom = &d.src;
+    c.x.want.lanes = lanes;
+    CHECK_OR(xfer_run(&c.x) == 0, goto close);
+    CHECK_EQ_I(c.x.send_rc, RD_OK);
+    CHECK_EQ_I(c.x.recv_rc, RD_OK);
+    case_files_check_whole(&c.f, __FILE__, __LINE__);
+close:
+    rd_defer_wait_destroy(&d.w);
+    close(d.fd);
+out:
+    fail_teardown(&c);
+}
+
+static void t_deferred_reads_one_lane(void) { deferred_case(1, 37 * CHUNK + 11, 41); }
+static void t_deferred_reads_three_lanes(void) { deferred_case(3, 53 * CHUNK + 3, 42); }
+
+/* The link dies while the producer waits for its parts, with some of them still queued
+ * behind a slow read on the only lane: the engine shuts the lanes, which leave those parts
+ * unread, so only the stop flag can end the producer's wait. Both ends fail, and at once: a
+ * wait that missed the flag would hang the sender for good. */
+static void t_link_killed_while_producer_waits_for_lanes(void)
+{
+    struct fail_case c;
+    fail_setup(&c, 6 * CHUNK, 43);
+    struct deferring d = { .size = 6 * CHUNK, .read_ms = 300, .fd = open(c.f.in, O_RDONLY | O_CLOEXEC) };
+    CHECK_OR(d.fd >= 0, goto out);
+    rd_defer_wait_init(&d.w);
+    rd_source_custom(&d.src, "deferring", deferring_fill, &d);
+    rd_source_defer_reads(&d.src, deferring_read);
+    c.x.custom = &d.src;
+    c.x.want.lanes = 1;
+    c.x.want.depth = c.x.limits.depth = 16;   /* a buffer for every chunk: the producer waits in its fill */
+    CHECK_OR(xfer_start(&c.x) == 0, goto close);
+    for (int i = 0; i < 400 && d.pos < d.size; i++) {   /* every part handed over */
+        struct timespec ts = { 0, 5 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    CHECK_EQ_U(d.pos, d.size);
+    mem_kill(c.x.a);
+    double t0 = rd_now();
+    while (!atomic_load(&c.x.send_done) && rd_now() - t0 < 10) {
+        struct timespec ts = { 0, 10 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    if (!atomic_load(&c.x.send_done)) {
+        /* its thread cannot be joined: say so and end the whole test here */
+        printf("FAIL t_link_killed_while_producer_waits_for_lanes: the sender still waits for its lanes 10 s after the link died\n");
+        fflush(stdout);
+        _exit(1);
+    }
+    xfer_wait();
+    CHECK(c.x.send_rc != RD_OK);
+    CHECK(c.x.recv_rc != RD_OK);
+close:
+    rd_defer_wait_destroy(&d.w);
+    close(d.fd);
+out:
+    fail_teardown(&c);
 }
 
 /* END is damaged in flight (its stream hash, or its tag): every byte arrived, but the
@@ -1218,6 +1331,9 @@ int main(void)
     RUN(t_sender_drain_fails_after_end);
     RUN(t_link_killed_in_handshake);
     RUN(t_link_killed_with_stalled_input);
+    RUN(t_deferred_reads_one_lane);
+    RUN(t_deferred_reads_three_lanes);
+    RUN(t_link_killed_while_producer_waits_for_lanes);
     RUN(t_corrupt_end);
     RUN(t_corrupt_end_tag);
     RUN(t_corrupt_confirm);
