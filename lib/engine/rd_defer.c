@@ -1,6 +1,8 @@
 /* rd_defer.c - see rd_defer.h. */
 #include "engine/rd_defer.h"
 
+#include "util/rd_clock.h"
+
 #include <time.h>
 
 #define STOP_CHECK_NS 20000000L   /* how often a waiting producer looks at the stop flag */
@@ -59,12 +61,7 @@ int rd_defer_wait_all(struct rd_defer_wait *w, const atomic_int *stop)
      * wait may sleep through */
     while (w->pending && !(stop && atomic_load(stop))) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += STOP_CHECK_NS;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        rd_deadline_ns(&ts, STOP_CHECK_NS);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
     int rc = w->pending ? RD_DEFER_STOPPED : w->err;

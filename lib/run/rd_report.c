@@ -48,12 +48,7 @@ static void *progress_main(void *arg)
     pthread_mutex_lock(&r->lock);
     while (r->running) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 500000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        rd_deadline_ns(&ts, 500000000LL);
         pthread_cond_timedwait(&r->wake, &r->lock, &ts);
         if (r->running)
             draw(r, 0);

@@ -1,5 +1,7 @@
 #include "transport/rd_pool.h"
 
+#include "util/rd_clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -64,13 +66,7 @@ struct rd_buf *rd_pool_get_timed(struct rd_pool *p, int timeout_ms, int *timed_o
 {
     struct rd_buf *b = NULL;
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    rd_deadline_ns(&ts, (long long)timeout_ms * 1000000LL);
     *timed_out = 0;
     pthread_mutex_lock(&p->lock);
     while (!p->closed && p->nfree == 0)

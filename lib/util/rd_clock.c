@@ -8,3 +8,14 @@ double rd_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+void rd_deadline_ns(struct timespec *ts, long long ns)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec += (long)(ns % 1000000000LL);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

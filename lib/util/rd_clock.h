@@ -4,5 +4,8 @@
 #define RD_CLOCK_H
 
 double rd_now(void);
+struct timespec;
+/* CLOCK_REALTIME now plus ns nanoseconds: the deadline of a pthread timed wait or join. */
+void rd_deadline_ns(struct timespec *ts, long long ns);
 
 #endif

@@ -1,5 +1,7 @@
 #include "util/rd_wake.h"
 
+#include "util/rd_clock.h"
+
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -45,12 +47,7 @@ void rd_wake_join(pthread_t t, atomic_int *stop)
     for (;;) {
         pthread_kill(t, wake_signal());
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += WAKE_EVERY_NS;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        rd_deadline_ns(&ts, WAKE_EVERY_NS);
         if (pthread_timedjoin_np(t, NULL, &ts) == 0)
             return;
     }
