@@ -2,11 +2,11 @@
 #include "copy/rdc_end.h"
 
 #include "engine/rd_lanes.h"
+#include "remote/rdr_opts.h"
 #include "transport/rd_session.h"
 #include "util/rd_error.h"
 
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 
 void rdc_end_init(struct rd_opts *o)
@@ -27,17 +27,14 @@ enum rd_transport_choice rdc_end_transport(const char *name)
 
 uint32_t rdc_end_lanes(const char *n)
 {
-    char *end;
-    unsigned long v = strtoul(n, &end, 10);
-    return *n >= '1' && *n <= '9' && !*end && v <= RD_MAX_LANES ? (uint32_t)v : 0;
+    return rdr_count(n, RD_MAX_LANES);
 }
 
 void rdc_end_streams(const char *n, struct rd_opts *o)
 {
-    char *end;
-    unsigned long v = strtoul(n, &end, 10);
-    if (*n >= '1' && *n <= '9' && !*end && v <= RD_MAX_STREAMS) {
-        o->streams = (uint32_t)v;
+    unsigned v = rdr_count(n, RD_MAX_STREAMS);
+    if (v) {
+        o->streams = v;
         o->streams_set = 1;
     }
 }

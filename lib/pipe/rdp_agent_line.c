@@ -5,6 +5,7 @@
 #include "engine/rd_lanes.h"
 #include "transport/rd_session.h"
 #include "remote/rdr_line.h"
+#include "remote/rdr_opts.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
 #include "wire/rd_compress.h"
@@ -21,15 +22,11 @@ static int parse_enum(const char *s, const char *const *names, int n)
     return -1;
 }
 
-/* "NAME=N" with N a number from 1 to max, no sign, no leading zero: N, else 0. */
+/* "NAME=N" with N a count from 1 to max (rdr_count): N, else 0. */
 static unsigned count_item(const char *t, const char *name, unsigned max)
 {
     size_t k = strlen(name);
-    if (strncmp(t, name, k) || t[k] != '=' || t[k + 1] < '1' || t[k + 1] > '9' || strlen(t + k + 1) > 3 ||
-        strspn(t + k + 1, "0123456789") != strlen(t + k + 1))
-        return 0;
-    unsigned v = (unsigned)atoi(t + k + 1);
-    return v <= max ? v : 0;
+    return strncmp(t, name, k) || t[k] != '=' ? 0 : rdr_count(t + k + 1, max);
 }
 
 /* The seg's ninth word: "encrypt", "compress=auto|LEVEL", "lanes=N" (1 to RD_MAX_LANES),

@@ -30,6 +30,15 @@ void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%c%s", i ? ',' : ' ', item[i]);
 }
 
+unsigned rdr_count(const char *s, unsigned max)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 9 || strspn(s, "0123456789") != len)
+        return 0;
+    unsigned long v = strtoul(s, NULL, 10);
+    return v >= 1 && v <= max ? (unsigned)v : 0;
+}
+
 void rdr_init_opts_default(struct rdr_init_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -65,13 +74,12 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
     case RDR_OPT_STREAMS: {
         const char *name = c == RDR_OPT_LANES ? "--lanes" : "--streams";
         unsigned max = c == RDR_OPT_LANES ? RD_MAX_LANES : RD_MAX_STREAMS;
-        char *end;
-        unsigned long v = strtoul(arg, &end, 10);
-        if (arg[0] < '0' || arg[0] > '9' || *end || v < 1 || v > max) {
+        unsigned v = rdr_count(arg, max);
+        if (!v) {
             rdr_warnx(tool, "%s must be from 1 to %u, not '%s'", name, max, arg);
             return 1;
         }
-        *(c == RDR_OPT_LANES ? &o->lanes : &o->streams) = (unsigned)v;
+        *(c == RDR_OPT_LANES ? &o->lanes : &o->streams) = v;
         return RDR_OPT_TAKEN;
     }
     case 'H': o->hostname = arg; return RDR_OPT_TAKEN;

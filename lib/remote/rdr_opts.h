@@ -37,6 +37,9 @@ struct rdr_init_opts {
 };
 
 void rdr_init_opts_default(struct rdr_init_opts *o);
+/* A count from 1 to max in decimal digits alone ("4": no sign, no space), as --lanes and
+ * --streams take it, on the command line and in the seg line: its value, else 0. */
+unsigned rdr_count(const char *s, unsigned max);
 /* The seg line's ninth word for --encrypt, --compress, --lanes and --streams
  * (" encrypt,compress=auto,lanes=4,streams=2", with its leading space), or "" when none was
  * given: the line is then what it always was. */

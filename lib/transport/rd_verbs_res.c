@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <numaif.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 
 static size_t round_frame(size_t n)
 {
@@ -35,11 +34,10 @@ static int nonblock(int fd)
  * rdcheck counts it), or 0 for a control pool, registered before the ring's size is agreed. */
 static int reg_failed(size_t bytes, uint64_t need)
 {
-    int e = errno;
-    struct rlimit rl;
-    if ((e == ENOMEM || e == EAGAIN || e == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
-        rl.rlim_cur != RLIM_INFINITY) {
-        unsigned long long have_kib = (unsigned long long)rl.rlim_cur / 1024, need_kib = (need + 1023) / 1024;
+    int e = errno, cap;
+    uint64_t limit = rd_memlock_limit(&cap);
+    if ((e == ENOMEM || e == EAGAIN || e == EPERM) && limit != UINT64_MAX) {
+        unsigned long long have_kib = (unsigned long long)limit / 1024, need_kib = (need + 1023) / 1024;
         if (need && need_kib > have_kib)
             return rd_fail(RD_EIO, "cannot register %zu KiB of RDMA buffers: locked-memory limit "
                            "is %llu KiB; raise it (ulimit -l %llu or unlimited) or lower "
