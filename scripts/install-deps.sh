@@ -12,6 +12,7 @@ build=(build-essential clang pkg-config libssl-dev libgcrypt20-dev libsodium-dev
 test=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 qemu-system-x86 busybox-static
       kmod cpio iperf3 netcat-openbsd socat mbuffer openssh-server openssh-client openssl procps psmisc
       coreutils util-linux bsdutils rsync python3 python3-xxhash strace nftables acl attr
+      ethtool                                             # a tap that reports 100 Gb/s (netns.sh)
       gdb                                                 # stacks of a process that hangs (tests/lib.sh)
       libclang-rt-14-dev                                  # libFuzzer for the fuzz targets (make fuzz)
       mandoc man-db bash-completion                       # man pages: lint, `man rdsend`; completion

@@ -1,6 +1,7 @@
 #include "run/rd_plan.h"
 
 #include "engine/rd_lanes.h"
+#include "transport/rd_session.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -23,9 +24,18 @@ uint32_t rd_plan_lanes(const struct rd_plan_in *in)
     return clamp(need, 1, spare < RD_MAX_LANES ? spare : RD_MAX_LANES);
 }
 
-uint32_t rd_plan_depth(uint32_t lanes, uint32_t depth)
+uint32_t rd_plan_streams(uint64_t link_rate, int rdma, unsigned cores)
 {
-    return lanes + 4 > depth ? lanes + 4 : depth;
+    uint64_t each = rdma ? RD_PLAN_QP_RATE : RD_PLAN_TCP_STREAM_RATE;
+    uint64_t need = (link_rate + each - 1) / each;
+    uint64_t most = rdma || cores > RD_MAX_STREAMS ? RD_MAX_STREAMS : cores;
+    return clamp(need, 1, most ? most : 1);
+}
+
+uint32_t rd_plan_depth(uint32_t lanes, uint32_t streams, uint32_t depth)
+{
+    uint32_t want = lanes + 4 > 2 * streams ? lanes + 4 : 2 * streams;
+    return want > depth ? want : depth;
 }
 
 unsigned rd_plan_cores(void)

@@ -61,6 +61,22 @@ static uint32_t plan_lanes(const struct rd_opts *o, uint64_t link_rate, int slow
     return rd_plan_lanes(&in);
 }
 
+/* The connections a sender without --streams asks for on the link under tp, said with -v
+ * when that is more than one (the summary then says what the receiver granted). */
+static uint32_t plan_streams(const struct rd_opts *o, struct rd_transport *tp)
+{
+    char link[160];
+    uint64_t rate = rd_transport_link_rate(tp, link, sizeof link);
+    unsigned cores = rd_plan_cores();
+    int rdma = tp->ops == &rd_verbs_ops;
+    uint32_t n = rd_plan_streams(rate, rdma, cores);
+    if (o->verbose && n > 1)
+        rd_warn("asking for %u streams: %s at %.0f Gb/s, %s, %u core%s (--streams 1 for one)", n, link,
+                (double)rate * 8 / 1e9, rdma ? "a queue pair per 100 Gb/s" : "a connection per 10 Gb/s",
+                cores, cores == 1 ? "" : "s");
+    return n;
+}
+
 /* What this end decides alone: through relays the frames are tagged with rdpipe's
  * end-to-end key (not the key of the hop it shares with a relay), and how many lanes do the
  * per-chunk work: --lanes, else enough for the link under tp (run/rd_plan.h). The link is
@@ -130,14 +146,16 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     if (nports) {   /* multi-rail by default: a connection per port, as far as the receiver's go */
         want.caps |= RD_CAP_RAILS;
         want.streams = nports;
+    } else if (!o->streams_set) {   /* enough connections for the link (run/rd_plan.h) */
+        want.streams = plan_streams(o, tp);
     }
-    if (!o->depth_set) {   /* a chunk for each lane the link may need, and some on the wire */
+    if (!o->depth_set) {   /* a chunk for each lane the link may need, two for each connection */
         char link[160];
         /* rails: a link each, like this one; every connection (rails, --streams) a ring */
         uint64_t rate = rd_transport_link_rate(tp, link, sizeof link) * (nports ? nports : 1);
         unsigned rings = want.streams > 1 ? want.streams : 1;
         uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt, rd_plan_cores()),
-                                       want.depth);
+                                       rings, want.depth);
         /* RDMA pins its rings: past the default only as far as ulimit -l lets this end pin
          * them (the receiver grants what its own lets it pin) */
         if (depth > want.depth && tp->ops == &rd_verbs_ops) {

@@ -5,7 +5,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 ALL=("ipv4 transfers" "ipv6 transfers" "--bind on both sides" "wrong key across namespaces"
-     "absent host on the subnet" "default lanes planned for the link" "link dropped mid-transfer")
+     "absent host on the subnet" "default lanes planned for the link" "default streams planned for the link"
+     "link dropped mid-transfer")
 if [ "$RD_IS_ROOT" != 1 ]; then
     for n in "${ALL[@]}"; do t_skip "$n" "needs root for network namespaces"; done; exit 0
 fi
@@ -112,6 +113,58 @@ for d in "" "--depth 5"; do
     grep -q "(chunk 1048576, depth $want); lanes 8 (--lanes)" "$C/serr" || t_fail "rdsend --lanes 8 $d: $(grep lanes "$C/serr")"
     grep -q "(chunk 1048576, depth $want) into " "$C/rerr" || t_fail "rdrecv after --lanes 8 $d: $(grep lanes "$C/rerr")"
 done
+t_end
+
+# The sender's default --streams (run/rd_plan.h): a connection per 10 Gb/s of the link under
+# its address, at most one per core. No link here reports more than a veth's 10 Gb/s, so the
+# sender's address lives on a tap whose ethtool speed is set to 100 Gb/s (a tap keeps what it
+# is told; it carries nothing here, having no reader) and the bytes go over the veth: the
+# sender reads its link's speed through the socket's own address, as on a real host.
+TAP=rdpt$$t; TAP=${TAP:0:15}
+t_begin "default streams planned for the link: 100 Gb/s under the sender's address opens a connection per 10 Gb/s, one per core; --streams 1, taskset and the receiver's --streams say otherwise"
+if ! command -v ethtool > /dev/null; then
+    t_fail "no ethtool (scripts/install-deps.sh installs it)"
+elif ! { ip -n "$NS_B" tuntap add dev "$TAP" mode tap && ip -n "$NS_B" link set "$TAP" up &&
+         ip netns exec "$NS_B" ethtool -s "$TAP" speed 100000 duplex full autoneg off &&
+         ip -n "$NS_B" addr add 10.77.5.2/32 dev "$TAP" && ip -n "$NS_A" route add 10.77.5.2/32 via 10.77.0.2; }; then
+    t_fail "cannot give $NS_B a tap at 100 Gb/s"
+else
+    n=$(nproc); want=$((n < 10 ? n : 10))
+    one_core=$(taskset -cp $$ | sed 's/.*: //; s/[-,].*//')
+    # streams_case NAME ASKED GOT FROM GBPS RECV_OPTS -- SENDER_PREFIX...: a 48 MiB file from
+    # FROM; the sender plans ASKED connections (says why when more than 1), the receiver grants GOT
+    streams_case() {
+        local name=$1 asked=$2 expect=$3 from=$4 gbps=$5 ropts=$6; shift 7
+        local port; port=$(free_port)
+        start rp /dev/null "$C/out" "$C/rerr" ip netns exec "$NS_A" "$RDRECV" -v $ropts "$port" key
+        wait_listen "$port" "$NS_A" || t_fail "$name: not listening"
+        timeout -k 2 "$(lim 30)" ip netns exec "$NS_B" "$@" -v --json --bind "$from" 10.77.0.1 "$port" key \
+            "$RD_T/in.$((48 << 20))" 2> "$C/serr"
+        expect_rc $? 0 "rdsend, $name" "$(cat "$C/serr")"
+        wait_pid "$rp" 10; expect_rc $? 0 "rdrecv, $name" "$(cat "$C/rerr")"
+        expect_same_file "$RD_T/in.$((48 << 20))" "$C/out" "data, $name"
+        local over="over tcp (" tr=tcp
+        [ "$expect" -gt 1 ] && over="over tcp, $expect streams (" tr="tcp, $expect streams"
+        grep -qF "rdsend: sending $RD_T/in.$((48 << 20)) to 10.77.0.1:$port $over" "$C/serr" ||
+            t_fail "$name: rdsend does not say '$over': $(grep -E 'sending|streams' "$C/serr")"
+        grep "rdrecv: receiving from $from:" "$C/rerr" | grep -qF " $over" ||
+            t_fail "$name: rdrecv does not say '$over' from $from: $(grep receiving "$C/rerr")"
+        grep -qF "\"transport\":\"$tr\",\"peer\"" "$C/serr" && grep -qF "\"link_gbps\":$gbps.000," "$C/serr" ||
+            t_fail "$name: rdsend --json: $(grep '^{' "$C/serr")"
+        if [ "$asked" -gt 1 ]; then
+            grep -qxF "rdsend: asking for $asked streams: $TAP at $gbps Gb/s, a connection per 10 Gb/s, $n cores (--streams 1 for one)" "$C/serr" ||
+                t_fail "$name: rdsend -v does not say why $asked streams: $(grep -E 'asking|streams' "$C/serr")"
+        elif grep -q "asking for" "$C/serr"; then
+            t_fail "$name: rdsend plans streams: $(grep asking "$C/serr")"
+        fi
+    }
+    streams_case "no --streams" "$want" "$want" 10.77.5.2 100 "" -- "$RDSEND"
+    [ "$want" = 1 ] && t_note "1 core: the plan is one connection"
+    streams_case "--streams 1" 1 1 10.77.5.2 100 "" -- "$RDSEND" --streams 1
+    streams_case "one core (taskset)" 1 1 10.77.5.2 100 "" -- taskset -c "$one_core" "$RDSEND"
+    streams_case "rdrecv --streams 1" "$want" 1 10.77.5.2 100 "--streams 1" -- "$RDSEND"
+    streams_case "the veth's 10 Gb/s, one connection's worth" 1 1 10.77.0.2 10 "" -- "$RDSEND"
+fi
 t_end
 rm -f "$RD_T"/in.*
 

@@ -1,5 +1,6 @@
 /* test_plan.c - run/rd_plan: the default lanes are enough for the link and bounded by the
- * cores (the table below is the policy README states), a sender asks for a frame per lane
+ * cores (the table below is the policy README states), so are a sender's default --streams,
+ * a sender asks for a frame per lane
  * and some for the wire, the cores are the ones this process may run on; and
  * transport/rd_link: the rates the plans start from (InfiniBand speed codes, and loopback's
  * unknown speed found through a connected socket; a veth's 10 Gb/s: integration/netns.sh). */
@@ -77,13 +78,44 @@ static void t_compressing_takes_the_cores(void)
     CHECK_EQ_U(plan(0, 1, 1, 0), 1);
 }
 
-static void t_depth_a_frame_per_lane(void)
+/* --streams when the sender does not say: TCP a connection per 10 Gb/s, at most one per
+ * core; RDMA a queue pair per 100 Gb/s; one where the speed is unknown */
+static void t_streams_for_the_link(void)
 {
-    CHECK_EQ_U(rd_plan_depth(1, 8), 8);
-    CHECK_EQ_U(rd_plan_depth(4, 8), 8);
-    CHECK_EQ_U(rd_plan_depth(7, 8), 11);
-    CHECK_EQ_U(rd_plan_depth(25, 8), 29);
-    CHECK_EQ_U(rd_plan_depth(64, 8), 68);
+    CHECK_EQ_U(rd_plan_streams(0, 0, 64), 1);            /* loopback, virtual NICs */
+    CHECK_EQ_U(rd_plan_streams(0, 1, 64), 1);
+    CHECK_EQ_U(rd_plan_streams(GBIT(1), 0, 64), 1);
+    CHECK_EQ_U(rd_plan_streams(GBIT(10), 0, 64), 1);     /* a veth: the tests' links */
+    CHECK_EQ_U(rd_plan_streams(GBIT(10) + 1, 0, 64), 2);
+    CHECK_EQ_U(rd_plan_streams(GBIT(25), 0, 64), 3);
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 0, 64), 10);   /* the issue: about 12 to reach the line */
+    CHECK_EQ_U(rd_plan_streams(GBIT(400), 0, 64), 16);   /* RD_MAX_STREAMS */
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 0, 4), 4);     /* a core each */
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 0, 2), 2);
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 0, 1), 1);
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 0, 0), 1);     /* no count: one */
+    CHECK_EQ_U(rd_plan_streams(GBIT(10), 1, 64), 1);     /* rxe on a veth */
+    CHECK_EQ_U(rd_plan_streams(GBIT(100), 1, 64), 1);    /* EDR 4x: one QP carries it */
+    CHECK_EQ_U(rd_plan_streams(GBIT(200), 1, 64), 2);    /* HDR */
+    CHECK_EQ_U(rd_plan_streams(GBIT(400), 1, 64), 4);    /* NDR: 4 QPs reached 47 GB/s */
+    CHECK_EQ_U(rd_plan_streams(GBIT(400), 1, 1), 4);     /* QPs have no thread: not bound by cores */
+    CHECK_EQ_U(rd_plan_streams(GBIT(3200), 1, 64), 16);
+}
+
+static void t_depth_a_frame_per_lane_and_two_per_connection(void)
+{
+    CHECK_EQ_U(rd_plan_depth(1, 1, 8), 8);
+    CHECK_EQ_U(rd_plan_depth(4, 1, 8), 8);
+    CHECK_EQ_U(rd_plan_depth(7, 1, 8), 11);
+    CHECK_EQ_U(rd_plan_depth(25, 1, 8), 29);
+    CHECK_EQ_U(rd_plan_depth(64, 1, 8), 68);
+    /* two frames a connection: one on the wire, one the receiver takes in */
+    CHECK_EQ_U(rd_plan_depth(1, 4, 8), 8);
+    CHECK_EQ_U(rd_plan_depth(1, 10, 8), 20);
+    CHECK_EQ_U(rd_plan_depth(7, 10, 8), 20);
+    CHECK_EQ_U(rd_plan_depth(25, 10, 8), 29);
+    CHECK_EQ_U(rd_plan_depth(1, 16, 8), 32);
+    CHECK_EQ_U(rd_plan_depth(1, 10, 40), 40);   /* never less than asked */
 }
 
 /* the affinity, not the machine's cores: what taskset or a cpuset allows */
@@ -207,7 +239,8 @@ int main(void)
     RUN(t_bounded_by_the_cores);
     RUN(t_slow_ciphers_need_three_times_the_lanes);
     RUN(t_compressing_takes_the_cores);
-    RUN(t_depth_a_frame_per_lane);
+    RUN(t_streams_for_the_link);
+    RUN(t_depth_a_frame_per_lane_and_two_per_connection);
     RUN(t_cores_are_the_affinity);
     RUN(t_pinnable_within_memlock);
     RUN(t_ib_port_rates);
