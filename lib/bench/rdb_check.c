@@ -7,6 +7,7 @@
 #include "bench/rdb_dev.h"
 #include "bench/rdb_net.h"
 #include "run/rd_cli.h"
+#include "run/rd_plan.h"
 #include "util/rd_memlock.h"
 #include "run/rd_version.h"
 #include "util/rd_clock.h"
@@ -477,6 +478,28 @@ static void traffic(struct rdb_conn *c, const char *kind, const struct copts *o,
     rd_error_clear();
 }
 
+/* What rdsend here plans for this connection's link when no option says (run/rd_plan): the
+ * speed it reads there, and the connections and lanes that follow. A link that reports no
+ * speed, or less than it carries, is a reason for a slow transfer that no error names. */
+static void plan_line(const char *kind, const char *host, struct rd_transport *tp, int rdma)
+{
+    char link[160], name[96];
+    uint64_t rate = rd_transport_link_rate(tp, link, sizeof link);
+    unsigned cores = rd_plan_cores();
+    struct rd_plan_in in = { .link_rate = rate, .cores = cores };
+    uint32_t lanes = rd_plan_lanes(&in), streams = rd_plan_streams(rate, rdma, cores);
+    char speed[64];
+    if (rate)
+        snprintf(speed, sizeof speed, "at %.0f Gb/s", (double)rate * 8 / 1e9);
+    else
+        snprintf(speed, sizeof speed, "reports no speed");
+    snprintf(name, sizeof name, "%s plan for %s", kind, host);
+    line(1, name, NULL, "%s %s, %u core%s: rdsend here asks for %u %s%s and runs %u lane%s (unless --streams%s "
+         "or --lanes say otherwise)", link[0] ? link : "the link", speed, cores, cores == 1 ? "" : "s", streams,
+         rdma ? "queue pair" : "connection", streams == 1 ? "" : "s", lanes, lanes == 1 ? "" : "s",
+         rdma ? ", rails" : "");
+}
+
 /* Connect over one transport: the port check, the MTU comparison, the traffic. 1 if the
  * agent could be reached. */
 static int over(const struct copts *o, const struct rd_key *key, const struct agent *ag, int rdma,
@@ -508,6 +531,7 @@ static int over(const struct copts *o, const struct rd_key *key, const struct ag
         return 0;
     }
     line(1, name, NULL, "reachable, key accepted (%s)", c.tp->desc);
+    plan_line(kind, o->host, c.tp, rdma);
     struct rdb_info info;
     if (rdma && rdb_get_info(&c, &info) == RD_OK) {
         /* the MTU of this connection at both ends: RoCE drops what is larger than a hop takes */

@@ -138,6 +138,10 @@ grep -q '^✓ address: 127.0.0.1 is 127.0.0.1, reached through lo$' "$C/o" || t_
 grep -Eq '^✓ agent: rdrecv --check listens on 127\.0\.0\.1 port [0-9]+ \(tcp(,rdma)?\)$' "$C/o" || t_fail "agent line: $(grep agent "$C/o")"
 port=$(sed -n 's/^✓ agent: .* port \([0-9]*\) .*/\1/p' "$C/o")
 grep -qx "✓ TCP port $port on 127.0.0.1: reachable, key accepted (tcp)" "$C/o" || t_fail "TCP port line: $(grep 'TCP port' "$C/o")"
+# what rdsend plans for that link: loopback reports no speed, so one connection and half the cores
+n=$(nproc); half=$((n / 2)); [ $half -lt 1 ] && half=1; [ $half -gt 8 ] && half=8
+grep -qxF "✓ TCP plan for 127.0.0.1: lo reports no speed, $n core$([ "$n" = 1 ] || echo s): rdsend here asks for 1 connection and runs $half lane$([ "$half" = 1 ] || echo s) (unless --streams or --lanes say otherwise)" "$C/o" ||
+    t_fail "plan line: $(grep 'plan' "$C/o")"
 grep -Eq '^✓ TCP here → 127\.0\.0\.1: [0-9]+\.[0-9]{3} GB/s \(1\.[0-9] s, 1\.0 MiB messages at depth 8\)$' "$C/o" ||
     t_fail "traffic out: $(grep 'TCP here' "$C/o")"
 grep -Eq '^✓ TCP 127\.0\.0\.1 → here: [0-9]+\.[0-9]{3} GB/s \(1\.[0-9] s, 1\.0 MiB messages at depth 8\)$' "$C/o" ||
@@ -213,6 +217,10 @@ EOF
     FAKE_NS=$NS_B timeout "$(lim 60)" ip netns exec "$NS_A" "$RDCHECK" --ssh "$SSH" --transport tcp 10.77.0.2 > "$C/o" 2> "$C/e"
     grep -Eq '^✓ TCP port [0-9]+ on 10\.77\.0\.2: reachable' "$C/o" || t_fail "without the firewall: $(grep 'TCP' "$C/o" | tr '\n' '|')"
     grep -Eq '^✓ TCP 10\.77\.0\.2 → here: ' "$C/o" || t_fail "no traffic without the firewall"
+    # the veth's 10 Gb/s: one connection's and one lane's worth
+    n=$(nproc)
+    grep -qxF "✓ TCP plan for 10.77.0.2: $VETH_A at 10 Gb/s, $n core$([ "$n" = 1 ] || echo s): rdsend here asks for 1 connection and runs 1 lane (unless --streams or --lanes say otherwise)" "$C/o" ||
+        t_fail "plan line over the veth: $(grep 'plan' "$C/o")"
 fi
 t_end
 

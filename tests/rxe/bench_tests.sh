@@ -48,6 +48,11 @@ grep -q "^✓ RDMA route: $S is reached through rxe_b port 1" "$T/o" || why+="no
 grep -Eq "^✓ agent: rdrecv --check listens on $S port [0-9]+ \(tcp,rdma\)$" "$T/o" || why+="no agent line; "
 grep -Eq "^✓ RDMA port [0-9]+ on $S: reachable, key accepted \(rdma rxe_b" "$T/o" || why+="no RDMA port line; "
 grep -q "^✓ MTU here and on $S: 4096 at both ends (rxe_b here, rxe_a there)$" "$T/o" || why+="no MTU line naming rxe_a; "
+# what rdsend plans there: rxe on a veth reports 10 Gb/s, one queue pair's and one lane's worth
+grep -Eq "^✓ RDMA plan for $S: rxe_b.* at 10 Gb/s, [0-9]+ cores?: rdsend here asks for 1 queue pair and runs 1 lane \(unless --streams, rails or --lanes say otherwise\)$" "$T/o" ||
+    why+="no RDMA plan line; "
+grep -Eq "^✓ TCP plan for $S: vb at 10 Gb/s, [0-9]+ cores?: rdsend here asks for 1 connection and runs 1 lane \(unless --streams or --lanes say otherwise\)$" "$T/o" ||
+    why+="no TCP plan line; "
 for k in RDMA TCP; do
     grep -Eq "^✓ $k here → $S: [0-9.]+ GB/s" "$T/o" || why+="no $k traffic out; "
     grep -Eq "^✓ $k $S → here: [0-9.]+ GB/s" "$T/o" || why+="no $k traffic back; "
