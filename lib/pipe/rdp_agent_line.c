@@ -36,6 +36,7 @@ static int parse_codecs(char *word, struct rdp_agent_msg *m)
 {
     for (char *save = NULL, *t = strtok_r(word, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int level;
+        unsigned n;
         if (strcmp(t, "encrypt") == 0) {
             m->encrypt = 1;
         } else if (strncmp(t, "compress=", 9) == 0 && rd_compress_parse(t + 9, &level) == 0) {
@@ -43,10 +44,10 @@ static int parse_codecs(char *word, struct rdp_agent_msg *m)
                 snprintf(m->compress, sizeof m->compress, "%d", level);
             else
                 snprintf(m->compress, sizeof m->compress, "auto");
-        } else if (count_item(t, "lanes", RD_MAX_LANES)) {
-            m->lanes = count_item(t, "lanes", RD_MAX_LANES);
-        } else if (count_item(t, "streams", RD_MAX_STREAMS)) {
-            m->streams = count_item(t, "streams", RD_MAX_STREAMS);
+        } else if ((n = count_item(t, "lanes", RD_MAX_LANES))) {
+            m->lanes = n;
+        } else if ((n = count_item(t, "streams", RD_MAX_STREAMS))) {
+            m->streams = n;
         } else {
             return -1;
         }

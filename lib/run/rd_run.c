@@ -61,13 +61,12 @@ static uint32_t plan_lanes(const struct rd_opts *o, uint64_t link_rate, int slow
     return rd_plan_lanes(&in);
 }
 
-/* The connections a sender without --streams asks for on the link under tp, said with -v
- * when that is more than one (the summary then says what the receiver granted). */
-static uint32_t plan_streams(const struct rd_opts *o, struct rd_transport *tp)
+/* The connections a sender without --streams asks for on `link` (rate bytes/s, 0 unknown)
+ * under tp, said with -v when that is more than one (the summary then says what the
+ * receiver granted). */
+static uint32_t plan_streams(const struct rd_opts *o, const struct rd_transport *tp, const char *link,
+                             uint64_t rate, unsigned cores)
 {
-    char link[160];
-    uint64_t rate = rd_transport_link_rate(tp, link, sizeof link);
-    unsigned cores = rd_plan_cores();
     int rdma = tp->ops == &rd_verbs_ops;
     uint32_t n = rd_plan_streams(rate, rdma, cores);
     if (o->verbose && n > 1)
@@ -143,18 +142,20 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         want.chunk_size = RD_TCP_DEFAULT_CHUNK;
     struct rd_port_addr ports[RD_MAX_RAILS];
     unsigned naddrs, nports = rd_rails_offer(&reach, o->streams_set, tp, ports, &naddrs);
+    char link[160];
+    uint64_t link_rate = rd_transport_link_rate(tp, link, sizeof link);
+    unsigned cores = rd_plan_cores();
     if (nports) {   /* multi-rail by default: a connection per port, as far as the receiver's go */
         want.caps |= RD_CAP_RAILS;
         want.streams = nports;
     } else if (!o->streams_set) {   /* enough connections for the link (run/rd_plan.h) */
-        want.streams = plan_streams(o, tp);
+        want.streams = plan_streams(o, tp, link, link_rate, cores);
     }
     if (!o->depth_set) {   /* a chunk for each lane the link may need, two for each connection */
-        char link[160];
         /* rails: a link each, like this one; every connection (rails, --streams) a ring */
-        uint64_t rate = rd_transport_link_rate(tp, link, sizeof link) * (nports ? nports : 1);
+        uint64_t rate = link_rate * (nports ? nports : 1);
         unsigned rings = want.streams > 1 ? want.streams : 1;
-        uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt, rd_plan_cores()),
+        uint32_t depth = rd_plan_depth(o->lanes ? o->lanes : plan_lanes(o, rate, o->encrypt, cores),
                                        rings, want.depth);
         /* RDMA pins its rings: past the default only as far as ulimit -l lets this end pin
          * them (the receiver grants what its own lets it pin) */
