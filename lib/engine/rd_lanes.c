@@ -20,7 +20,7 @@ struct slot {
 struct rd_lanes {
     pthread_mutex_t m;
     pthread_cond_t work;      /* lanes: a job was queued, or the end */
-    pthread_cond_t changed;   /* takers: the oldest job finished, or one was queued, or the end */
+    pthread_cond_t changed;   /* takers: the oldest job finished, or no lane runs, or the end */
     pthread_cond_t space;     /* submitters: a job was taken, or the end */
     struct slot *slots;
     unsigned window;
@@ -61,7 +61,11 @@ static void *lane_main(void *arg)
         s->rc = rc;
         s->state = S_DONE;
         l->running--;
-        pthread_cond_broadcast(&l->changed);
+        /* a taker waits only for the oldest job, rd_lanes_drop for no lane running: waking
+         * the taker for a later job (or, before, for every submit) only made it sleep again,
+         * a switch per chunk on a 2-core host */
+        if (s == &l->slots[l->head % l->window] || !l->running)
+            pthread_cond_broadcast(&l->changed);
     }
     pthread_mutex_unlock(&l->m);
     return NULL;
@@ -111,7 +115,6 @@ int rd_lanes_submit(struct rd_lanes *l, void *job)
     if (ok) {
         l->slots[l->tail++ % l->window] = (struct slot){ .job = job, .state = S_QUEUED };
         pthread_cond_signal(&l->work);
-        pthread_cond_broadcast(&l->changed);
     }
     pthread_mutex_unlock(&l->m);
     return ok ? 0 : -1;
