@@ -8,6 +8,7 @@
 #   single hop:   rdpipe h1:'< file' h2:'> /dev/null'
 #   3-hop relay:  rdpipe h1:'< file' h2:'cat' h3:'cat' h0:'> /dev/null'    (relays, no cat)
 #   3-hop cat:    rdpipe h1:'< file' h2:'cat -' h3:'cat -' h0:'> /dev/null' (rdrecv | cat | rdsend)
+#   and the single hop and the relay again with --streams 2 (the relays pass both connections on)
 # Throughput is bytes over the data phase of the slowest hop as rdrecv measured it (rdpipe -v);
 # the wall time of the whole command (ssh logins included) is printed next to it. All hosts
 # share this machine's CPUs, so the relay competes with itself for cores: on a machine with
@@ -59,10 +60,15 @@ for _ in $(seq "$RUNS"); do
     # 'cat -' is not the bare word cat: a real cat process between rdrecv and rdsend, as
     # before relays existed (and as any other command runs)
     consider cat h1:"< $T/data" h2:'cat -' h3:'cat -' h0:'> /dev/null' || exit 1
+    # striped: every hop over 2 connections, the relays passing them on
+    consider one2 --streams 2 h1:"< $T/data" h2:'> /dev/null' || exit 1
+    consider relay2 --streams 2 h1:"< $T/data" h2:'cat' h3:'cat' h0:'> /dev/null' || exit 1
 done
 row() { printf '%-44s %8s GB/s   ratio %.2f   (wall %s s incl. ssh)\n' "$1" "${BEST[$2]}" \
             "$(awk -v a="${BEST[$2]}" -v b="${BEST[one]}" 'BEGIN { print a / b }')" "${WALL[$2]}"; }
 row "1 hop: h1:'< f' h2:'> /dev/null'" one
 row "3 hops, 2 relays: h2:'cat' h3:'cat'" relay
 row "3 hops through cat processes: h2:'cat -'" cat
+row "1 hop, --streams 2" one2
+row "3 hops, 2 relays, --streams 2" relay2
 awk -v a="${BEST[relay]}" -v b="${BEST[one]}" 'BEGIN { printf "ratio 3-hop relay / 1-hop: %.2f (goal >= 0.9)\n", a / b }'

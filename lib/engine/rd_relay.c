@@ -204,17 +204,21 @@ static int relay_buffers(struct relay *r, enum side *side)
         }
         *side = SIDE_DOWN;
         rc = down->ops->get_send_buf(down, &o);
-        if (!rc && down->ops->send_ref) {
+        if (!rc && down->ops->send_ref) {   /* b goes with it, back to up once sent */
             memcpy(o->data, b->data, RD_FRAME_HDR);
             o->ref = b->data + RD_FRAME_HDR;
             o->ref_len = f.length;
+            o->ref_from = up;
+            o->ref_buf = b;
             rc = down->ops->send_ref(down, o);
-        } else if (!rc) {
-            memcpy(o->data, b->data, b->len);
-            o->len = b->len;
-            rc = down->ops->send(down, o);
+        } else {
+            if (!rc) {
+                memcpy(o->data, b->data, b->len);
+                o->len = b->len;
+                rc = down->ops->send(down, o);
+            }
+            up->ops->release(up, b);
         }
-        up->ops->release(up, b);
         if (rc || f.type != RD_DATA)
             return rc;
         count(r, f.length);

@@ -313,7 +313,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         .limits = {
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
             .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
-            .streams = o->relay_fd >= 0 ? 1 : o->streams_set ? o->streams : RD_MAX_STREAMS,
+            .streams = o->streams_set ? o->streams : RD_MAX_STREAMS,   /* a relay's too: it passes them on */
             .caps = rd_cipher_grant() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
         },
@@ -385,8 +385,6 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
                        const struct rd_params *won, void *ctx)
 {
     (void)ctx;
-    (void)lis;
-    struct rd_transport *up = *tpp;
     struct rd_params agreed = *won, down_agreed = { 0 };
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
@@ -394,7 +392,15 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     struct rd_key down_key;
     char host[256], port[32], keytext[512];
     double t0 = 0, t1 = 0;
-    int rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
+    /* a striped upstream stays striped: its connections first (they are on their way now),
+     * then downstream asks for as many, so no hop of a pipeline is one core's copy */
+    int rc = agreed.streams > 1 ? rd_stripe_accept(lis, tpp, &agreed) : RD_OK;
+    struct rd_transport *up = *tpp;
+    if (rc) {   /* upstream has its ABORT */
+        summarize(o, "rdrecv", up, &agreed, &cnt, 0, rc);
+        return rc;
+    }
+    rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
     if (rc)
         goto tell_upstream;
     struct rd_opts d = *o;
@@ -412,6 +418,10 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     if (rc)
         goto wipe_key;
     rc = rd_session_sender(down, &down_key, &agreed, &down_agreed);
+    if (!rc && down_agreed.streams > 1)
+        rc = rd_stripe_join(&down_reach, &down, &down_agreed);
+    if (!down)   /* the stripes took connection 0 with them */
+        goto wipe_key;
     if (!rc && down_agreed.chunk_size < agreed.chunk_size)
         rc = rd_fail(RD_ESTREAM, "downstream %s takes chunks of at most %u bytes, the sender sends %u",
                      down->peer, down_agreed.chunk_size, agreed.chunk_size);

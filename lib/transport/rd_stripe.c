@@ -128,7 +128,9 @@ static void *send_worker(void *arg)
     rd_thread_name("rd-tx%d", (int)(w - s->w));
     rd_errctx_bind(NULL);
     while ((b = rd_queue_pop(&w->q))) {
-        int rc = rd_tcp_send_frame(w->conn, b->data, b->len);
+        int rc = b->ref ? rd_tcp_send_parts(w->conn, b->data, b->ref, b->ref_len)
+                        : rd_tcp_send_frame(w->conn, b->data, b->len);
+        rd_ref_done(b);
         rd_pool_put(&s->send_pool, b);
         pthread_mutex_lock(&s->lock);
         s->in_flight--;
@@ -227,6 +229,7 @@ static int post(struct stripe *s, struct rd_buf *b)
     pthread_mutex_unlock(&s->lock);
     if (rd_queue_push(&w->q, b) == 0)
         return RD_OK;
+    rd_ref_done(b);
     rd_pool_put(&s->send_pool, b);
     pthread_mutex_lock(&s->lock);
     s->in_flight--;
@@ -242,12 +245,11 @@ static int stripe_send(struct rd_transport *tp, struct rd_buf *b)
     return post(s, b);
 }
 
-/* The worker sends later, when b->ref (a relay's received frame) may be gone: the payload
- * goes into the frame now. */
+/* The worker sends the payload from where the relay received it, and gives that buffer back
+ * then: no copy on the relay's one thread, which forwards every frame of every stripe. */
 static int stripe_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     struct stripe *s = tp->priv;
-    memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
     b->len = RD_FRAME_HDR + b->ref_len;
     return post(s, b);
 }
@@ -304,6 +306,9 @@ static void stripe_close(struct rd_transport *tp)
         struct worker *w = &s->w[i];
         if (w->started)
             pthread_join(w->th, NULL);
+        struct rd_buf *b;
+        while (w->have_q && s->dir == RD_DIR_SEND && (b = rd_queue_pop(&w->q)))
+            rd_ref_done(b);   /* never sent: the relay's buffer goes back (the queue is closed) */
         if (w->have_q)
             rd_queue_destroy(&w->q);
         if (w->have_pool)

@@ -381,10 +381,11 @@ static int send_head(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], s
  * as it was read, never as a tag failure. */
 static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
-    uint8_t prefix[4];
-    put_prefix(prefix, RD_FRAME_HDR + b->ref_len);
-    struct iovec iov[3] = { { prefix, 4 }, { b->data, RD_FRAME_HDR }, { (void *)b->ref, b->ref_len } };
-    return send_iov(tp, b, iov, 3);
+    int rc = rd_tcp_send_parts(tp, b->data, b->ref, b->ref_len);
+    rd_ref_done(b);
+    struct tcp_conn *c = tp->priv;
+    rd_pool_put(&c->send_pool, b);
+    return rc;
 }
 
 /* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. */
@@ -532,6 +533,15 @@ int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t
 int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n)
 {
     return read_full(tp, buf, n, -1, "in the middle of a frame");
+}
+
+int rd_tcp_send_parts(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], const uint8_t *payload,
+                      size_t len)
+{
+    uint8_t prefix[4];
+    put_prefix(prefix, RD_FRAME_HDR + len);
+    struct iovec iov[3] = { { prefix, 4 }, { (void *)hdr, RD_FRAME_HDR }, { (void *)payload, len } };
+    return writev_all(tp, iov, 3);
 }
 
 int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len)

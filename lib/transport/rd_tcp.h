@@ -23,6 +23,9 @@ int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n);
 int rd_tcp_recv_into(struct rd_transport *tp, struct rd_buf *b);
 /* One whole frame (header + payload) from memory. */
 int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len);
+/* The same, of a header and a payload that lies elsewhere (a relay's received frame). */
+int rd_tcp_send_parts(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], const uint8_t *payload,
+                      size_t len);
 /* Send head, then move the n payload bytes still waiting in in's socket to out's socket
  * through pipefd (a pipe the caller owns and keeps empty between calls). *out_failed tells
  * which connection an error came from. */

@@ -17,6 +17,16 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops)
     return tp;
 }
 
+void rd_ref_done(struct rd_buf *b)
+{
+    if (b->ref_buf)
+        b->ref_from->ops->release(b->ref_from, b->ref_buf);
+    b->ref = NULL;
+    b->ref_len = 0;
+    b->ref_from = NULL;
+    b->ref_buf = NULL;
+}
+
 int rd_transport_node(struct rd_transport *tp)
 {
     return tp->ops->numa_node ? tp->ops->numa_node(tp) : -1;

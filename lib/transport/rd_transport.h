@@ -44,9 +44,12 @@ struct rd_buf {
     size_t len;      /* bytes in the frame: set by the engine before send, by recv on arrival */
     unsigned slot;   /* index inside the transport's pool (transport private meaning) */
     void *owner;     /* transport private */
-    /* send_ref only: the payload lives here (a relay's received frame), not in data */
+    /* send_ref only: the payload lives here (a relay's received frame), not in data: in
+     * the buffer ref_buf that transport ref_from received it into */
     const uint8_t *ref;
     size_t ref_len;
+    struct rd_transport *ref_from;
+    struct rd_buf *ref_buf;
 };
 
 enum rd_dir { RD_DIR_SEND = 1, RD_DIR_RECV = 2 };
@@ -92,8 +95,10 @@ struct rd_transport_ops {
     int (*get_send_buf)(struct rd_transport *tp, struct rd_buf **out);
     int (*send)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional (NULL if the transport cannot): send the header in b->data[0..RD_FRAME_HDR)
-     * followed by the b->ref_len bytes at b->ref, which stay valid only until the call
-     * returns: a relay passes a received payload on without copying it into b. */
+     * followed by the b->ref_len bytes at b->ref: a relay passes a received payload on
+     * without copying it into b. The transport gives b->ref_buf back to b->ref_from
+     * (rd_ref_done) once those bytes are sent, or will never be, which may be after the call
+     * returns (a striped connection's thread sends them later); the caller lets go of it. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
      * checks, until a control frame went on or an error; payloads need not pass through user
@@ -144,6 +149,8 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
 
 /* tp's ops->numa_node, or -1 when the transport does not say. */
 int rd_transport_node(struct rd_transport *tp);
+/* send_ref's end: b->ref_buf back to the transport it came from, and b holds no ref now. */
+void rd_ref_done(struct rd_buf *b);
 /* tp's ops->link_rate (link: its name, or ""), or 0 when the transport does not say. */
 uint64_t rd_transport_link_rate(struct rd_transport *tp, char *link, size_t n);
 

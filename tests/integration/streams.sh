@@ -173,6 +173,59 @@ t_note "rdsend exit after ${dt}s"
 kill_reap "$feeder"
 t_end
 
+# ---------------------------------------------------------------- relays pass stripes on
+# relays SINK_OPTS [INPUT_FIFO]: rdrecv (SINK_OPTS) <- relay 2 <- relay 1 <- rdsend --streams 3,
+# all with -v, each relay an `rdrecv --relay-fd` as rdpipe runs for a `cat` segment; the two
+# ends hold rdpipe's end-to-end stream key. Starts everything; sets SP, R1, R2, KP.
+SK=$(printf '%064x' 9)
+relays() {
+    local kport r2port r1port file=("$RD_T/in")
+    [ -n "${2:-}" ] && file=()   # rdsend reads its stdin, the FIFO
+    kport=$(free_port)
+    RDPIPE_STREAM_KEY=$SK start KP /dev/null "$C/out" "$C/kerr" "$RDRECV" -v $1 --chunk-size 64K "$kport" hop-key-2-0123456789
+    wait_listen "$kport" || t_fail "sink did not listen: $(cat "$C/kerr")"
+    r2port=$(free_port); echo "127.0.0.1 $kport hop-key-2-0123456789" > "$C/next2"
+    start R2 "$C/next2" /dev/null "$C/r2err" "$RDRECV" -v --relay-fd 0 "$r2port" hop-key-1-0123456789
+    wait_listen "$r2port" || t_fail "relay 2 did not listen: $(cat "$C/r2err")"
+    r1port=$(free_port); echo "127.0.0.1 $r2port hop-key-1-0123456789" > "$C/next1"
+    start R1 "$C/next1" /dev/null "$C/r1err" "$RDRECV" -v --relay-fd 0 "$r1port" hop-key-0-0123456789
+    wait_listen "$r1port" || t_fail "relay 1 did not listen: $(cat "$C/r1err")"
+    RDPIPE_STREAM_KEY=$SK start SP "${2:-/dev/null}" /dev/null "$C/serr" "$RDSEND" -v --streams 3 --chunk-size 64K \
+        127.0.0.1 "$r1port" hop-key-0-0123456789 "${file[@]}"
+}
+# relay_says FILE "IN" "OUT": the relay's -v line names its two sides' transports exactly
+relay_says() {
+    grep -Eq "^rdrecv: relaying from 127\.0\.0\.1:[0-9]+ over $2 to 127\.0\.0\.1:[0-9]+ over $3 \(chunk 65536\)$" "$1" ||
+        t_fail "relay -v does not say 'over $2 to ... over $3': $(tr '\n' '|' < "$1")"
+}
+
+t_begin "relays pass stripes on: rdsend --streams 3 -> relay -> relay -> rdrecv --streams 1, byte-identical"
+relays "--streams 1"
+wait_pid "$SP" "$(lim 30)"; expect_rc $? 0 rdsend "$(tr '\n' '|' < "$C/serr")"
+wait_pid "$R1" "$(lim 10)"; expect_rc $? 0 "relay 1" "$(tr '\n' '|' < "$C/r1err")"
+wait_pid "$R2" "$(lim 10)"; expect_rc $? 0 "relay 2" "$(tr '\n' '|' < "$C/r2err")"
+wait_pid "$KP" "$(lim 10)"; expect_rc $? 0 "rdrecv behind two relays" "$(tr '\n' '|' < "$C/kerr")"
+expect_same_file "$RD_T/in" "$C/out" "through two relays"
+says rdsend "tcp, 3 streams"
+relay_says "$C/r1err" "tcp, 3 streams" "tcp, 3 streams"
+relay_says "$C/r2err" "tcp, 3 streams" "tcp"   # the sink grants one: the last hop is one connection
+grep -Eq "^rdrecv: receiving from .* over tcp \(chunk" "$C/kerr" || t_fail "sink -v: $(tr '\n' '|' < "$C/kerr")"
+t_end
+
+t_begin "a relay of 3 stripes SIGKILLed mid-stream: rdsend and the sink behind the other relay exit 4, nothing confirmed"
+mkfifo "$C/rtrickle"
+( for i in $(seq 1 200); do head -c 30000 /dev/urandom; sleep 0.05; done ) > "$C/rtrickle" & feeder=$!; RD_PIDS+=("$feeder")
+relays "" "$C/rtrickle"
+wait_for_text "$C/r2err" 'relaying from .* 3 streams' 10 || t_fail "relays did not start: $(cat "$C/r1err" "$C/r2err")"
+sleep 0.3
+kill -9 "$R1" 2>/dev/null || t_fail "relay 1 had already exited: $(cat "$C/r1err")"
+wait "$R1" 2>/dev/null
+wait_pid "$SP" "$EXIT_LIMIT"; expect_rc $? 4 "rdsend after its relay was killed" "$(tr '\n' '|' < "$C/serr")"
+wait_pid "$R2" "$EXIT_LIMIT"; expect_rc $? 4 "relay 2 after relay 1 was killed" "$(tr '\n' '|' < "$C/r2err")"
+wait_pid "$KP" "$EXIT_LIMIT"; expect_rc $? 4 "the sink after relay 1 was killed" "$(tr '\n' '|' < "$C/kerr")"
+kill_reap "$feeder"
+t_end
+
 # ---------------------------------------------------------------- thread names
 # threads PID: the names of PID's threads (/proc/PID/task/*/comm), sorted, on one line
 threads() { cat /proc/"$1"/task/*/comm 2>/dev/null | LC_ALL=C sort | tr '\n' ' '; }

@@ -123,6 +123,12 @@ ns=$(grep -c "^rdpipe: hop [12] .* GB/s over tcp, 2 streams$" "$T/err")
 if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$ns" = 2 ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$rc out='$out' hops over 2 streams: $ns (want 2) err=$(grep hop "$T/err" | head -c 800)"; fi
 
+name="--streams 2 through two relays: all 3 hops striped over 2 connections, the relays' too (-v), byte-identical"
+out=$(rdpipe_h0 -v --streams 2 h1:"< $T/big.img" h2:'cat' h3:'cat' h1:'sha256sum' </dev/null 2>"$T/err"); rc=$?
+ns=$(grep -c "^rdpipe: hop [123] .* GB/s over tcp, 2 streams$" "$T/err")
+if [ $rc = 0 ] && [ "$(echo "$out" | cut -d' ' -f1)" = "$BIGSUM" ] && [ "$ns" = 3 ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc out='$out' hops over 2 streams: $ns (want 3) err=$(grep hop "$T/err" | head -c 800)"; fi
+
 name="--lanes x is a usage error naming the value"
 rdpipe_h0 --lanes x h1:cat </dev/null >/dev/null 2>"$T/err"; rc=$?
 if [ $rc = 1 ] && [ "$(cat "$T/err")" = "rdpipe: --lanes must be from 1 to 64, not 'x'" ]; then ok "$name"

@@ -153,6 +153,17 @@ streams_cases() {
     kill_case "--streams 2 on one device, sender SIGKILLed mid-stream" sender $S
     kill_case "--streams 2 on one device, receiver SIGKILLed mid-stream" receiver $S
 
+    # a relay passes its QPs on: rdpipe --streams 2 through a `cat` segment, both hops 2 QPs
+    if [ -x "$BIN/rdpipe" ]; then
+        head -c 12000007 "$T/big" > "$T/rs.in"; rm -f "$T/rs.out"
+        PATH=$BIN:$PATH timeout 120 "$BIN/rdpipe" -v --streams 2 --transport rdma -H $S localhost:"< $T/rs.in" \
+            localhost:cat localhost:"> $T/rs.out" < /dev/null 2> "$T/rserr"; rc=$?
+        if [ $rc = 0 ] && cmp -s "$T/rs.in" "$T/rs.out" &&
+           [ "$(grep -c "12000007 bytes .* over rdma rxe.*, 2 streams$" "$T/rserr")" = 2 ]; then
+            pass "rdpipe --streams 2 through a relay over RDMA: both hops 2 QPs, 12 MB byte-identical"
+        else fail "rdpipe --streams 2 through a relay over RDMA" "exit $rc: $(tr '\n' '|' < "$T/rserr")"; fi
+    fi
+
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
     RO=("${RS[@]}"); SO=(-v "${SS[@]}")

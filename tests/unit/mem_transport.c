@@ -479,6 +479,7 @@ static int mem_send_ref(struct rd_transport *tp, struct rd_buf *b)
 {
     memmove(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
     b->len = RD_FRAME_HDR + b->ref_len;
+    rd_ref_done(b);
     atomic_fetch_add(&ep_of(tp)->by_ref, 1);
     return mem_send(tp, b);
 }
