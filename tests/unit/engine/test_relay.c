@@ -85,6 +85,9 @@ struct tap {
     /* the last CONFIRM frame sent and received, byte for byte */
     uint8_t confirm_sent[RD_FRAME_HDR + RD_END_LEN], confirm_got[RD_FRAME_HDR + RD_END_LEN];
     size_t confirm_sent_len, confirm_got_len;
+    /* with send_ref (tap_ref_ops): the frame whose payload still lies in the relay's received
+     * buffer, sent at the next call only, as a striped connection's thread sends it later */
+    struct rd_buf *held;
 };
 
 static struct rd_transport *inner_of(struct rd_transport *tp)
@@ -99,9 +102,32 @@ static int tap_connect(struct rd_transport *t, const struct rd_addr *a) { return
 static int tap_setup_ring(struct rd_transport *t, enum rd_dir d, size_t size, unsigned depth) { return inner_of(t)->ops->setup_ring(inner_of(t), d, size, depth); }
 static int tap_get_send_buf(struct rd_transport *t, struct rd_buf **b) { return inner_of(t)->ops->get_send_buf(inner_of(t), b); }
 static void tap_release(struct rd_transport *t, struct rd_buf *b) { inner_of(t)->ops->release(inner_of(t), b); }
-static int tap_drain(struct rd_transport *t) { return inner_of(t)->ops->drain(inner_of(t)); }
+/* The held frame goes out now: its payload copied from the relay's buffer, which then goes
+ * back to the upstream transport (rd_ref_done), and only then. */
+static int tap_flush(struct tap *tp)
+{
+    struct rd_buf *b = tp->held;
+    if (!b)
+        return RD_OK;
+    tp->held = NULL;
+    memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
+    b->len = RD_FRAME_HDR + b->ref_len;
+    rd_ref_done(b);
+    return tp->inner->ops->send(tp->inner, b);
+}
+
+static int tap_drain(struct rd_transport *t)
+{
+    int rc = tap_flush(t->priv);
+    int d = inner_of(t)->ops->drain(inner_of(t));
+    return rc ? rc : d;
+}
 static void tap_shutdown(struct rd_transport *t) { inner_of(t)->ops->shutdown(inner_of(t)); }
-static void tap_close(struct rd_transport *t) { inner_of(t)->ops->close(inner_of(t)); }   /* the tap itself is the case's */
+static void tap_close(struct rd_transport *t)   /* the tap itself is the case's */
+{
+    (void)tap_flush(t->priv);   /* the link may be down: the frame goes back to its pool */
+    inner_of(t)->ops->close(inner_of(t));
+}
 
 /* One thread receives at a time on an endpoint (handshake, then the engine's monitor or
  * network thread, each started after the previous is done), and the case reads after the
@@ -159,7 +185,10 @@ static int tap_send(struct rd_transport *t, struct rd_buf *b)
             }
         }
     }
+    int held_rc = tap_flush(tp);   /* in order: a frame held by send_ref goes first */
     int rc = tp->inner->ops->send(tp->inner, b);   /* b is gone now */
+    if (held_rc)
+        rc = held_rc;
     pthread_mutex_lock(&tap_lock);
     if (kind == 1) {
         if (tp->sent_aborts++ == 0) {
@@ -192,6 +221,41 @@ static const struct rd_transport_ops tap_ops = {
     .close = tap_close,
 };
 
+/* send_ref as a striped TCP connection does it: the payload is read later, on another call,
+ * and the relay's buffer given back then. A relay that gave it back itself when the call
+ * returned would have the frame sent from a buffer already received into again. */
+static int tap_send_ref(struct rd_transport *t, struct rd_buf *b)
+{
+    struct tap *tp = t->priv;
+    int rc = tap_flush(tp);
+    if (rc) {
+        memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
+        b->len = RD_FRAME_HDR + b->ref_len;
+        rd_ref_done(b);
+        (void)tp->inner->ops->send(tp->inner, b);   /* fails as the link did: b goes back */
+        return rc;
+    }
+    tp->held = b;
+    return RD_OK;
+}
+
+static const struct rd_transport_ops tap_ref_ops = {
+    .name = "tap",
+    .listen = tap_listen,
+    .accept = tap_accept,
+    .listen_fd = tap_listen_fd,
+    .connect = tap_connect,
+    .setup_ring = tap_setup_ring,
+    .get_send_buf = tap_get_send_buf,
+    .send = tap_send,
+    .send_ref = tap_send_ref,
+    .recv = tap_recv,
+    .release = tap_release,
+    .drain = tap_drain,
+    .shutdown = tap_shutdown,
+    .close = tap_close,
+};
+
 static struct rd_transport *tap_wrap(struct tap *t, struct rd_transport *inner)
 {
     memset(t, 0, sizeof *t);
@@ -216,6 +280,7 @@ struct chain {
      * no error (so rd_error_msg() is the relay's and the receiver's); returns the origin's rc */
     int (*origin_script)(struct chain *c, struct rd_transport *tp);
     int forged_up;                         /* the case forges a goodbye on link 1 itself */
+    int defer_ref;                         /* the relay's downstream has tap_ref_ops' send_ref */
     struct mem_faults origin_faults;       /* on link 1, frames the origin sends */
     struct mem_faults relay_up_faults;     /* on link 1, frames the relay sends upstream */
     struct mem_faults relay_down_faults;   /* on link 2, frames the relay sends downstream */
@@ -231,6 +296,8 @@ struct chain {
     struct tap relay_down_tap, recv_tap;      /* wrap a2 and b2 */
     double seconds;                           /* wall time of the whole transfer */
 };
+
+static int defer_ref;   /* the cases that set it run the chain with tap_ref_ops downstream */
 
 static void chain_init(struct chain *c, const char *in, const char *out)
 {
@@ -248,6 +315,7 @@ static void chain_init(struct chain *c, const char *in, const char *out)
     c->send_session_rc = c->send_rc = -1;
     c->relay_up_rc = c->relay_down_rc = c->relay_rc = -1;
     c->recv_session_rc = c->recv_rc = -1;
+    c->defer_ref = defer_ref;
 }
 
 static void *origin_main(void *arg)
@@ -339,6 +407,8 @@ static int chain_run(struct chain *c)
     tap_wrap(&c->origin_tap, c->a1);
     tap_wrap(&c->relay_up_tap, c->b1);
     tap_wrap(&c->relay_down_tap, c->a2);
+    if (c->defer_ref)
+        c->relay_down_tap.tp.ops = &tap_ref_ops;
     tap_wrap(&c->recv_tap, c->b2);
     pthread_t t_recv, t_relay, t_origin;
     double t0 = now_s();
@@ -424,6 +494,14 @@ static void t_size_chunk_minus_1(void) { roundtrip(CHUNK - 1, 4, 8, 3); }
 static void t_size_chunk(void) { roundtrip(CHUNK, 4, 8, 4); }
 static void t_size_chunk_plus_1(void) { roundtrip(CHUNK + 1, 4, 8, 5); }
 static void t_many_chunks(void) { roundtrip(300 * CHUNK + 123, 4, 8, 6); }
+/* a downstream that sends each payload from the relay's received buffer later (send_ref, as
+ * a striped connection does): that buffer must stay the relay's until then */
+static void t_many_chunks_sent_later(void)
+{
+    defer_ref = 1;
+    roundtrip(300 * CHUNK + 123, 4, 8, 31);
+    defer_ref = 0;
+}
 static void t_depth_1(void) { roundtrip(20 * CHUNK + 1, 1, 8, 7); }
 /* the two links need not agree on depth: 8 frames in flight upstream, 2 downstream */
 static void t_shallower_downstream(void) { roundtrip(50 * CHUNK + 7, 8, 2, 8); }
@@ -625,6 +703,24 @@ static void t_downstream_link_killed(void)
     check_all_failed(&fc, __LINE__);
     CHECK_EQ_U(atomic_load(&fc.c.relay_cnt.frames), 3);
     CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 3);   /* exactly what got through was written */
+    check_told(&fc.c.origin_tap, "origin", "link killed", __LINE__);
+    check_output_prefix(&fc, __LINE__, 1);
+out:
+    fail_teardown(&fc);
+}
+
+/* The same with a downstream that sends each payload later, from the relay's buffer. */
+static void t_downstream_link_killed_sent_later(void)
+{
+    struct fail_case fc;
+    defer_ref = 1;
+    fail_setup(&fc, LONG_INPUT, 32);
+    defer_ref = 0;
+    fc.c.relay_down_faults.kill_after = DATA_FRAME(3);
+    CHECK_OR(fail_run(&fc) == 0, goto out);
+    check_sessions_ok(&fc, __LINE__);
+    check_all_failed(&fc, __LINE__);
+    CHECK_EQ_U(atomic_load(&fc.c.recv_cnt.frames), 3);
     check_told(&fc.c.origin_tap, "origin", "link killed", __LINE__);
     check_output_prefix(&fc, __LINE__, 1);
 out:
@@ -945,6 +1041,7 @@ int main(void)
     RUN(t_size_chunk);
     RUN(t_size_chunk_plus_1);
     RUN(t_many_chunks);
+    RUN(t_many_chunks_sent_later);
     RUN(t_depth_1);
     RUN(t_shallower_downstream);
     RUN(t_corrupt_payload_upstream);
@@ -955,6 +1052,7 @@ int main(void)
     RUN(t_reordered_frames_upstream);
     RUN(t_dropped_last_frame_upstream);
     RUN(t_downstream_link_killed);
+    RUN(t_downstream_link_killed_sent_later);
     RUN(t_upstream_link_killed);
     RUN(t_receiver_write_error);
     RUN(t_origin_read_error);
