@@ -13,9 +13,11 @@
  * on stderr one line
  *   result BYTES WALL_S SEND_CPU_S RECV_CPU_S OTHER_CPU_S LOST_CPU_S
  * WALL_S runs from the first engine's start to the last one's return (the handshake is left
- * out). CPU per end: every thread an end starts inherits its name (Linux copies the creator's
- * name into a new thread), so the engines' reader, monitor, writer and lane threads are named
- * for their end without the engine naming them. Each thread's CPU time is read as it exits:
+ * out). CPU per end: every thread belongs to the end of the thread that started it (a
+ * thread-local mark that the wrapped pthread_create passes on), so the engines' reader,
+ * monitor, writer and lane threads count for their end whatever the engine names them (it
+ * names them since 2026-11-26: attributing by an inherited name then put nearly all CPU
+ * under "other"). Each thread's CPU time is read as it exits:
  * the link wraps pthread_create (-Wl,--wrap=pthread_create, see the Makefile) so that every
  * thread, the library's included, runs a thread-exit hook that adds its CLOCK_THREAD_CPUTIME_ID
  * to its end by name. (Sampling /proc/self/task/ instead missed up to 17% of a short run's CPU time
@@ -60,14 +62,7 @@ static int have_exit_key;
 static int verbose;   /* -v: one line per thread as it exits */
 static int direct;    /* --direct: the file sink with O_DIRECT */
 
-static enum side side_of(const char *name)
-{
-    if (strcmp(name, NAME_SEND) == 0)
-        return SIDE_SEND;
-    if (strcmp(name, NAME_RECV) == 0)
-        return SIDE_RECV;
-    return SIDE_OTHER;
-}
+static _Thread_local enum side my_side = SIDE_OTHER;   /* the end this thread works for */
 
 /* This thread's CPU time so far, to its end. */
 static void count_thread(void)
@@ -77,7 +72,7 @@ static void count_thread(void)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     pthread_getname_np(pthread_self(), name, sizeof name);
     unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-    atomic_fetch_add(&cpu_ns[side_of(name)], ns);
+    atomic_fetch_add(&cpu_ns[my_side], ns);
     if (verbose)
         fprintf(stderr, "thread %d %s: %.3f s CPU\n", (int)gettid(), name, (double)ns / 1e9);
 }
@@ -91,6 +86,7 @@ static void on_thread_exit(void *unused)
 struct trampoline {
     void *(*fn)(void *);
     void *arg;
+    enum side side;   /* the creator's */
 };
 
 static void make_exit_key(void)
@@ -102,6 +98,7 @@ static void *trampoline_main(void *arg)
 {
     struct trampoline t = *(struct trampoline *)arg;
     free(arg);
+    my_side = t.side;
     if (have_exit_key)
         pthread_setspecific(exit_key, &exit_key);   /* any non-NULL value: the destructor runs */
     return t.fn(t.arg);
@@ -117,7 +114,7 @@ int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
     struct trampoline *t = malloc(sizeof *t);
     if (!t)
         return EAGAIN;
-    *t = (struct trampoline){ fn, arg };
+    *t = (struct trampoline){ fn, arg, my_side };
     int rc = __real_pthread_create(th, attr, trampoline_main, t);
     if (rc)
         free(t);
@@ -231,12 +228,14 @@ static int usage(void)
     return RD_EUSAGE;
 }
 
-/* Start fn on a new thread that carries `name` from birth, and so does every thread it
- * starts: the name is the main thread's while it creates the thread. */
-static int start_named(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
+/* Start fn on a new thread of end `side`, named `name` from birth; every thread it starts
+ * counts for the same end: the mark is the main thread's while it creates the thread. */
+static int start_named(pthread_t *t, const char *name, enum side side, void *(*fn)(void *), void *arg)
 {
     pthread_setname_np(pthread_self(), name);
+    my_side = side;
     int rc = rd_thread_create(t, NULL, fn, arg);
+    my_side = SIDE_OTHER;
     pthread_setname_np(pthread_self(), NAME_MAIN);
     return rc;
 }
@@ -314,7 +313,7 @@ int main(int argc, char **argv)
         return rd_report();
 
     pthread_t ts, tr;
-    if (start_named(&tr, NAME_RECV, receiver_main, &rcv) || start_named(&ts, NAME_SEND, sender_main, &snd)) {
+    if (start_named(&tr, NAME_RECV, SIDE_RECV, receiver_main, &rcv) || start_named(&ts, NAME_SEND, SIDE_SEND, sender_main, &snd)) {
         fprintf(stderr, "engine: cannot start threads\n");
         return RD_EIO;   /* exiting ends whatever did start */
     }
