@@ -251,9 +251,8 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
                 rd_error_clear();
                 rc = RD_OK;
             } else {
-                rd_error_clear();
-                rc = rd_fail(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
-                             cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
+                rc = rd_fail_instead(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
+                                     cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
             }
             break;
         }

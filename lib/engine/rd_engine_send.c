@@ -383,9 +383,8 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         if (!monitor_joined)
             monitor_joined = pthread_timedjoin_np(monitor, NULL, &ts) == 0;
         if (monitor_joined && c.peer_said) {
-            rd_error_clear();
-            rc = rd_fail(c.peer_reason.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM, "receiver: %s",
-                         c.peer_reason.text);
+            rc = rd_fail_instead(c.peer_reason.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM, "receiver: %s",
+                                 c.peer_reason.text);
         }
     }
     if (rc) {

@@ -264,8 +264,7 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
         }
     } else if (side == SIDE_DOWN && wait_answer(&r, 1) && r.down_said) {
         /* a send failed because downstream hung up: its reason beats "broken pipe" */
-        rd_error_clear();
-        rc = rd_fail(RD_ESTREAM, "downstream: %s", r.down_reason.text);
+        rc = rd_fail_instead(RD_ESTREAM, "downstream: %s", r.down_reason.text);
     }
     if (rc) {
         char text[300];

@@ -165,8 +165,7 @@ static int sender_gone(struct rd_transport *tp)
     struct rd_buf *b;
     struct rd_frame f;
     if (rd_recv_ctrl(tp, 1000, &b, &f)) {
-        rd_error_clear();
-        return rd_fail(RD_ESTREAM, "sender %s went away before all its connections joined", tp->peer);
+        return rd_fail_instead(RD_ESTREAM, "sender %s went away before all its connections joined", tp->peer);
     }
     int rc = f.type == RD_ABORT ? rd_fail_from_reason(&f, "sender")
                                 : rd_fail(RD_ESTREAM, "protocol error: sender %s sent %s before its stripes",
@@ -187,9 +186,8 @@ static int gather_stripes(struct rd_listener *lis, struct joining *j, const stru
         if (left <= 0 || rd_waiting_next(j->waiting, lis, watch, (int)(left * 1000) + 1, &c, &idx)) {
             rd_waiting_free(j->waiting);
             j->waiting = NULL;
-            rd_error_clear();
-            return rd_fail(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
-                           agreed->streams);
+            return rd_fail_instead(RD_ESTREAM, "only %u of the sender's %u connections arrived", j->got,
+                                   agreed->streams);
         }
         int said = c ? QUIET : sender_gave_up(j->conns[0]);
         if (!c && said == QUIET)

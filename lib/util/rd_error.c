@@ -51,11 +51,14 @@ int rd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void
     return e;
 }
 
-static void record(int after, int code, const char *fmt, va_list ap)
+enum how { CAUSE, AFTER, INSTEAD };
+
+static void record(enum how how, int code, const char *fmt, va_list ap)
 {
     struct rd_errctx *x = rd_errctx_current();
+    int after = how == AFTER;
     pthread_mutex_lock(&x->lock);
-    if (x->code == 0 || (x->after && !after)) {
+    if (x->code == 0 || (x->after && !after) || how == INSTEAD) {
         vsnprintf(x->msg, sizeof x->msg, fmt, ap);
         x->code = code;
         x->after = after;
@@ -67,7 +70,7 @@ int rd_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    record(0, code, fmt, ap);
+    record(CAUSE, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -76,7 +79,16 @@ int rd_fail_after(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    record(1, code, fmt, ap);
+    record(AFTER, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rd_fail_instead(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(INSTEAD, code, fmt, ap);
     va_end(ap);
     return code;
 }

@@ -37,6 +37,10 @@ int rd_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))
  * something else failed. Recorded while nothing is, and replaced by the first rd_fail, so
  * the user reads the cause, whichever thread noticed first. */
 int rd_fail_after(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replace whatever is recorded by this, in one step: a better account of the same failure
+ * (the peer's reason for a broken pipe). Clearing and then recording would let another
+ * thread of the transfer record its own consequence in between, and that would stay. */
+int rd_fail_instead(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rd_error_code(void);
 /* The recorded error's code, or fallback when none is: read once, because another thread of
  * the transfer may clear and re-record the error in between (a sender replacing "broken pipe"

@@ -5,6 +5,7 @@
 #include "util/rd_error.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static void *fail_stream(void *arg)
 {
@@ -115,6 +116,70 @@ static void t_cause_beats_consequence(void)
     CHECK_EQ_U(rd_error_or(RD_EUSAGE), RD_EUSAGE);
 }
 
+/* rd_fail_instead replaces any error in one step, and what it records is a cause: a
+ * consequence recorded after it (another thread's IO on the connection shut down) does not
+ * take its place. Clearing and then failing let such a consequence in between, and it stayed
+ * (a receiver's "cannot write /dev/full" reported as "transfer aborted"). */
+static void *fail_after_in_thread(void *arg)
+{
+    (void)arg;
+    rd_fail_after(RD_ESTREAM, "transfer aborted");
+    return NULL;
+}
+
+static void t_instead_replaces_in_one_step(void)
+{
+    rd_error_clear();
+    rd_fail(RD_EIO, "write error: broken pipe");
+    CHECK_EQ_U(rd_fail_instead(RD_ESTREAM, "receiver: cannot write /dev/full"), RD_ESTREAM);
+    CHECK_EQ_U(rd_error_code(), RD_ESTREAM);
+    CHECK(strcmp(rd_error_msg(), "receiver: cannot write /dev/full") == 0);
+    pthread_t th;
+    CHECK(rd_thread_create(&th, NULL, fail_after_in_thread, NULL) == 0);
+    pthread_join(th, NULL);
+    rd_fail(RD_EIO, "a later cause");
+    CHECK_EQ_U(rd_error_code(), RD_ESTREAM);
+    CHECK(strcmp(rd_error_msg(), "receiver: cannot write /dev/full") == 0);
+    rd_fail_after(RD_ESTREAM, "transfer aborted");
+    rd_fail_instead(RD_EAUTH, "receiver: wrong key");   /* over a consequence too */
+    CHECK_EQ_U(rd_error_code(), RD_EAUTH);
+    rd_error_clear();
+    rd_fail_instead(RD_ECONNECT, "timed out");   /* and over nothing */
+    CHECK_EQ_U(rd_error_code(), RD_ECONNECT);
+    rd_error_clear();
+}
+
+/* The one step, under contention: another thread of the transfer keeps recording causes of
+ * its own; after each rd_fail_instead the message is still ours. */
+static atomic_int spinning;
+
+static void *fail_in_a_loop(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&spinning))
+        rd_fail(RD_EIO, "the other thread's cause");
+    return NULL;
+}
+
+static void t_instead_under_contention(void)
+{
+    rd_error_clear();
+    atomic_store(&spinning, 1);
+    pthread_t th;
+    CHECK_OR(rd_thread_create(&th, NULL, fail_in_a_loop, NULL) == 0, return);
+    int lost = 0;
+    char msg[64];
+    for (int i = 0; i < 200000; i++) {
+        rd_fail_instead(RD_ESTREAM, "ours");
+        if (rd_error_copy(msg, sizeof msg) != RD_ESTREAM || strcmp(msg, "ours") != 0)
+            lost++;
+    }
+    atomic_store(&spinning, 0);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(lost, 0);
+    rd_error_clear();
+}
+
 /* rd_errctx_bind: a thread can be pointed at another context and back. */
 static void t_bind_and_back(void)
 {
@@ -136,6 +201,8 @@ int main(void)
     RUN(t_inherited_through_generations);
     RUN(t_two_transfers_apart);
     RUN(t_cause_beats_consequence);
+    RUN(t_instead_replaces_in_one_step);
+    RUN(t_instead_under_contention);
     RUN(t_bind_and_back);
     return check_summary();
 }
