@@ -204,22 +204,22 @@ static int tap_send(struct rd_transport *t, struct rd_buf *b)
     return rc;
 }
 
-static const struct rd_transport_ops tap_ops = {
-    .name = "tap",
-    .listen = tap_listen,
-    .accept = tap_accept,
-    .listen_fd = tap_listen_fd,
-    .connect = tap_connect,
-    .setup_ring = tap_setup_ring,
-    .get_send_buf = tap_get_send_buf,
-    .send = tap_send,
-    .send_ref = NULL,   /* mem has none: the engine and relay copy */
-    .recv = tap_recv,
-    .release = tap_release,
-    .drain = tap_drain,
-    .shutdown = tap_shutdown,
-    .close = tap_close,
-};
+#define TAP_OPS                        \
+    .name = "tap",                     \
+    .listen = tap_listen,              \
+    .accept = tap_accept,              \
+    .listen_fd = tap_listen_fd,        \
+    .connect = tap_connect,            \
+    .setup_ring = tap_setup_ring,      \
+    .get_send_buf = tap_get_send_buf,  \
+    .send = tap_send,                  \
+    .recv = tap_recv,                  \
+    .release = tap_release,            \
+    .drain = tap_drain,                \
+    .shutdown = tap_shutdown,          \
+    .close = tap_close
+
+static const struct rd_transport_ops tap_ops = { TAP_OPS };   /* no send_ref, as mem: the relay copies */
 
 /* send_ref as a striped TCP connection does it: the payload is read later, on another call,
  * and the relay's buffer given back then. A relay that gave it back itself when the call
@@ -239,22 +239,7 @@ static int tap_send_ref(struct rd_transport *t, struct rd_buf *b)
     return RD_OK;
 }
 
-static const struct rd_transport_ops tap_ref_ops = {
-    .name = "tap",
-    .listen = tap_listen,
-    .accept = tap_accept,
-    .listen_fd = tap_listen_fd,
-    .connect = tap_connect,
-    .setup_ring = tap_setup_ring,
-    .get_send_buf = tap_get_send_buf,
-    .send = tap_send,
-    .send_ref = tap_send_ref,
-    .recv = tap_recv,
-    .release = tap_release,
-    .drain = tap_drain,
-    .shutdown = tap_shutdown,
-    .close = tap_close,
-};
+static const struct rd_transport_ops tap_ref_ops = { TAP_OPS, .send_ref = tap_send_ref };
 
 static struct rd_transport *tap_wrap(struct tap *t, struct rd_transport *inner)
 {
