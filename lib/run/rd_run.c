@@ -318,7 +318,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
         },
     };
-    if (o->transport != RD_T_TCP && !o->bind && o->relay_fd < 0)   /* a sender may stripe over our rails */
+    if (o->transport != RD_T_TCP && !o->bind)   /* a sender may stripe over our rails (a relay's too) */
         rails_of(o->device, &ha.limits.rails);
     rd_throttle_init(&throttle);
     struct rd_waiting_cfg cfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
@@ -409,6 +409,13 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     d.port = port;
     d.bind = NULL;
     d.timeout_s = -1;
+    /* -d names the ports this relay offers upstream as rails; downstream it goes out of the
+     * first one named, every connection alike (a list would put connection i on entry i) */
+    char first_dev[128];
+    if (o->device && strchr(o->device, ',')) {
+        snprintf(first_dev, sizeof first_dev, "%.*s", (int)strcspn(o->device, ","), o->device);
+        d.device = first_dev;
+    }
     rc = rd_key_derive(&down_key, keytext, strlen(keytext)) ? rd_fail(RD_EIO, "libcrypto cannot derive the key") : RD_OK;
     memset(keytext, 0, sizeof keytext);
     if (rc)
@@ -417,7 +424,13 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     rc = rd_connect_any(&down_reach, &down);
     if (rc)
         goto wipe_key;
-    rc = rd_session_sender(down, &down_key, &agreed, &down_agreed);
+    /* downstream: as many connections as came in, over this host's route to the next hop;
+     * rails upstream are ours, not the next hop's (asking for its rails would get one
+     * connection from a receiver with one port) */
+    struct rd_params want = agreed;
+    want.caps &= ~RD_CAP_RAILS;
+    memset(&want.rails, 0, sizeof want.rails);
+    rc = rd_session_sender(down, &down_key, &want, &down_agreed);
     if (!rc && down_agreed.streams > 1)
         rc = rd_stripe_join(&down_reach, &down, &down_agreed);
     if (!down)   /* the stripes took connection 0 with them */

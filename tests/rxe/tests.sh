@@ -234,6 +234,23 @@ default_rails_cases() {
     if xfer2 x $((4 * 1048576)) file $S && grep -q "over rdma rxe_b port 1 (chunk" "$T/serr"; then
         pass "rdrecv --bind: no rails offered, one connection"
     else fail "rdrecv --bind offers no rails" "${WHY:-$(grep ' over ' "$T/serr")}"; fi
+    # a relay (rdrecv --relay-fd, as rdpipe runs for a `cat`) offers its rails too: the sender
+    # stripes over rxe_b and rxe_d into it, and it passes 2 connections on to the sink
+    local sport rport src rrc krc sk
+    sk=$(printf '%064x' 5)
+    next_port; sport=$PORT; next_port; rport=$PORT
+    head -c $((12 * 1048576 + 9)) "$T/big" > "$T/in"; rm -f "$T/out" "$T/rrc" "$T/krc"
+    echo "$S $sport key2" > "$T/next"
+    { RDPIPE_STREAM_KEY=$sk "$RECV" -v --transport rdma $sport key2 "$T/out" 2> "$T/kerr"; echo $? > "$T/krc"; } & local kp=$!
+    { "$RECV" -v --transport rdma -d rxe_a,rxe_c --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr"; echo $? > "$T/rrc"; } & local rp=$!
+    RDPIPE_STREAM_KEY=$sk "$SEND" -v --transport rdma --timeout 20 --bind $C $S $rport key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 30 > /dev/null; wait_exit $kp 30 > /dev/null
+    rrc=$(cat "$T/rrc" 2> /dev/null || echo "none (hung)"); krc=$(cat "$T/krc" 2> /dev/null || echo "none (hung)")
+    if [ $src = 0 ] && [ "$rrc" = 0 ] && [ "$krc" = 0 ] && cmp -s "$T/in" "$T/out" &&
+       grep -q "^rdsend: 2 rails to " "$T/serr" &&
+       grep -q "relaying from .* over rdma rxe_a port 1 + rdma rxe_c port 1, 2 streams to .*, 2 streams (chunk" "$T/rerr"; then
+        pass "a relay offers its rails: 2 rails in, 2 QPs on to the sink, 12 MiB + 9 byte-identical"
+    else fail "a relay offers its rails" "rdsend $src, relay $rrc, sink $krc: $(cat "$T/serr" "$T/rerr" "$T/kerr" | tr '\n' '|')"; fi
     RO=(--transport rdma -d rxe_a,rxe_c); SO=(--transport rdma --timeout 20 --bind $C)
     kill_case "multi-rail by default, sender SIGKILLed mid-stream" sender $S
     kill_case "multi-rail by default, receiver SIGKILLed mid-stream" receiver $S
