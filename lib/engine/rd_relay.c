@@ -15,6 +15,7 @@
 #include "util/rd_thread.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -26,7 +27,7 @@ struct relay {
     const struct rd_params *p;
     struct rd_counters *cnt;
     struct rd_end end;          /* what upstream announced (and we forwarded) */
-    uint64_t seq, total;
+    _Atomic uint64_t seq, total;   /* DATA frames and bytes passed on (stripes: by several threads) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int answered;               /* the downstream monitor is done */
@@ -35,8 +36,6 @@ struct relay {
     uint8_t confirm_frame[RD_FRAME_HDR + RD_END_LEN];   /* passed upstream as it came */
     int down_said;              /* downstream sent ABORT/REJECT with this reason */
     struct rd_reason down_reason;
-    struct rd_frame cur;        /* forwarded frames: the header being passed on */
-    const uint8_t *head;        /* the control frame take_ctrl judges: its header bytes */
 };
 
 /* Downstream's answer: CONFIRM, or an ABORT with a reason, or its death. Anything but
@@ -98,8 +97,8 @@ static int wait_answer(struct relay *r, int timeout_s)
     return answered;
 }
 
-/* Check one header from upstream: its type, order and size. */
-static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, struct rd_frame *f)
+/* Check one header from upstream: its type, size, and order (DATA and END: frame number seq). */
+static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, uint64_t seq, struct rd_frame *f)
 {
     /* TCP delivers frames shorter than a header too: their "header" would be stale bytes */
     int pe = frame_len < RD_FRAME_HDR ? RD_P_SHORT : rd_frame_parse_head(head, r->p->chunk_size, f);
@@ -109,48 +108,50 @@ static int check_head(struct relay *r, const uint8_t *head, size_t frame_len, st
         pe = RD_P_TYPE;
     if (pe == RD_P_OK && f->type != RD_DATA && f->length > RD_CTRL_FRAME - RD_FRAME_HDR)
         pe = RD_P_LENGTH;
-    if (pe == RD_P_OK && (f->type == RD_DATA || f->type == RD_END) && f->seq != r->seq)
+    if (pe == RD_P_OK && (f->type == RD_DATA || f->type == RD_END) && f->seq != seq)
         pe = RD_P_SEQUENCE;
     if (pe != RD_P_OK)
         return rd_fail(RD_ESTREAM, "protocol error from sender %s: %s", r->up->peer, rd_proto_strerror(pe));
     return RD_OK;
 }
 
-/* A control frame (END or ABORT) whose payload is in memory: verify it and act on it.
- * Returns RD_OK for END (forwarded: now wait for downstream), or the ABORT's error. */
-static int take_ctrl(struct relay *r, struct rd_frame *f)
+/* A control frame (END or ABORT) whose header is head and payload is in memory: verify it
+ * and act on it. Returns RD_OK for END (forwarded: now wait for downstream), or the ABORT's
+ * error. */
+static int take_ctrl(struct relay *r, const uint8_t *head, struct rd_frame *f)
 {
     if (f->type == RD_ABORT) {
         /* the upstream hop's own frame: its tag under that hop's key. Not passed on: the
          * relay's own ABORT, tagged for the next hop, carries the reason down */
-        if (rd_check_hop(r->up, r->head, f) != RD_P_OK)
+        if (rd_check_hop(r->up, head, f) != RD_P_OK)
             return rd_fail(RD_ESTREAM, "stream corrupt: sender %s sent an ABORT that fails its authentication tag",
                            r->up->peer);
         return rd_fail_from_reason(f, "sender");
     }
     if (rd_end_decode(f->payload, f->length, &r->end) != RD_P_OK)
         return rd_fail(RD_ESTREAM, "malformed END from sender %s", r->up->peer);
-    if (r->end.total_bytes != r->total || r->end.frames != r->seq)
+    uint64_t total = atomic_load(&r->total), seq = atomic_load(&r->seq);
+    if (r->end.total_bytes != total || r->end.frames != seq)
         return rd_fail(RD_ESTREAM, "stream incomplete: sender sent %llu bytes in %llu frames, %llu bytes in %llu frames arrived",
                        (unsigned long long)r->end.total_bytes, (unsigned long long)r->end.frames,
-                       (unsigned long long)r->total, (unsigned long long)r->seq);
+                       (unsigned long long)total, (unsigned long long)seq);
     return RD_OK;
 }
 
 static void count(struct relay *r, uint32_t len)
 {
-    r->seq++;
-    r->total += len;
+    atomic_fetch_add(&r->seq, 1);
+    atomic_fetch_add(&r->total, len);
     atomic_fetch_add(&r->cnt->bytes, len);
     atomic_fetch_add(&r->cnt->frames, 1);
 }
 
 /* The relay's side of ops->forward: the transport moves the frames, these decide. */
-static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, int *is_data)
+static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data)
 {
-    struct relay *r = ctx;
-    int rc = check_head(r, head, frame_len, &r->cur);
-    *is_data = !rc && r->cur.type == RD_DATA;
+    struct rd_frame f;
+    int rc = check_head(ctx, head, frame_len, seq, &f);
+    *is_data = !rc && f.type == RD_DATA;
     return rc;
 }
 
@@ -162,17 +163,22 @@ static void fw_passed(void *ctx, size_t frame_len)
 static int fw_ctrl(void *ctx, const uint8_t *frame, size_t frame_len)
 {
     struct relay *r = ctx;
-    r->cur.payload = frame + RD_FRAME_HDR;
-    r->head = frame;
-    return take_ctrl(r, &r->cur);
+    struct rd_frame f;
+    int rc = check_head(r, frame, frame_len, atomic_load(&r->seq), &f);   /* checked before: parse it again */
+    if (rc)
+        return rc;
+    f.payload = frame + RD_FRAME_HDR;
+    return take_ctrl(r, frame, &f);
 }
 
-/* Same transport on both sides and it can forward by itself (TCP: splice). */
-static int relay_forwarded(struct relay *r, enum side *side)
+/* Same transport on both sides and it can forward by itself (TCP: splice; stripes: each
+ * connection spliced to its pair). *declined: it could not, and nothing was read. */
+static int relay_forwarded(struct relay *r, enum side *side, int *declined)
 {
     struct rd_forward fw = { .ctx = r, .check = fw_check, .passed = fw_passed, .ctrl = fw_ctrl };
     int rc = r->up->ops->forward(r->up, r->down, &fw);
     *side = fw.down_failed ? SIDE_DOWN : SIDE_UP;
+    *declined = fw.declined;
     return rc;
 }
 
@@ -187,7 +193,7 @@ static int relay_buffers(struct relay *r, enum side *side)
         int rc = up->ops->recv(up, &b, -1);
         if (rc)
             return rc;
-        rc = check_head(r, b->data, b->len, &f);
+        rc = check_head(r, b->data, b->len, atomic_load(&r->seq), &f);
         if (rc) {
             up->ops->release(up, b);
             return rc;
@@ -195,8 +201,7 @@ static int relay_buffers(struct relay *r, enum side *side)
         f.payload = b->data + RD_FRAME_HDR;
         if (f.type != RD_DATA) {
             /* judged before it goes on: an ABORT does not */
-            r->head = b->data;
-            rc = take_ctrl(r, &f);
+            rc = take_ctrl(r, b->data, &f);
             if (rc) {
                 up->ops->release(up, b);
                 return rc;
@@ -238,9 +243,10 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
         rc = rd_fail(RD_EIO, "cannot start the monitor thread");
         goto destroy_sync;
     }
+    int declined = 1;
     if (up->ops->forward && up->ops == down->ops)
-        rc = relay_forwarded(&r, &side);
-    else
+        rc = relay_forwarded(&r, &side, &declined);
+    if (declined)
         rc = relay_buffers(&r, &side);
     if (!rc && down->ops->drain(down))
         rd_error_clear();   /* END is posted but its send did not complete: the sink's disconnect
@@ -270,6 +276,9 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
         char text[300];
         snprintf(text, sizeof text, "%s", rd_error_msg());
         rd_send_reason(down, RD_ABORT, rd_error_code(), text);
+        /* a striped downstream queues the ABORT for a connection's thread: let it leave
+         * before the shutdown below, or the sink never learns why (as rd_engine_send does) */
+        down->ops->drain(down);
         rd_send_reason(up, RD_ABORT, rd_error_code(), text);
     }
     up->ops->shutdown(up);

@@ -10,6 +10,7 @@
  * and uses connection 0's own control frames. Any connection failing takes all of them down.
  */
 #include "transport/rd_stripe.h"
+#include "transport/rd_stripe_int.h"
 
 #include "util/rd_error.h"
 #include "transport/rd_pool.h"
@@ -26,39 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct stripe;
-
-struct worker {
-    struct stripe *s;
-    struct rd_transport *conn;
-    int err;                /* why this connection stopped (held, see rd_errctx_bind), 0 if not */
-    char err_msg[512];
-    struct rd_queue q;      /* send: frames to write; recv: frames read, in arrival order */
-    struct rd_pool pool;    /* recv: this connection's buffers */
-    int have_q, have_pool, started;
-    pthread_t th;
-};
-
-struct stripe {
-    unsigned n;
-    struct worker w[RD_MAX_STREAMS];
-    enum rd_dir dir;           /* the striped direction, once setup_ring ran (0 before) */
-    struct rd_pool send_pool;  /* send: the ring the engine fills */
-    int have_send_pool;
-    unsigned next;             /* the connection of the next striped frame */
-    atomic_int down;
-    pthread_mutex_t lock;
-    pthread_cond_t idle;
-    unsigned in_flight;        /* send: frames queued or being written */
-    int failed;
-    /* direct mode (connections that own registered rings: RDMA): no workers; each
-     * connection has its own ring and the engine's frames are its frames */
-    int direct;
-    unsigned gnext;            /* sending: the connection of the next frame lent out */
-    struct lent { struct rd_buf *b; unsigned conn; } *lent;   /* frames out, and whose */
-    unsigned nlent, caplent;
-};
 
 static struct rd_transport *conn0(struct stripe *s)
 {
@@ -182,6 +150,17 @@ static void *recv_worker(void *arg)
     return NULL;
 }
 
+static int start_workers(struct stripe *s, void *(*fn)(void *))
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct worker *w = &s->w[i];
+        if (pthread_create(&w->th, NULL, fn, w))
+            return rd_fail(RD_EIO, "cannot start a thread for stream %u", i);
+        w->started = 1;
+    }
+    return RD_OK;
+}
+
 static int stripe_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth)
 {
     struct stripe *s = tp->priv;
@@ -204,11 +183,11 @@ static int stripe_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t fr
         if (rd_queue_init(&w->q, per * s->n + 2))
             return rd_fail(RD_EIO, "out of memory");
         w->have_q = 1;
-        if (pthread_create(&w->th, NULL, dir == RD_DIR_SEND ? send_worker : recv_worker, w))
-            return rd_fail(RD_EIO, "cannot start a thread for stream %u", i);
-        w->started = 1;
     }
-    return RD_OK;
+    /* receive workers read the connections as soon as they run: started by the first recv,
+     * so that a relay may splice the connections instead (rd_stripe_forward) */
+    s->recv_lazy = dir == RD_DIR_RECV;
+    return dir == RD_DIR_SEND ? start_workers(s, send_worker) : RD_OK;
 }
 
 
@@ -259,6 +238,14 @@ static int stripe_recv(struct rd_transport *tp, struct rd_buf **out, int timeout
     struct stripe *s = tp->priv;
     if (s->dir != RD_DIR_RECV)
         return conn0(s)->ops->recv(conn0(s), out, timeout_ms);
+    if (s->recv_lazy) {   /* only the network thread receives */
+        s->recv_lazy = 0;
+        int rc = start_workers(s, recv_worker);
+        if (rc) {
+            stripe_down(s);
+            return rc;
+        }
+    }
     struct worker *w = &s->w[s->next % s->n];
     struct rd_buf *b = rd_queue_pop(&w->q);
     if (!b) {
@@ -354,6 +341,7 @@ static const struct rd_transport_ops stripe_ops = {
     .get_send_buf = stripe_get_send_buf,
     .send = stripe_send,
     .send_ref = stripe_send_ref,
+    .forward = rd_stripe_forward,
     .recv = stripe_recv,
     .release = stripe_release,
     .drain = stripe_drain,

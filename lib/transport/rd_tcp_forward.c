@@ -14,19 +14,21 @@ int rd_tcp_forward(struct rd_transport *tp, struct rd_transport *to, struct rd_f
 {
     int pfd[2];
     fw->down_failed = 0;
+    fw->declined = 0;
     if (to->ops != tp->ops)
         return rd_fail(RD_EIO, "cannot forward from %s to %s", tp->ops->name, to->ops->name);
     if (pipe2(pfd, O_CLOEXEC))
         return rd_fail(RD_EIO, "cannot create a pipe");
     fcntl(pfd[1], F_SETPIPE_SZ, FORWARD_PIPE_SIZE);
     uint8_t frame[RD_CTRL_FRAME];
+    uint64_t seq = 0;
     int rc;
-    for (;;) {
+    for (;; seq++) {
         size_t len;
         int is_data = 0;
         rc = rd_tcp_recv_head(tp, frame, &len);
         if (!rc)
-            rc = fw->check(fw->ctx, frame, len, &is_data);
+            rc = fw->check(fw->ctx, frame, len, seq, &is_data);
         if (rc)
             break;
         if (is_data) {

@@ -70,14 +70,19 @@ struct rd_transport;
  * moves the bytes, the relay decides about every frame. */
 struct rd_forward {
     void *ctx;
-    /* The header of the next frame (frame_len: header and payload). RD_OK to pass it on, else
-     * the relay's error. *is_data: its payload may go straight through without being read. */
-    int (*check)(void *ctx, const uint8_t *head, size_t frame_len, int *is_data);
-    void (*passed)(void *ctx, size_t frame_len);   /* a DATA frame went on */
-    /* A control frame, whole in memory: the last frame. The relay's verdict on it; RD_OK
-     * passes it on (END), an error keeps it back (an ABORT: the relay says its own). */
+    /* The header of the next frame (frame_len: header and payload), which must be frame
+     * number seq if it is DATA or END. RD_OK to pass it on, else the relay's error. *is_data:
+     * its payload may go straight through without being read. Called from several threads
+     * at once where the transport forwards its connections in parallel (stripes). */
+    int (*check)(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data);
+    void (*passed)(void *ctx, size_t frame_len);   /* a DATA frame went on (several threads too) */
+    /* A control frame, whole in memory: the last frame, judged once every DATA frame before
+     * it went on. The relay's verdict on it; RD_OK passes it on (END), an error keeps it back
+     * (an ABORT: the relay says its own). */
     int (*ctrl)(void *ctx, const uint8_t *frame, size_t frame_len);
     int down_failed;   /* set by forward: the error came from the downstream connection */
+    int declined;      /* set by forward: it cannot forward this pair and read nothing; the
+                        * relay passes the frames itself */
 };
 
 struct rd_transport_ops {

@@ -22,6 +22,14 @@ waits for CONFIRM, whose tag (stream key, direction UP, seq 0) it checks.
             whose zstd frame claims 1 TiB of content (a zstd bomb), correctly tagged
   bombhdr   the same, but the header itself claims a raw length of 4 GiB - 1
             these two (like the first three) expect the receiver's ABORT
+  endlie    the END claims one byte more than the DATA frames carried
+  stall     half of frame 2 on its connection first (left open mid-frame), then 0.3 s later
+            frames 0 and 1 swapped as in swap
+  abort     after frames 0 and 1, an ABORT (hop key, HOP_DOWN; code 5, "fake sender: cannot
+            read its input") where frame 2 would go, and nothing more
+            these two expect the receiver's ABORT too
+RDPIPE_STREAM_KEY (64 hex digits), as rdsend takes it: the stream key that tags DATA, END and
+CONFIRM, in place of the session's (a relay's upstream, with the sink holding the same key).
 Prints one line per step; exits 1 ("FAIL ...") at the first thing that is not as documented.
 """
 import ctypes
@@ -31,6 +39,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 HELLO, CHALLENGE, AUTH, ACCEPT, REJECT, DATA, END, CONFIRM, ABORT, JOIN = range(1, 11)
 TAG_DOWN, TAG_UP, TAG_HOP_DOWN, TAG_HOP_UP = 1, 2, 3, 4
@@ -262,7 +271,7 @@ if sys.argv[1:] == ["--check"]:
 self_test()
 port, key, streams, path = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
 mode = sys.argv[5] if len(sys.argv) > 5 else "ok"
-if mode not in ("ok", "swap", "corrupt", "wrongkey", "vanish", "idle", "bomb", "bombhdr"):
+if mode not in ("ok", "swap", "corrupt", "wrongkey", "vanish", "idle", "bomb", "bombhdr", "endlie", "abort", "stall"):
     die("unknown MODE " + mode)
 data = open(path, "rb").read()
 prs = hkdf(key, b"rdpipe v2", b"rdpipe v2 cpace prs")
@@ -299,6 +308,8 @@ isk = cpace_isk(sid, k, yr, b"rdpipe receiver", ys, b"rdpipe sender")
 salt = b"rdpipe v2"
 hop_key = hkdf(isk, salt, b"rdpipe v2 hop tags")
 stream_key = hkdf(isk, salt, b"rdpipe v2 stream tags")
+if os.environ.get("RDPIPE_STREAM_KEY"):
+    stream_key = bytes.fromhex(os.environ["RDPIPE_STREAM_KEY"])
 join_key = hkdf(isk, salt, b"rdpipe v2 join")
 confirm_s = hkdf(isk, salt, b"rdpipe v2 sender confirms")
 confirm_r = hkdf(isk, salt, b"rdpipe v2 receiver confirms")
@@ -373,10 +384,17 @@ for off in range(0, len(data), chunk):
     state = xxh3(f[4 + 24:4 + 40], state)
     frames.append(f)
     seq += 1
-end = struct.pack("<QQQ", len(data), seq, state)
+end = struct.pack("<QQQ", len(data) + (mode == "endlie"), seq, state)
 frames.append(frame(END, end, seq, stream_key, TAG_DOWN))
-if mode == "swap":
+if mode in ("swap", "stall"):
     frames[0], frames[1] = frames[1], frames[0]
+if mode == "stall":
+    conns[2 % streams].sendall(frames[2][:len(frames[2]) // 2])
+    time.sleep(0.3)
+    frames = frames[:2]
+if mode == "abort":   # frames 0 and 1, then the ABORT in frame 2's place (connection 2 % streams)
+    why = struct.pack("<I", 5) + b"fake sender: cannot read its input"
+    frames = frames[:2] + [frame(ABORT, why, 0, hop_key, TAG_HOP_DOWN)]
 try:
     for i, f in enumerate(frames):
         conns[i % streams].sendall(f)

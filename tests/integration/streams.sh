@@ -248,6 +248,29 @@ wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(head -c 300 "$C/rerr")"
 rm -f "$C/fifo"
 t_end
 
+# A relay between two sides of 3 stripes splices each connection to its pair on its own thread
+# (rd-fw0..2) and starts no receive workers (rd-rx*), which would copy every byte through
+# user space; the send workers (rd-tx*) only carry the relay's own ABORT
+t_begin "a relay between 3 stripes and 3 stripes: a splicing thread per pair (rd-fw0..2), no copying receive workers"
+mkfifo "$C/fifo"
+relays "--streams 3" "$C/fifo"
+exec 3> "$C/fifo"
+head -c $((2 << 20)) /dev/zero >&3
+for _ in $(seq 100); do [ "$(stat -c %s "$C/out")" -ge $((2 << 20)) ] && break; sleep 0.05; done
+r1t=$(threads "$R1") r2t=$(threads "$R2")
+exec 3>&-
+wait_pid "$SP" "$(lim 10)"; expect_rc $? 0 rdsend "$(tr '\n' '|' < "$C/serr")"
+wait_pid "$R1" "$(lim 10)"; expect_rc $? 0 "relay 1" "$(tr '\n' '|' < "$C/r1err")"
+wait_pid "$R2" "$(lim 10)"; expect_rc $? 0 "relay 2" "$(tr '\n' '|' < "$C/r2err")"
+wait_pid "$KP" "$(lim 10)"; expect_rc $? 0 sink "$(tr '\n' '|' < "$C/kerr")"
+cmp -s "$C/out" <(head -c $((2 << 20)) /dev/zero) || t_fail "the sink's output is not the 2 MiB written"
+for t in "$r1t" "$r2t"; do
+    [ "$t" = "rd-fw0 rd-fw1 rd-fw2 rd-relay-mon rd-tx0 rd-tx1 rd-tx2 rdrecv " ] || t_fail "a relay's threads: '$t'"
+done
+relay_says "$C/r1err" "tcp, 3 streams" "tcp, 3 streams"
+rm -f "$C/fifo"
+t_end
+
 # ---------------------------------------------------------------- errors on either side
 t_begin "wrong key with --streams 3: rdsend 3, rdrecv goes on and serves the right --streams 3 sender"
 port=$(free_port)
@@ -333,6 +356,7 @@ if [ -n "$no_fake" ]; then
     t_skip "a DATA frame tagged under the wrong key" "$no_fake"
     t_skip "sender gone after ACCEPT, before its stripes" "$no_fake"
     t_skip "4 silent connections in the join window" "$no_fake"
+    t_skip "a python sender through a splicing relay: whole, swapped, damaged, a lying END, its ABORT" "$no_fake"
 else
     t_begin "forged stripes while a (python) sender is connected: each turned away with 'not a stripe of this session', the transfer completes"
     port=$(free_port); fake "$port" ok 3
@@ -394,6 +418,82 @@ else
     grep -q '^CONFIRM 200000 bytes in 4 frames over 3 connections, tag right$' "$C/fake" || t_fail "no CONFIRM: $(tr '\n' '|' < "$C/fake")"
     [ "$(wc -l < "$C/rerr")" -le 4 ] || t_fail "more than one line per silent connection: $(tr '\n' '|' < "$C/rerr")"
     t_note "${dt}s"
+    t_end
+
+    # The same python sender into a relay (`rdrecv --relay-fd`) whose sink takes 3 stripes too:
+    # the relay splices each upstream connection to its pair downstream (rd_stripe_forward.c),
+    # each on its own thread, and still checks every header, the order on each connection and
+    # the END's totals; the sink holds the stream key the sender tags with (RDPIPE_STREAM_KEY).
+    # fake_relay MODE [RELAY_OPTS]: sets FRC, RRC (the relay), KRC (the sink)
+    fake_relay() {
+        local kport rport
+        kport=$(free_port)
+        RDPIPE_STREAM_KEY=$SK start KP /dev/null "$C/out" "$C/kerr" "$RDRECV" --streams 3 --chunk-size 64K "$kport" hop-key-1-0123456789
+        wait_listen "$kport" || t_fail "sink did not listen: $(cat "$C/kerr")"
+        echo "127.0.0.1 $kport hop-key-1-0123456789" > "$C/next"
+        rport=$(free_port)
+        start RP "$C/next" /dev/null "$C/rerr" "$RDRECV" ${2:-} --relay-fd 0 "$rport" hop-key-0-0123456789
+        wait_listen "$rport" || t_fail "relay did not listen: $(cat "$C/rerr")"
+        RDPIPE_STREAM_KEY=$SK timeout -k 2 "$(lim 30)" "$PY" "$FAKE" "$rport" hop-key-0-0123456789 3 "$RD_T/in.small" "$1" > "$C/fake" 2>&1
+        FRC=$?
+        wait_pid "$RP" "$(lim 15)"; RRC=$?
+        wait_pid "$KP" "$(lim 15)"; KRC=$?
+    }
+    # fake_relay_fails MODE REASON: all three exit as documented, the relay and the sink say
+    # REASON (the sink as the relay's), the sender gets the relay's ABORT with it
+    fake_relay_fails() {
+        fake_relay "$1"
+        expect_rc $FRC 0 "python sender ($1)" "$(tr '\n' '|' < "$C/fake")"
+        expect_rc $RRC 4 "relay ($1)" "$(tr '\n' '|' < "$C/rerr")"
+        expect_rc $KRC 4 "sink ($1)" "$(tr '\n' '|' < "$C/kerr")"
+        expect_err "$C/rerr" rdrecv "^rdrecv: $2\$"
+        expect_err "$C/kerr" rdrecv "^rdrecv: ${3:-sender: $2}\$"
+        grep -Eq "^ABORT \(hop tag right\): code 4: $2\$" "$C/fake" || t_fail "the sender was not told: $(tr '\n' '|' < "$C/fake")"
+    }
+
+    t_begin "a python sender's 3 stripes through a relay to a 3-stripe sink: each connection spliced to its pair, CONFIRM's tag right, byte-identical"
+    fake_relay ok -v
+    expect_rc $FRC 0 "python sender" "$(tr '\n' '|' < "$C/fake")"
+    expect_rc $RRC 0 relay "$(tr '\n' '|' < "$C/rerr")"
+    expect_rc $KRC 0 sink "$(tr '\n' '|' < "$C/kerr")"
+    expect_same_file "$RD_T/in.small" "$C/out" data
+    grep -q '^CONFIRM 200000 bytes in 4 frames over 3 connections, tag right$' "$C/fake" || t_fail "no CONFIRM: $(tr '\n' '|' < "$C/fake")"
+    n=$(grep -c '^REJECT .*: code 3: not a stripe of this session$' "$C/fake")
+    [ "$n" = 4 ] || t_fail "the relay did not turn away the 4 forged stripes: $(tr '\n' '|' < "$C/fake")"
+    grep -Eq '^rdrecv: relaying from 127\.0\.0\.1:[0-9]+ over tcp, 3 streams to 127\.0\.0\.1:[0-9]+ over tcp, 3 streams \(chunk 65536\)$' "$C/rerr" ||
+        t_fail "relay -v: $(tr '\n' '|' < "$C/rerr")"
+    t_end
+
+    t_begin "through a splicing relay: frames 0 and 1 on each other's stripe -> the relay says 'frame out of order', all exit 4, nothing written"
+    fake_relay_fails swap "protocol error from sender 127\.0\.0\.1:[0-9]+: frame out of order"
+    expect_empty "$C/out" "sink stdout (swap)"
+    t_end
+
+    # a pair in the middle of a frame is woken when another fails: the relay does not wait for
+    # a stripe the sender left half-sent
+    t_begin "through a splicing relay: frames 0 and 1 swapped while stripe 2 stalls mid-frame -> all exit 4 at once"
+    t0=$(now)
+    fake_relay_fails stall "protocol error from sender 127\\.0\\.0\\.1:[0-9]+: frame out of order"
+    dt=$(elapsed "$t0")
+    expect_within "$dt" "$(lim 5)" "the relay's exit"
+    t_note "${dt}s"
+    t_end
+
+    t_begin "through a splicing relay: frame 2 damaged -> passed on (the relay holds no stream key), the sink refuses it, all exit 4"
+    fake_relay_fails corrupt "downstream: stream corrupt: chunk 2 \(bytes 131072\.\.196608\) fails its authentication tag" \
+        "stream corrupt: chunk 2 \(bytes 131072\.\.196608\) fails its authentication tag"
+    out_prefix $((2 * K64))
+    t_end
+
+    # the END comes on stripe 1 while the others may still be splicing: it is judged once every
+    # pair has passed all its frames, and the relay's ABORT goes down the stripe the sink reads next
+    t_begin "through a splicing relay: an END claiming one byte more -> 'stream incomplete', the sink told on the stripe it waits on, all exit 4"
+    fake_relay_fails endlie "stream incomplete: sender sent 200001 bytes in 4 frames, 200000 bytes in 4 frames arrived"
+    t_end
+
+    t_begin "through a splicing relay: the sender's ABORT on stripe 2 after 2 frames -> its reason to the sink and back, all exit 4"
+    fake_relay_fails abort "sender: fake sender: cannot read its input"
+    out_prefix $((2 * K64))
     t_end
 fi
 
