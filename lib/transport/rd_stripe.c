@@ -543,6 +543,7 @@ static const struct rd_transport_ops direct_ops = {
     .release = direct_release,
     .drain = direct_drain,
     .shutdown = direct_shutdown,
+    .forward = rd_stripe_forward,
     .close = direct_close,
     .numa_node = direct_numa_node,
     .link_rate = stripe_link_rate,

@@ -1,10 +1,13 @@
-/* rd_stripe_forward.c - a relay between two striped TCP transports of as many connections.
+/* rd_stripe_forward.c - a relay between two striped transports of as many connections.
  *
  * Frame k travels on connection k % n on both sides, so connection i upstream carries what
- * connection i downstream must: each pair is forwarded on its own, by its own thread, every
- * payload spliced socket to socket (rd_tcp_splice_frame). The buffered relay instead took
- * every frame into user space on one connection's thread, passed it through the relay's one
- * thread, and wrote it out from another's: two copies per byte, and one thread in the way.
+ * connection i downstream must: each pair is forwarded on its own, by its own thread. Over
+ * TCP every payload is spliced socket to socket (rd_tcp_splice_frame); the buffered relay
+ * instead took every frame into user space on one connection's thread, passed it through
+ * the relay's one thread, and wrote it out from another's: two copies per byte, and one
+ * thread in the way. Over RDMA (direct stripes: each connection its own registered rings)
+ * a pair copies each frame from its upstream ring into its downstream one, so the copies
+ * run on as many cores as there are queue pairs instead of on the relay's one thread.
  *
  * The relay's checks (struct rd_forward) still see every header, each with the frame number
  * its pair expects. The last frame (END, or the sender's ABORT) is judged on the calling
@@ -48,6 +51,7 @@ struct pair {
 struct fwd {
     struct rd_forward *fw;
     unsigned n;
+    int direct;              /* RDMA: frames through the connections' rings, not spliced */
     pthread_mutex_t lock;
     int stopfd[2];           /* readable once the pairs must look up from their sockets */
     int stop;                /* a pair failed or took an ABORT: every pair stops */
@@ -67,16 +71,22 @@ static int ctrl_type(const uint8_t *frame)
     return rd_frame_parse_head(frame, RD_CTRL_FRAME, &f) == RD_P_OK ? f.type : -1;
 }
 
-/* Under f->lock: wake every pair that waits for its next header. */
+/* Under f->lock: wake every pair that waits for its next frame (TCP: in poll; RDMA: in its
+ * connection's recv, which an interrupt ends without touching the connection). */
 static void wake_all(struct fwd *f)
 {
+    if (f->direct) {
+        for (unsigned i = 0; i < f->n; i++)
+            f->p[i].in->ops->interrupt(f->p[i].in);
+        return;
+    }
     ssize_t w = write(f->stopfd[1], "x", 1);
     (void)w;   /* the pipe is readable already when this fails (full) */
 }
 
-/* Stop everything because pair p failed or took an ABORT. A pair in the middle of reading a
- * frame is woken by shutting the read side of the upstream connections: the relay still
- * sends its ABORT up them. */
+/* Stop everything because pair p failed or took an ABORT. A TCP pair in the middle of
+ * reading a frame is woken by shutting the read side of the upstream connections: the
+ * relay still sends its ABORT up them. */
 static void stop_all(struct fwd *f, struct pair *p)
 {
     pthread_mutex_lock(&f->lock);
@@ -85,7 +95,7 @@ static void stop_all(struct fwd *f, struct pair *p)
     f->stop = 1;
     wake_all(f);
     pthread_mutex_unlock(&f->lock);
-    for (unsigned i = 0; i < f->n; i++)
+    for (unsigned i = 0; i < f->n && !f->direct; i++)
         shutdown(rd_tcp_fd(f->p[i].in), SHUT_RD);
 }
 
@@ -100,7 +110,7 @@ static int more(struct fwd *f, struct pair *p)
         pthread_mutex_unlock(&f->lock);
         if (stop)
             return 0;
-        if (known)
+        if (known || f->direct)   /* RDMA: the recv itself is woken */
             return 1;
         struct pollfd pfd[2] = { { .fd = rd_tcp_fd(p->in), .events = POLLIN },
                                  { .fd = f->stopfd[0], .events = POLLIN } };
@@ -136,38 +146,100 @@ static int take_ctrl(struct fwd *f, struct pair *p, const uint8_t *frame, size_t
     return RD_OK;
 }
 
+/* One TCP frame of pair p: a DATA payload spliced on, or a control frame read into frame
+ * (*len: its length; 0 for DATA). */
+static int step_tcp(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_len)
+{
+    struct rd_forward *fw = p->f->fw;
+    size_t len;
+    int is_data = 0;
+    *ctrl_len = 0;
+    int rc = rd_tcp_recv_head(p->in, frame, &len);
+    if (!rc)
+        rc = fw->check(fw->ctx, frame, len, p->next, &is_data);
+    if (rc)
+        return rc;
+    if (is_data) {
+        rc = rd_tcp_splice_frame(p->in, p->out, frame, len - RD_FRAME_HDR, p->pfd, &p->down_failed);
+        if (!rc)
+            fw->passed(fw->ctx, len);
+        return rc;
+    }
+    if (len > RD_CTRL_FRAME)   /* the check bounds control frames; never trust it blindly */
+        return rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte control frame", p->in->peer, len);
+    rc = rd_tcp_recv_payload(p->in, frame + RD_FRAME_HDR, len - RD_FRAME_HDR);
+    *ctrl_len = rc ? 0 : len;
+    return rc;
+}
+
+/* A DATA frame of a direct pair: copied into a buffer of the downstream connection's ring. */
+static int pass_copy(struct pair *p, const struct rd_buf *b)
+{
+    struct rd_transport *out = p->out;
+    struct rd_buf *o;
+    int rc = out->ops->get_send_buf(out, &o);
+    if (!rc && o->cap < b->len) {
+        out->ops->release(out, o);
+        return rd_fail(RD_ESTREAM, "a frame of %zu bytes does not fit stream %u's buffers downstream", b->len, p->i);
+    }
+    if (!rc) {
+        memcpy(o->data, b->data, b->len);
+        o->len = b->len;
+        rc = out->ops->send(out, o);
+    }
+    p->down_failed = rc != RD_OK;
+    return rc;
+}
+
+/* One RDMA frame of pair p, as step_tcp; *woken: the recv was interrupted, nothing read. */
+static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_len, int *woken)
+{
+    struct rd_forward *fw = p->f->fw;
+    struct rd_transport *in = p->in;
+    struct rd_buf *b;
+    int is_data = 0;
+    *ctrl_len = 0;
+    *woken = 0;
+    int rc = in->ops->recv(in, &b, -1);
+    if (rc == RD_ECONNECT) {   /* ops->interrupt */
+        rd_error_clear();
+        *woken = 1;
+        return RD_OK;
+    }
+    if (rc)
+        return rc;
+    rc = fw->check(fw->ctx, b->data, b->len, p->next, &is_data);
+    if (!rc && is_data && !(rc = pass_copy(p, b)))
+        fw->passed(fw->ctx, b->len);
+    if (!rc && !is_data) {
+        if (b->len > RD_CTRL_FRAME)
+            rc = rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte control frame", in->peer, b->len);
+        else
+            memcpy(frame, b->data, *ctrl_len = b->len);
+    }
+    in->ops->release(in, b);
+    return rc;
+}
+
 static void *pair_main(void *arg)
 {
     struct pair *p = arg;
     struct fwd *f = p->f;
-    struct rd_forward *fw = f->fw;
     uint8_t frame[RD_CTRL_FRAME];
     rd_thread_name("rd-fw%u", p->i);
     rd_errctx_bind(NULL);   /* kept: the caller judges which failure was the cause */
     int rc = RD_OK;
     while (!rc && more(f, p)) {
-        size_t len;
-        int is_data = 0;
-        rc = rd_tcp_recv_head(p->in, frame, &len);
-        if (!rc)
-            rc = fw->check(fw->ctx, frame, len, p->next, &is_data);
-        if (rc)
-            break;
-        if (is_data) {
-            rc = rd_tcp_splice_frame(p->in, p->out, frame, len - RD_FRAME_HDR, p->pfd, &p->down_failed);
-            if (!rc) {
-                fw->passed(fw->ctx, len);
-                p->next += f->n;
-            }
+        size_t ctrl_len;
+        int woken = 0;
+        rc = f->direct ? step_direct(p, frame, &ctrl_len, &woken) : step_tcp(p, frame, &ctrl_len);
+        if (rc || woken)
             continue;
+        if (ctrl_len) {
+            rc = take_ctrl(f, p, frame, ctrl_len);
+            break;
         }
-        if (len > sizeof frame)   /* the check bounds control frames; never trust it blindly */
-            rc = rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte control frame", p->in->peer, len);
-        if (!rc)
-            rc = rd_tcp_recv_payload(p->in, frame + RD_FRAME_HDR, len - RD_FRAME_HDR);
-        if (!rc)
-            rc = take_ctrl(f, p, frame, len);
-        break;
+        p->next += f->n;
     }
     if (rc) {
         p->err = rd_error_copy(p->err_msg, sizeof p->err_msg);
@@ -178,12 +250,36 @@ static void *pair_main(void *arg)
     return NULL;
 }
 
-/* Both sides striped TCP with as many connections, and nothing read from upstream yet. */
+/* Both sides striped alike with as many connections, nothing received from upstream nor
+ * sent downstream yet. */
 static int pairable(struct rd_transport *tp, struct rd_transport *to)
 {
     struct stripe *u = tp->priv, *d = to->priv;
-    return to->ops == tp->ops && !u->direct && !d->direct && u->n == d->n && u->dir == RD_DIR_RECV &&
-           u->recv_lazy && d->dir == RD_DIR_SEND && d->next == 0;
+    if (to->ops != tp->ops || u->direct != d->direct || u->n != d->n || u->dir != RD_DIR_RECV ||
+        d->dir != RD_DIR_SEND || d->next || d->gnext)
+        return 0;
+    if (!u->direct)
+        return u->recv_lazy;
+    return !u->next && u->w[0].conn->ops->interrupt;
+}
+
+/* The END, judged: down the connection it came up. */
+static int send_end(struct fwd *f, struct rd_transport *out)
+{
+    if (!f->direct)
+        return rd_tcp_send_frame(out, f->ctrl, f->ctrl_len);
+    struct rd_buf *o;
+    int rc = out->ops->get_send_buf(out, &o);
+    if (!rc && o->cap < f->ctrl_len) {
+        out->ops->release(out, o);
+        return rd_fail(RD_EIO, "an END does not fit the downstream buffers");
+    }
+    if (!rc) {
+        memcpy(o->data, f->ctrl, f->ctrl_len);
+        o->len = f->ctrl_len;
+        rc = out->ops->send(out, o);
+    }
+    return rc;
 }
 
 /* Every pair stopped: the outcome. A failure or an ABORT that came first decides; else the
@@ -204,7 +300,7 @@ static int judge(struct fwd *f, struct rd_transport *to)
     } else if (f->ctrl_len) {
         rc = fw->ctrl(fw->ctx, f->ctrl, f->ctrl_len);
         if (!rc && ctrl_type(f->ctrl) == RD_END) {
-            rc = rd_tcp_send_frame(d->w[f->ctrl_pair].conn, f->ctrl, f->ctrl_len);
+            rc = send_end(f, d->w[f->ctrl_pair].conn);
             fw->down_failed = rc != RD_OK;
             if (!rc)
                 due = f->end_seq + 1;
@@ -212,7 +308,7 @@ static int judge(struct fwd *f, struct rd_transport *to)
     } else {
         rc = rd_fail(RD_ESTREAM, "protocol error from sender %s: the stream stopped without END", to->peer);
     }
-    d->next = (unsigned)due;   /* the relay's own ABORT goes where the sink waits for a frame */
+    d->next = d->gnext = (unsigned)due;   /* the relay's own ABORT goes where the sink waits */
     return rc;
 }
 
@@ -228,6 +324,7 @@ int rd_stripe_forward(struct rd_transport *tp, struct rd_transport *to, struct r
         return rd_fail(RD_EIO, "out of memory");
     f->fw = fw;
     f->n = u->n;
+    f->direct = u->direct;
     f->first = -1;
     int rc = RD_OK;
     pthread_mutex_init(&f->lock, NULL);
@@ -238,7 +335,10 @@ int rd_stripe_forward(struct rd_transport *tp, struct rd_transport *to, struct r
     unsigned piped = 0, started = 0;
     for (; piped < f->n; piped++) {
         struct pair *p = &f->p[piped];
-        *p = (struct pair){ .f = f, .i = piped, .in = u->w[piped].conn, .out = d->w[piped].conn, .next = piped };
+        *p = (struct pair){ .f = f, .i = piped, .in = u->w[piped].conn, .out = d->w[piped].conn, .next = piped,
+                            .pfd = { -1, -1 } };
+        if (f->direct)
+            continue;
         if (pipe2(p->pfd, O_CLOEXEC)) {
             rc = rd_fail(RD_EIO, "cannot create a pipe");
             goto close_pipes;
@@ -256,7 +356,7 @@ int rd_stripe_forward(struct rd_transport *tp, struct rd_transport *to, struct r
     if (!rc)
         rc = judge(f, to);
 close_pipes:
-    for (unsigned i = 0; i < piped; i++) {
+    for (unsigned i = 0; i < piped && !f->direct; i++) {
         close(f->p[i].pfd[0]);
         close(f->p[i].pfd[1]);
     }

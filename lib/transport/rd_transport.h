@@ -129,6 +129,10 @@ struct rd_transport_ops {
     void (*release)(struct rd_transport *tp, struct rd_buf *b);
     int (*drain)(struct rd_transport *tp);
     void (*shutdown)(struct rd_transport *tp);
+    /* Optional: a recv that waits now, or the next one that would, returns RD_ECONNECT at
+     * once, as at a timeout; the connection stays up (a relay waking a thread whose frames
+     * ended on another connection). */
+    void (*interrupt)(struct rd_transport *tp);
     void (*close)(struct rd_transport *tp);
 };
 

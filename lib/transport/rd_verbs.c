@@ -478,6 +478,7 @@ const struct rd_transport_ops rd_verbs_ops = {
     .release = rd_v_release,
     .drain = rd_v_drain,
     .shutdown = rd_v_shutdown,
+    .interrupt = rd_v_interrupt,
     .close = v_close,
     .watch_fd = rd_v_watch_fd,
     .peek = rd_v_peek,

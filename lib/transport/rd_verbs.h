@@ -115,7 +115,7 @@ struct rd_v_conn {
     struct ibv_cq *scq, *rcq;
     unsigned sq_cap, rq_cap;
     unsigned scq_events, rcq_events;   /* unacked CQ events */
-    int wake_fd;                   /* eventfd: shutdown wakes pollers */
+    int wake_fd;                   /* eventfd: shutdown and interrupt wake pollers */
     int watch_ep;                  /* epoll of the CM and receive channels (watch_fd), or -1 */
     struct rd_v_pool ctrl_send, ctrl_recv, ring_send, ring_recv;
 
@@ -123,6 +123,7 @@ struct rd_v_conn {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int poller;                    /* a thread is sleeping in poll() for everyone */
+    int interrupted;               /* ops->interrupt: the next recv that must wait returns */
     unsigned sq_used, sq_internal, payload_out;
     int send_err;                  /* a payload send did not complete successfully */
     long long est;                 /* receives the peer believes it may still use */
@@ -168,6 +169,7 @@ int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
 void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
 void rd_v_shutdown(struct rd_transport *tp);
+void rd_v_interrupt(struct rd_transport *tp);
 int rd_v_watch_fd(struct rd_transport *tp);
 int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);
 int rd_v_numa_node(struct rd_transport *tp);   /* the device's node (sysfs), -1 if none */

@@ -399,6 +399,11 @@ static int wait_round(struct rd_v_conn *c, long long deadline)
     c->stat_sleeps++;
     pthread_mutex_unlock(&c->mu);
     poll(pf, 4, ms);
+    uint64_t woken;
+    if ((pf[3].revents & POLLIN) && read(c->wake_fd, &woken, sizeof woken) < 0) {
+        /* nothing was there after all; shut is checked before every poll, so a shutdown's
+         * wakeup is never needed twice */
+    }
     pthread_mutex_lock(&c->mu);
     c->poller = 0;
     take_cq_events(c, c->scc, &c->scq_events);
@@ -530,6 +535,11 @@ int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
     pthread_mutex_lock(&c->mu);
     progress(c);
     while (!c->rd_count) {
+        if (c->interrupted) {
+            c->interrupted = 0;
+            rc = rd_fail(RD_ECONNECT, "interrupted waiting for %s", c->peer);
+            break;
+        }
         int w = wait_round(c, deadline);
         if (w == RD_ESTREAM && !c->rd_count) {
             rc = fail_dead(c);
@@ -599,6 +609,23 @@ void rd_v_shutdown(struct rd_transport *tp)
     }
     if (!was && c->established)
         (void)rdma_disconnect(c->id);   /* the peer's blocked calls fail too; see v_close */
+}
+
+/* ops->interrupt: a relay's pair that waits for a frame which may never come (the END went
+ * up another connection) is told to look up; the connection stays as it is. */
+void rd_v_interrupt(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    if (!c || !c->id)
+        return;
+    uint64_t one = 1;
+    pthread_mutex_lock(&c->mu);
+    c->interrupted = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (write(c->wake_fd, &one, sizeof one) < 0) {
+        /* the eventfd counter cannot overflow here; nothing to do */
+    }
 }
 
 /* ops->watch_fd: an epoll set of the CM channel (the peer left) and the receive completion

@@ -164,6 +164,29 @@ streams_cases() {
         else fail "rdpipe --streams 2 through a relay over RDMA" "exit $rc: $(tr '\n' '|' < "$T/rserr")"; fi
     fi
 
+    # a relay between 2 QPs and 2 QPs moves each pair on a thread of its own (rd-fw0, rd-fw1:
+    # frames copied from the upstream QP's ring into its pair's downstream), and a sender
+    # killed mid-stream still fails the relay and the sink, the sink with the relay's reason
+    local kport rport kp rp sp sk threads rrc krc t0
+    sk=$(printf '%064x' 6)
+    next_port; kport=$PORT; next_port; rport=$PORT
+    echo "$S $kport key2" > "$T/next"
+    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" $kport key2 > /dev/null 2> "$T/kerr" & kp=$!
+    "$RECV" -v "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
+    RDPIPE_STREAM_KEY=$sk "$SEND" "${SS[@]}" --streams 2 $S $rport key /dev/zero 2> "$T/serr" & sp=$!
+    threads=""
+    if wait_text "$T/rerr" 'relaying from .* 2 streams to .* 2 streams' 30; then
+        sleep 1
+        threads=$(cat /proc/$rp/task/*/comm 2> /dev/null | LC_ALL=C sort | grep '^rd-fw' | tr '\n' ' ')
+    fi
+    t0=$(now)
+    kill -9 $sp; wait $sp 2> /dev/null
+    wait_exit $rp 15; rrc=$?
+    wait_exit $kp 15; krc=$?
+    if [ "$threads" = "rd-fw0 rd-fw1 " ] && [ $rrc = 4 ] && [ $krc = 4 ] && grep -q "^rdrecv: sender: " "$T/kerr"; then
+        pass "a relay between 2 QPs and 2 QPs: a thread per pair; sender SIGKILLed, relay and sink exit 4 ($(since "$t0")s)"
+    else fail "a relay between 2 QPs and 2 QPs" "threads '$threads', relay $rrc, sink $krc: $(cat "$T/rerr" "$T/kerr" | tr '\n' '|')"; fi
+
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
     RO=("${RS[@]}"); SO=(-v "${SS[@]}")
