@@ -593,21 +593,28 @@ int rd_v_drain(struct rd_transport *tp)
     return rc;
 }
 
-void rd_v_shutdown(struct rd_transport *tp)
+/* Raise *flag (c->shut, c->interrupted) and wake every thread waiting on c: those on the
+ * condition variable and the poller in poll(). Returns the flag's previous value. */
+static int raise_and_wake(struct rd_v_conn *c, int *flag)
 {
-    struct rd_v_conn *c = tp->priv;
-    if (!c || !c->id)
-        return;
     uint64_t one = 1;
     pthread_mutex_lock(&c->mu);
-    int was = c->shut;
-    c->shut = 1;
+    int was = *flag;
+    *flag = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (write(c->wake_fd, &one, sizeof one) < 0) {
         /* the eventfd counter cannot overflow here; nothing to do */
     }
-    if (!was && c->established)
+    return was;
+}
+
+void rd_v_shutdown(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    if (!c || !c->id)
+        return;
+    if (!raise_and_wake(c, &c->shut) && c->established)
         (void)rdma_disconnect(c->id);   /* the peer's blocked calls fail too; see v_close */
 }
 
@@ -616,16 +623,8 @@ void rd_v_shutdown(struct rd_transport *tp)
 void rd_v_interrupt(struct rd_transport *tp)
 {
     struct rd_v_conn *c = tp->priv;
-    if (!c || !c->id)
-        return;
-    uint64_t one = 1;
-    pthread_mutex_lock(&c->mu);
-    c->interrupted = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    if (write(c->wake_fd, &one, sizeof one) < 0) {
-        /* the eventfd counter cannot overflow here; nothing to do */
-    }
+    if (c && c->id)
+        raise_and_wake(c, &c->interrupted);
 }
 
 /* ops->watch_fd: an epoll set of the CM channel (the peer left) and the receive completion
