@@ -37,10 +37,10 @@ PORT=$((30000 + RANDOM % 20000))
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 wait_listen() { for _ in $(seq 100); do listening "$1" && return 0; sleep 0.02; done; return 1; }
 
-# one BIN MODE N -> "wall_s relay_cpu_s" (MODE relay or socat); "fail" when an exit was not 0
+# one BIN MODE N PORT -> "wall_s relay_cpu_s" (MODE relay or socat; the sink on PORT, the relay
+# on PORT + 1); "fail" when an exit was not 0
 one() {
-    local bin=$1 mode=$2 n=$3 kp rp kpid rpid src rrc krc t0 t1
-    kp=$((PORT += 2)); rp=$((kp + 1))
+    local bin=$1 mode=$2 n=$3 kp=$4 rp=$(($4 + 1)) kpid rpid src rrc krc t0 t1
     cat "$W/in" > /dev/null
     if [ "$mode" = relay ]; then
         RDPIPE_STREAM_KEY=$SK "$bin/rdrecv" --streams "$n" "$kp" hop-key-1-0123456789 > /dev/null 2> "$W/kerr" & kpid=$!
@@ -76,7 +76,8 @@ ROWS+=("socat 1 $BIN")
 for r in $(seq "$ROUNDS"); do
     for row in "${ROWS[@]}"; do
         set -- $row
-        out=$(one "$3" "$1" "$2")
+        PORT=$((PORT + 2))   # here, not in one(): it runs in a subshell
+        out=$(one "$3" "$1" "$2" "$PORT")
         [ "$out" = fail ] && { echo "relay-bench: $row failed: $(cat "$W/serr" "$W/rerr" "$W/kerr" | tr '\n' '|')" >&2; continue; }
         WALL[$row]+="${out% *} "
         CPU[$row]+="${out#* } "

@@ -121,33 +121,33 @@ static int more(struct fwd *f, struct pair *p)
     }
 }
 
-/* p read a control frame whole: keep it for the caller to judge. */
+/* p read a control frame whole: keep it for the caller to judge. An END tells the other
+ * pairs where the stream ends; an ABORT stops them. */
 static int take_ctrl(struct fwd *f, struct pair *p, const uint8_t *frame, size_t len)
 {
+    int is_end = ctrl_type(frame) == RD_END;
     pthread_mutex_lock(&f->lock);
     int second = f->ctrl_len != 0;
     if (!second) {
         memcpy(f->ctrl, frame, len);
         f->ctrl_len = len;
         f->ctrl_pair = p->i;
+        if (is_end) {
+            f->end_known = 1;
+            f->end_seq = p->next;
+            wake_all(f);
+        }
     }
     pthread_mutex_unlock(&f->lock);
     if (second)
         return rd_fail(RD_ESTREAM, "protocol error from sender %s: a second END or ABORT", p->in->peer);
-    if (ctrl_type(frame) != RD_END) {   /* an ABORT */
+    if (!is_end)
         stop_all(f, p);
-        return RD_OK;
-    }
-    pthread_mutex_lock(&f->lock);
-    f->end_known = 1;
-    f->end_seq = p->next;
-    wake_all(f);
-    pthread_mutex_unlock(&f->lock);
     return RD_OK;
 }
 
 /* One TCP frame of pair p: a DATA payload spliced on, or a control frame read into frame
- * (*len: its length; 0 for DATA). */
+ * (*ctrl_len: its length; 0 for DATA). */
 static int step_tcp(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_len)
 {
     struct rd_forward *fw = p->f->fw;
@@ -172,22 +172,20 @@ static int step_tcp(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_l
     return rc;
 }
 
-/* A DATA frame of a direct pair: copied into a buffer of the downstream connection's ring. */
-static int pass_copy(struct pair *p, const struct rd_buf *b)
+/* A frame of a direct pair sent down out: copied into a buffer of out's ring. */
+static int copy_to(struct rd_transport *out, const uint8_t *frame, size_t len)
 {
-    struct rd_transport *out = p->out;
     struct rd_buf *o;
     int rc = out->ops->get_send_buf(out, &o);
-    if (!rc && o->cap < b->len) {
+    if (!rc && o->cap < len) {
         out->ops->release(out, o);
-        return rd_fail(RD_ESTREAM, "a frame of %zu bytes does not fit stream %u's buffers downstream", b->len, p->i);
+        return rd_fail(RD_ESTREAM, "a frame of %zu bytes does not fit the buffers of %s", len, out->peer);
     }
     if (!rc) {
-        memcpy(o->data, b->data, b->len);
-        o->len = b->len;
+        memcpy(o->data, frame, len);
+        o->len = len;
         rc = out->ops->send(out, o);
     }
-    p->down_failed = rc != RD_OK;
     return rc;
 }
 
@@ -209,8 +207,12 @@ static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctr
     if (rc)
         return rc;
     rc = fw->check(fw->ctx, b->data, b->len, p->next, &is_data);
-    if (!rc && is_data && !(rc = pass_copy(p, b)))
-        fw->passed(fw->ctx, b->len);
+    if (!rc && is_data) {
+        rc = copy_to(p->out, b->data, b->len);
+        p->down_failed = rc != RD_OK;
+        if (!rc)
+            fw->passed(fw->ctx, b->len);
+    }
     if (!rc && !is_data) {
         if (b->len > RD_CTRL_FRAME)
             rc = rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte control frame", in->peer, b->len);
@@ -263,25 +265,6 @@ static int pairable(struct rd_transport *tp, struct rd_transport *to)
     return !u->next && u->w[0].conn->ops->interrupt;
 }
 
-/* The END, judged: down the connection it came up. */
-static int send_end(struct fwd *f, struct rd_transport *out)
-{
-    if (!f->direct)
-        return rd_tcp_send_frame(out, f->ctrl, f->ctrl_len);
-    struct rd_buf *o;
-    int rc = out->ops->get_send_buf(out, &o);
-    if (!rc && o->cap < f->ctrl_len) {
-        out->ops->release(out, o);
-        return rd_fail(RD_EIO, "an END does not fit the downstream buffers");
-    }
-    if (!rc) {
-        memcpy(o->data, f->ctrl, f->ctrl_len);
-        o->len = f->ctrl_len;
-        rc = out->ops->send(out, o);
-    }
-    return rc;
-}
-
 /* Every pair stopped: the outcome. A failure or an ABORT that came first decides; else the
  * END, judged now, goes on down the connection it came up. */
 static int judge(struct fwd *f, struct rd_transport *to)
@@ -300,7 +283,8 @@ static int judge(struct fwd *f, struct rd_transport *to)
     } else if (f->ctrl_len) {
         rc = fw->ctrl(fw->ctx, f->ctrl, f->ctrl_len);
         if (!rc && ctrl_type(f->ctrl) == RD_END) {
-            rc = send_end(f, d->w[f->ctrl_pair].conn);
+            struct rd_transport *out = d->w[f->ctrl_pair].conn;   /* down the connection it came up */
+            rc = f->direct ? copy_to(out, f->ctrl, f->ctrl_len) : rd_tcp_send_frame(out, f->ctrl, f->ctrl_len);
             fw->down_failed = rc != RD_OK;
             if (!rc)
                 due = f->end_seq + 1;
