@@ -3,11 +3,13 @@
  * Frames go downstream byte for byte, so the origin's tags and whole-stream hash travel end to
  * end and the last receiver verifies them; the relay checks headers, order and the END
  * totals, not payloads, and holds no key that could forge them. The sink's CONFIRM comes
- * back the same way, tag and all. Each hop's own frames (ABORT) carry that hop's tag. Between two TCP connections a payload is spliced from socket to
- * socket and never enters user space; otherwise it leaves from the buffer it landed in (TCP)
- * or is copied once into a registered send buffer (RDMA). Upstream gets CONFIRM only after
- * the downstream receiver confirmed, so the origin's exit 0 still means "written at the end
- * of the pipeline". A failure on either side sends ABORT, with the reason, to both.
+ * back the same way, tag and all. Each hop's own frames (ABORT) carry that hop's tag. Between
+ * two TCP connections a payload is spliced from socket to socket and never enters user space;
+ * otherwise it leaves from the buffer it landed in (send_ref: TCP, and RDMA between two queue
+ * pairs), or is copied into a registered send buffer where the transport cannot. Upstream gets
+ * CONFIRM only after the downstream receiver confirmed, so the origin's exit 0 still means
+ * "written at the end of the pipeline". A failure on either side sends ABORT, with the
+ * reason, to both.
  */
 #include "engine/rd_relay.h"
 

@@ -6,8 +6,8 @@
  * instead took every frame into user space on one connection's thread, passed it through
  * the relay's one thread, and wrote it out from another's: two copies per byte, and one
  * thread in the way. Over RDMA (direct stripes: each connection its own registered rings)
- * a pair copies each frame from its upstream ring into its downstream one, so the copies
- * run on as many cores as there are queue pairs instead of on the relay's one thread.
+ * a pair sends each frame down from the upstream ring it landed in (send_ref), on its own
+ * thread: no copy, and no one thread that every frame passes.
  *
  * The relay's checks (struct rd_forward) still see every header, each with the frame number
  * its pair expects. The last frame (END, or the sender's ABORT) is judged on the calling
@@ -45,6 +45,7 @@ struct pair {
     int err;                 /* this pair's failure, kept (not recorded) until judged */
     char err_msg[512];
     int down_failed;         /* ...and it came from the downstream connection */
+    int lent;                /* RDMA: frames of in may wait in out's sends (send_ref) */
     pthread_t th;
 };
 
@@ -189,7 +190,35 @@ static int copy_to(struct rd_transport *out, const uint8_t *frame, size_t len)
     return rc;
 }
 
-/* One RDMA frame of pair p, as step_tcp; *woken: the recv was interrupted, nothing read. */
+/* A DATA frame b of pair p sent down, from where it landed when the transport can (b goes
+ * back to p->in once sent: p->lent), else copied. */
+static int pass_direct(struct pair *p, struct rd_buf *b)
+{
+    struct rd_transport *out = p->out;
+    if (!out->ops->send_ref) {
+        int rc = copy_to(out, b->data, b->len);
+        p->in->ops->release(p->in, b);
+        return rc;
+    }
+    struct rd_buf *o;
+    int rc = out->ops->get_send_buf(out, &o);
+    if (rc) {
+        p->in->ops->release(p->in, b);
+        return rc;
+    }
+    memcpy(o->data, b->data, RD_FRAME_HDR);
+    o->ref = b->data + RD_FRAME_HDR;
+    o->ref_len = b->len - RD_FRAME_HDR;
+    o->ref_from = p->in;
+    o->ref_buf = b;
+    p->lent = 1;
+    return out->ops->send_ref(out, o);
+}
+
+/* One RDMA frame of pair p, as step_tcp; *woken: the recv was interrupted, nothing read.
+ * While frames of p->in wait in p->out's sends, no thread may sleep on p->in: the sender
+ * would wait for their credits, and nobody would reap the sends that return them. So a pair
+ * with frames lent looks without waiting, and settles its sends when nothing is there. */
 static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_len, int *woken)
 {
     struct rd_forward *fw = p->f->fw;
@@ -198,20 +227,25 @@ static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctr
     int is_data = 0;
     *ctrl_len = 0;
     *woken = 0;
-    int rc = in->ops->recv(in, &b, -1);
-    if (rc == RD_ECONNECT) {   /* ops->interrupt */
+    int rc = in->ops->recv(in, &b, p->lent ? 0 : -1);
+    if (rc == RD_ECONNECT) {   /* ops->interrupt, or nothing there yet */
         rd_error_clear();
         *woken = 1;
-        return RD_OK;
+        rc = p->lent ? p->out->ops->drain(p->out) : RD_OK;
+        p->down_failed = rc != RD_OK;
+        p->lent = 0;
+        return rc;
     }
     if (rc)
         return rc;
     rc = fw->check(fw->ctx, b->data, b->len, p->next, &is_data);
     if (!rc && is_data) {
-        rc = copy_to(p->out, b->data, b->len);
+        size_t len = b->len;
+        rc = pass_direct(p, b);
         p->down_failed = rc != RD_OK;
         if (!rc)
-            fw->passed(fw->ctx, b->len);
+            fw->passed(fw->ctx, len);
+        return rc;
     }
     if (!rc && !is_data) {
         if (b->len > RD_CTRL_FRAME)

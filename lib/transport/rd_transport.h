@@ -103,7 +103,9 @@ struct rd_transport_ops {
      * followed by the b->ref_len bytes at b->ref: a relay passes a received payload on
      * without copying it into b. The transport gives b->ref_buf back to b->ref_from
      * (rd_ref_done) once those bytes are sent, or will never be, which may be after the call
-     * returns (a striped connection's thread sends them later); the caller lets go of it. */
+     * returns (a striped connection's thread sends them later; RDMA when the send
+     * completes, on whichever thread reaps it), at the latest when tp closes, so b->ref_from
+     * must outlive tp; the caller lets go of it. */
     int (*send_ref)(struct rd_transport *tp, struct rd_buf *b);
     /* Optional: forward frames from tp to `to`, a connection of the same ops, under fw's
      * checks, until a control frame went on or an error; payloads need not pass through user

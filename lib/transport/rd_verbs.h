@@ -61,6 +61,9 @@
  * since the "NIC" is kernel code on the same CPUs; on a real HCA a short spin saves the
  * wakeup when a completion is microseconds away, and 20 us costs little. */
 #define RD_V_BUSY_US 20
+/* A relay's downstream connection sends frames from the rings of at most this many upstream
+ * connections without copying them (send_ref); it copies from any further one. */
+#define RD_V_FOREIGN_MAX 4u
 
 /* imm_data layout (host order): bit 31 credit-only, bits 16..30 big credits, 0..15 small */
 #define RD_V_IMM_INTERNAL 0x80000000u
@@ -96,6 +99,10 @@ struct rd_v_pool {
 
 struct rd_v_ready { struct rd_v_pool *pool; unsigned slot; uint32_t len; };
 
+/* Another connection's pool registered in our PD too (send_ref); mr NULL: that failed (ulimit
+ * -l counts the pages again), so its frames are copied. */
+struct rd_v_foreign { const void *mem; struct ibv_mr *mr; };
+
 struct rd_v_conn {
     /* connection management */
     struct rdma_event_channel *ch;
@@ -118,6 +125,8 @@ struct rd_v_conn {
     int wake_fd;                   /* eventfd: shutdown and interrupt wake pollers */
     int watch_ep;                  /* epoll of the CM and receive channels (watch_fd), or -1 */
     struct rd_v_pool ctrl_send, ctrl_recv, ring_send, ring_recv;
+    struct rd_v_foreign foreign[RD_V_FOREIGN_MAX];   /* under mu */
+    unsigned nforeign;
 
     /* flow state (rd_verbs_flow.c), all under mu */
     pthread_mutex_t mu;
@@ -140,7 +149,7 @@ struct rd_v_conn {
     long long last_post_us;        /* when we last posted anything (heartbeats fill the gaps) */
     long long last_heard_us;       /* when the peer last acknowledged or sent something */
     long long sq_moved_us;         /* when a send last completed, or was posted to an idle SQ */
-    unsigned long long stat_sleeps, stat_internal, stat_heartbeats;
+    unsigned long long stat_sleeps, stat_internal, stat_heartbeats, stat_by_ref;
 };
 
 /* rd_verbs_res.c */
@@ -153,6 +162,9 @@ int rd_v_pool_create(struct rd_v_conn *c, struct rd_v_pool *p, enum rd_v_kind ki
  * memory is leaked, not freed under the registration. */
 int rd_v_pool_destroy(struct rd_v_pool *p);
 int rd_v_post_recv(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot);
+/* Under c->mu: the registration in c's PD of p, another connection's pool, made at the first
+ * call; NULL when it cannot be (the caller copies). */
+struct ibv_mr *rd_v_foreign_mr(struct rd_v_conn *c, const struct rd_v_pool *p);
 void rd_v_conn_free(struct rd_v_conn *c);      /* everything, including the CM ids/channels */
 void rd_v_destroy_id(struct rdma_cm_id *id);   /* rdma_destroy_id, a failure warned (NULL: no-op) */
 /* "prog: RDMA teardown: CALL failed: strerror (errno N)" on stderr: a release that failed
@@ -165,11 +177,13 @@ extern const struct rd_transport_ops rd_verbs_ops;
 int rd_v_setup_ring(struct rd_transport *tp, enum rd_dir dir, size_t frame_size, unsigned depth);
 int rd_v_get_send_buf(struct rd_transport *tp, struct rd_buf **out);
 int rd_v_send(struct rd_transport *tp, struct rd_buf *b);   /* waits for credits */
+int rd_v_send_ref(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms);
 void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
 void rd_v_shutdown(struct rd_transport *tp);
 void rd_v_interrupt(struct rd_transport *tp);
+void rd_v_print_stats(struct rd_v_conn *c);   /* -vv: what the data path did, at close */
 int rd_v_watch_fd(struct rd_transport *tp);
 int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);
 int rd_v_numa_node(struct rd_transport *tp);   /* the device's node (sysfs), -1 if none */

@@ -17,6 +17,7 @@
  */
 #include "transport/rd_verbs.h"
 #include "util/rd_error.h"
+#include "wire/rd_proto.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,20 +84,24 @@ static void consume_credit(struct rd_v_conn *c)
         c->peer_big--;
 }
 
-/* len bytes from ring slot `slot` of p, or (p NULL) an internal message with no payload */
-static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len, int internal)
+/* len bytes from ring slot `slot` of p, then (ref) the bytes ref names, in one message; or (p
+ * NULL) an internal message with no payload */
+static int post_parts(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len,
+                      const struct ibv_sge *ref, int internal)
 {
-    struct ibv_sge sge;
+    struct ibv_sge sge[2];
     struct ibv_send_wr wr = { 0 }, *bad;
     unsigned big = c->owe_big, small = c->owe_small;
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.imm_data = htonl(RD_V_IMM(internal, big, small));
     if (p) {
-        sge = (struct ibv_sge){ .addr = (uintptr_t)p->bufs[slot].data, .length = (uint32_t)len,
-                                .lkey = p->mr->lkey };
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
+        sge[0] = (struct ibv_sge){ .addr = (uintptr_t)p->bufs[slot].data, .length = (uint32_t)len,
+                                   .lkey = p->mr->lkey };
+        if (ref)
+            sge[1] = *ref;
+        wr.sg_list = sge;
+        wr.num_sge = ref ? 2 : 1;
         wr.wr_id = ((uint64_t)p->kind << 32) | slot;
     } else {
         wr.wr_id = (uint64_t)K_INTERNAL << 32;
@@ -118,6 +123,11 @@ static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t 
     else
         c->payload_out++;
     return RD_OK;
+}
+
+static int post(struct rd_v_conn *c, struct rd_v_pool *p, unsigned slot, size_t len, int internal)
+{
+    return post_parts(c, p, slot, len, NULL, internal);
 }
 
 /* A zero-length RDMA WRITE: the peer's QP acknowledges it and nothing else happens there, so
@@ -275,6 +285,8 @@ static void on_send(struct rd_v_conn *c, const struct ibv_wc *wc)
         /* counted in sq_used only */
     } else if (p) {
         c->payload_out--;
+        if (p->bufs[(uint32_t)wc->wr_id].ref_from)   /* sent, or never will be: the payload goes back */
+            rd_ref_done(&p->bufs[(uint32_t)wc->wr_id]);
         p->free[p->nfree++] = (uint32_t)wc->wr_id;
         if (wc->status != IBV_WC_SUCCESS)
             c->send_err = 1;
@@ -503,7 +515,10 @@ static int can_send(struct rd_v_conn *c, size_t len)
     return c->peer_small == 0;
 }
 
-int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
+/* Post b (b->len bytes: its first `first` from its slot, the rest as ref names) once the peer
+ * has a receive for it. A frame that never went is given back: its slot to get_send_buf, a
+ * payload lent by another connection to that one. */
+static int send_parts(struct rd_transport *tp, struct rd_buf *b, size_t first, const struct ibv_sge *ref)
 {
     struct rd_v_conn *c = tp->priv;
     struct rd_v_pool *p = b->owner;
@@ -512,19 +527,58 @@ int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
     progress(c);
     for (;;) {
         if (c->dead || c->shut) {
-            p->free[p->nfree++] = b->slot;   /* the frame comes back through get_send_buf */
             rc = fail_dead(c);
             break;
         }
         if (can_send(c, b->len)) {
-            if (post(c, p, b->slot, b->len, 0))
+            if (post_parts(c, p, b->slot, first, ref, 0))
                 continue;
+            c->stat_by_ref += ref != NULL;
             break;
         }
         wait_round(c, 0);
     }
     pthread_mutex_unlock(&c->mu);
+    if (rc) {
+        rd_ref_done(b);
+        rd_v_release(tp, b);
+    }
     return rc;
+}
+
+int rd_v_send(struct rd_transport *tp, struct rd_buf *b)
+{
+    return send_parts(tp, b, b->len, NULL);
+}
+
+/* ops->send_ref: a relay's frame goes out as it came in, its header from b's slot and its
+ * payload from the receive ring of the upstream connection it landed in (registered in our PD
+ * too, at the first frame), in one SEND of two pieces: the relay copies nothing, and the
+ * upstream buffer goes back (reposted, a credit to the sender) once the send completed. A
+ * payload of anything else (a stripe's, a TCP buffer), or of a ring that could not be
+ * registered, is copied into b. */
+int rd_v_send_ref(struct rd_transport *tp, struct rd_buf *b)
+{
+    struct rd_v_conn *c = tp->priv;
+    size_t len = RD_FRAME_HDR + b->ref_len;
+    if (len > b->cap) {
+        rd_ref_done(b);
+        rd_v_release(tp, b);
+        return rd_fail(RD_ESTREAM, "a frame of %zu bytes does not fit the buffers of %s", len, c->peer);
+    }
+    struct ibv_mr *mr = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (b->ref_from->ops == &rd_verbs_ops && b->ref_from->priv != c)
+        mr = rd_v_foreign_mr(c, b->ref_buf->owner);
+    pthread_mutex_unlock(&c->mu);
+    b->len = len;
+    if (!mr) {
+        memcpy(b->data + RD_FRAME_HDR, b->ref, b->ref_len);
+        rd_ref_done(b);
+        return send_parts(tp, b, len, NULL);
+    }
+    struct ibv_sge ref = { .addr = (uintptr_t)b->ref, .length = (uint32_t)b->ref_len, .lkey = mr->lkey };
+    return send_parts(tp, b, RD_FRAME_HDR, b->ref_len ? &ref : NULL);
 }
 
 int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
@@ -586,11 +640,19 @@ int rd_v_drain(struct rd_transport *tp)
         wait_round(c, 0);
     if (c->payload_out || c->send_err)
         rc = fail_dead(c);
-    if (c->verbose > 1)
-        fprintf(stderr, "%s: rdma: %llu sleeps, %llu credit messages, %llu heartbeats\n",
-                rd_progname(), c->stat_sleeps, c->stat_internal, c->stat_heartbeats);
     pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+void rd_v_print_stats(struct rd_v_conn *c)
+{
+    if (c->verbose <= 1 || !c->established)
+        return;
+    pthread_mutex_lock(&c->mu);
+    fprintf(stderr, "%s: rdma: %s: %llu sleeps, %llu credit messages, %llu heartbeats, %llu frames "
+            "sent from an upstream ring\n", rd_progname(), c->peer, c->stat_sleeps, c->stat_internal,
+            c->stat_heartbeats, c->stat_by_ref);
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* Raise *flag (c->shut, c->interrupted) and wake every thread waiting on c: those on the

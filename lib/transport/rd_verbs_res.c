@@ -242,6 +242,43 @@ static void destroy_qp(struct rd_v_conn *c)
     c->id->qp = NULL;
 }
 
+/* send_ref's frames whose send never completed (the QP is gone): their payloads go back to
+ * the connections they came from, which outlive this one (a relay closes downstream first). */
+static void return_refs(struct rd_v_conn *c)
+{
+    struct rd_v_pool *pools[] = { &c->ring_send, &c->ctrl_send };
+    for (unsigned k = 0; k < 2; k++)
+        for (unsigned i = 0; i < pools[k]->n; i++)
+            if (pools[k]->bufs[i].ref_from)
+                rd_ref_done(&pools[k]->bufs[i]);
+}
+
+static void dereg_foreign(struct rd_v_conn *c)
+{
+    for (unsigned i = 0; i < c->nforeign; i++) {
+        int e = c->foreign[i].mr ? ibv_dereg_mr(c->foreign[i].mr) : 0;
+        if (e)
+            rd_v_teardown_warn("ibv_dereg_mr", e);
+    }
+    c->nforeign = 0;
+}
+
+struct ibv_mr *rd_v_foreign_mr(struct rd_v_conn *c, const struct rd_v_pool *p)
+{
+    for (unsigned i = 0; i < c->nforeign; i++)
+        if (c->foreign[i].mem == p->mem)
+            return c->foreign[i].mr;
+    if (c->nforeign == RD_V_FOREIGN_MAX || !p->mr)
+        return NULL;
+    /* local read only: we send from it, nothing writes it through us */
+    struct ibv_mr *mr = ibv_reg_mr(c->pd, p->mr->addr, p->mr->length, 0);
+    if (!mr && c->verbose)
+        rd_warn("cannot register an upstream receive ring for sends to %s too (%s): copying its frames",
+                c->peer, strerror(errno));
+    c->foreign[c->nforeign++] = (struct rd_v_foreign){ p->mem, mr };
+    return mr;
+}
+
 static void dereg_pools(struct rd_v_conn *c)
 {
     rd_v_pool_destroy(&c->ring_recv);
@@ -324,7 +361,7 @@ int rd_v_res_create(struct rd_v_conn *c)
         .send_cq = c->scq,
         .recv_cq = c->rcq,
         .cap = { .max_send_wr = c->sq_cap, .max_recv_wr = c->rq_cap,
-                 .max_send_sge = 1, .max_recv_sge = 1 },
+                 .max_send_sge = 2, .max_recv_sge = 1 },   /* send_ref: header + payload */
         .qp_type = IBV_QPT_RC,
     };
     if (rdma_create_qp(c->id, c->pd, &qa)) {
@@ -358,6 +395,8 @@ out_destroy_channels:
 void rd_v_res_destroy(struct rd_v_conn *c)
 {
     destroy_qp(c);
+    return_refs(c);
+    dereg_foreign(c);
     dereg_pools(c);
     destroy_cq(&c->rcq, &c->rcq_events);
     destroy_cq(&c->scq, &c->scq_events);

@@ -133,6 +133,31 @@ kill_case() {
 # packets rxe_X: what the device has sent so far (Soft-RoCE's counters)
 packets() { cat /sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts 2> /dev/null || echo 0; }
 
+# relay_by_ref N: rdsend --streams N -> rdrecv -vv --relay-fd -> rdrecv (grants N), 12 MiB + 9
+# in 256 KiB frames: byte-identical, all exit 0, and every downstream QP sent its frames from
+# the upstream ring they landed in (the relay's -vv: "N frames sent from an upstream ring"),
+# none copied: the 49 DATA frames (and the END, which a single QP's relay passes the same way;
+# a relay of pairs copies its END, after every pair stopped). Each QP carries several times
+# its ring's depth, so a relay that held upstream frames until nobody reaps their sends hangs.
+relay_by_ref() {
+    local n=$1 kport rport kp rp src rrc krc sk got lines want=$(($1 == 1 ? 50 : 49))
+    sk=$(printf '%064x' 7)
+    next_port; kport=$PORT; next_port; rport=$PORT
+    head -c $((12 * 1048576 + 9)) "$T/big" > "$T/in"; rm -f "$T/out"
+    echo "$S $kport key2" > "$T/next"
+    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" --streams $n $kport key2 "$T/out" 2> "$T/kerr" & kp=$!
+    "$RECV" -vv "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
+    RDPIPE_STREAM_KEY=$sk timeout 60 "$SEND" "${SS[@]}" --streams $n --chunk-size 256K $S $rport key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 30; rrc=$?
+    wait_exit $kp 30; krc=$?
+    got=$(sed -n 's/.* \([0-9]*\) frames sent from an upstream ring$/\1/p' "$T/rerr" | awk '$1 > 0 {n++; s += $1} END {print n + 0, s + 0}')
+    lines=$(grep -c "frames sent from an upstream ring" "$T/rerr")
+    if [ $src = 0 ] && [ $rrc = 0 ] && [ $krc = 0 ] && cmp -s "$T/in" "$T/out" && [ "${got% *}" = $n ] &&
+       [ "${got#* }" = $want ] && [ "$lines" = $((2 * n)) ] && ! grep -q "copying its frames" "$T/rerr"; then
+        pass "a relay between $n and $n QPs sends from the upstream ring: 12 MiB + 9 byte-identical, ${got#* } frames sent without a copy"
+    else fail "a relay between $n and $n QPs sends from the upstream ring" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
+}
+
 streams_cases() {
     echo "--- --streams over RDMA"
     RO=(-v "${RS[@]}"); SO=(-v "${SS[@]}" --streams 2)
@@ -186,6 +211,9 @@ streams_cases() {
     if [ "$threads" = "rd-fw0 rd-fw1 " ] && [ $rrc = 4 ] && [ $krc = 4 ] && grep -q "^rdrecv: sender: " "$T/kerr"; then
         pass "a relay between 2 QPs and 2 QPs: a thread per pair; sender SIGKILLed, relay and sink exit 4 ($(since "$t0")s)"
     else fail "a relay between 2 QPs and 2 QPs" "threads '$threads', relay $rrc, sink $krc: $(cat "$T/rerr" "$T/kerr" | tr '\n' '|')"; fi
+
+    relay_by_ref 1
+    relay_by_ref 2
 
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
@@ -675,7 +703,7 @@ next_port; head -c 20000000 "$T/big" > "$T/in"; rm -f "$T/out"
 t0=$(now)
 "$SEND" -v -v "${SS[@]}" --chunk-size 256K $S $PORT key "$T/in" 2> "$T/serr"; src=$?
 wait_exit $rp 30; rrc=$(cat "$T/rrc" 2> /dev/null || echo "none (hung)"); rm -f "$T/rrc"; dt=$(since "$t0")
-rhb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats$/\1/p' "$T/rerr"); shb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats$/\1/p' "$T/serr")
+rhb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats,.*/\1/p' "$T/rerr"); shb=$(sed -n 's/.*rdma: .* \([0-9]*\) heartbeats,.*/\1/p' "$T/serr")
 if [ $src = 0 ] && [ "$rrc" = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ] && awk -v d="$dt" 'BEGIN{exit !(d >= 12)}' &&
    [ "${rhb:-0}" -ge 10 ] && [ "${shb:-0}" -ge 10 ]; then
     pass "consumer stalls 2 x 6 s: no false timeout, 20 MB intact in ${dt}s, heartbeats sent: rdrecv $rhb, rdsend $shb"
@@ -781,8 +809,8 @@ if [ -x "$BIN/rdpipe" ]; then
     else fail "rdpipe over RDMA" "exit $rc, got '$got': $(tr '\n' '|' < "$T/rperr")"; fi
 fi
 
-# rdpipe relays over RDMA: two `cat` segments forward frames verbs to verbs (copied once into
-# registered send buffers); then a consumer that quits early: the ABORT crosses both relays
+# rdpipe relays over RDMA: two `cat` segments forward frames verbs to verbs (each sent from the
+# upstream ring it landed in); then a consumer that quits early: the ABORT crosses both relays
 if [ -x "$BIN/rdpipe" ]; then
     head -c 20000003 "$T/big" > "$T/rl.in"; rm -f "$T/rl.out"
     PATH=$BIN:$PATH timeout 120 "$BIN/rdpipe" -v --transport rdma -H $S localhost:"< $T/rl.in" \
