@@ -133,29 +133,33 @@ kill_case() {
 # packets rxe_X: what the device has sent so far (Soft-RoCE's counters)
 packets() { cat /sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts 2> /dev/null || echo 0; }
 
-# relay_by_ref N: rdsend --streams N -> rdrecv -vv --relay-fd -> rdrecv (grants N), 12 MiB + 9
-# in 256 KiB frames: byte-identical, all exit 0, and every downstream QP sent its frames from
-# the upstream ring they landed in (the relay's -vv: "N frames sent from an upstream ring"),
-# none copied: the 49 DATA frames (and the END, which a single QP's relay passes the same way;
-# a relay of pairs copies its END, after every pair stopped). Each QP carries several times
-# its ring's depth, so a relay that held upstream frames until nobody reaps their sends hangs.
+# relay_by_ref UP DOWN: rdsend --streams UP -> rdrecv -vv --relay-fd -> rdrecv granting DOWN,
+# 12 MiB + 9 in 256 KiB frames: byte-identical, all exit 0. Between as many QPs on both sides
+# every downstream QP sends its frames from the upstream ring they landed in (the relay's -vv:
+# "N frames sent from an upstream ring"), none copied: the 49 DATA frames (and the END, which
+# a single QP's relay passes the same way; a relay of pairs copies its END, after every pair
+# stopped). Each QP carries several times its ring's depth, so a relay that held upstream
+# frames until nobody reaps their sends hangs. From a striped upstream into one QP the relay
+# passes each frame itself and copies it (no ring of one connection holds them all): 0.
 relay_by_ref() {
-    local n=$1 kport rport kp rp src rrc krc sk got lines want=$(($1 == 1 ? 50 : 49))
+    local up=$1 down=$2 kport rport kp rp src rrc krc sk got lines want qps name
+    want=$((up != down ? 0 : up == 1 ? 50 : 49)); qps=$((up != down ? 0 : down))
+    name="a relay between $up and $down QPs $([ $qps = 0 ] && echo copies || echo 'sends from the upstream ring')"
     sk=$(printf '%064x' 7)
     next_port; kport=$PORT; next_port; rport=$PORT
     head -c $((12 * 1048576 + 9)) "$T/big" > "$T/in"; rm -f "$T/out"
     echo "$S $kport key2" > "$T/next"
-    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" --streams $n $kport key2 "$T/out" 2> "$T/kerr" & kp=$!
+    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" --streams $down $kport key2 "$T/out" 2> "$T/kerr" & kp=$!
     "$RECV" -vv "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
-    RDPIPE_STREAM_KEY=$sk timeout 60 "$SEND" "${SS[@]}" --streams $n --chunk-size 256K $S $rport key "$T/in" 2> "$T/serr"; src=$?
+    RDPIPE_STREAM_KEY=$sk timeout 60 "$SEND" "${SS[@]}" --streams $up --chunk-size 256K $S $rport key "$T/in" 2> "$T/serr"; src=$?
     wait_exit $rp 30; rrc=$?
     wait_exit $kp 30; krc=$?
     got=$(sed -n 's/.* \([0-9]*\) frames sent from an upstream ring$/\1/p' "$T/rerr" | awk '$1 > 0 {n++; s += $1} END {print n + 0, s + 0}')
     lines=$(grep -c "frames sent from an upstream ring" "$T/rerr")
-    if [ $src = 0 ] && [ $rrc = 0 ] && [ $krc = 0 ] && cmp -s "$T/in" "$T/out" && [ "${got% *}" = $n ] &&
-       [ "${got#* }" = $want ] && [ "$lines" = $((2 * n)) ] && ! grep -q "copying its frames" "$T/rerr"; then
-        pass "a relay between $n and $n QPs sends from the upstream ring: 12 MiB + 9 byte-identical, ${got#* } frames sent without a copy"
-    else fail "a relay between $n and $n QPs sends from the upstream ring" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
+    if [ $src = 0 ] && [ $rrc = 0 ] && [ $krc = 0 ] && cmp -s "$T/in" "$T/out" && [ "$got" = "$qps $want" ] &&
+       [ "$lines" = $((up + down)) ] && ! grep -q "copying its frames" "$T/rerr"; then
+        pass "$name: 12 MiB + 9 byte-identical, $want frames sent without a copy"
+    else fail "$name" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
 }
 
 streams_cases() {
@@ -212,8 +216,9 @@ streams_cases() {
         pass "a relay between 2 QPs and 2 QPs: a thread per pair; sender SIGKILLed, relay and sink exit 4 ($(since "$t0")s)"
     else fail "a relay between 2 QPs and 2 QPs" "threads '$threads', relay $rrc, sink $krc: $(cat "$T/rerr" "$T/kerr" | tr '\n' '|')"; fi
 
-    relay_by_ref 1
-    relay_by_ref 2
+    relay_by_ref 1 1
+    relay_by_ref 2 2
+    relay_by_ref 2 1
 
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
