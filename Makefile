@@ -1,6 +1,7 @@
 # rdpipe - build the library, the tools and the unit tests.
 #   make                 bin/rdsend bin/rdrecv ... and lib/librdpipe.a (in build/)
 #   make SAN=1           the same with ASan+UBSan, into build-san/ (binaries in build-san/bin)
+#   make TSAN=1          the same with ThreadSanitizer, into build-tsan/
 #   make CC=clang        any C11 compiler
 #   make test            the whole suite (tests/run)
 #   make install PREFIX=/usr/local   tools, man pages, bash completion (DESTDIR too)
@@ -9,6 +10,7 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 SAN     ?= 0
+TSAN    ?= 0
 V       ?= 0
 ifeq ($(V),0)
   Q := @
@@ -22,6 +24,10 @@ ifeq ($(SAN),1)
   OUT      ?= build-san
   BINDIR   ?= $(OUT)/bin
   SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(TSAN),1)
+  OUT      ?= build-tsan
+  BINDIR   ?= $(OUT)/bin
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
   OUT      ?= build
   BINDIR   ?= bin

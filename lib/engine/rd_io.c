@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,13 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
 
 static long page_size(void)
 {
-    static long page;
-    if (!page)
-        page = sysconf(_SC_PAGESIZE);
-    return page;
+    static _Atomic long page;   /* lanes ask at once */
+    long p = atomic_load_explicit(&page, memory_order_relaxed);
+    if (!p) {
+        p = sysconf(_SC_PAGESIZE);
+        atomic_store_explicit(&page, p, memory_order_relaxed);
+    }
+    return p;
 }
 
 /* Are the pages of this mapping in the page cache? mincore() touches none of them, so

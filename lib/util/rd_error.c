@@ -111,7 +111,10 @@ int rd_error_code(void)
 
 const char *rd_error_msg(void)
 {
-    return rd_errctx_current()->msg;
+    /* a copy taken under the lock: another thread of the context may record meanwhile */
+    static __thread char snap[sizeof own.msg];
+    rd_error_copy(snap, sizeof snap);
+    return snap;
 }
 
 void rd_error_clear(void)

@@ -48,6 +48,7 @@ int rd_error_code(void);
 int rd_error_or(int fallback);
 /* Copy the message (n > 0) and return the code of the calling thread's context. */
 int rd_error_copy(char *msg, unsigned long n);
+/* The message: a copy of it, taken under the lock and good until the thread calls again. */
 const char *rd_error_msg(void);
 void rd_error_clear(void);
 

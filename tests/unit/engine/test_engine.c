@@ -634,7 +634,8 @@ struct deferring {
     struct rd_source src;
     struct rd_defer_wait w;
     int fd;                /* the data */
-    uint64_t size, pos;
+    uint64_t size;
+    _Atomic uint64_t pos;  /* read by the test while the engine's reader fills */
     long read_ms;          /* each lane read takes this long */
 };
 
@@ -893,7 +894,7 @@ static void fake_sender_case(enum fake_send mode, int want_rc, const char *want_
     CHECK_EQ_I(rc, RD_OK);
     enum { FRAMES = 3 };
     uint8_t *data = random_bytes(FRAMES * CHUNK, 77);
-    uint8_t other[RD_KEY_LEN], tag0[RD_TAG_LEN];
+    uint8_t other[RD_KEY_LEN], tag0[RD_TAG_LEN] = { 0 };   /* set at frame 0, used at frame 1 */
     memcpy(other, agreed.stream_key, sizeof other);
     other[0] ^= 1;
     uint64_t hash = 0;

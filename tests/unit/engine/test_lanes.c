@@ -49,7 +49,7 @@ struct producer {
     struct rd_lanes *l;
     struct job *jobs;
     unsigned n;
-    unsigned submitted;
+    _Atomic unsigned submitted;   /* read by the test while the producer runs */
     int refused;
 };
 
