@@ -212,11 +212,7 @@ static int relay_buffers(struct relay *r, enum side *side)
         *side = SIDE_DOWN;
         rc = down->ops->get_send_buf(down, &o);
         if (!rc && down->ops->send_ref) {   /* b goes with it, back to up once sent */
-            memcpy(o->data, b->data, RD_FRAME_HDR);
-            o->ref = b->data + RD_FRAME_HDR;
-            o->ref_len = f.length;
-            o->ref_from = up;
-            o->ref_buf = b;
+            rd_ref_frame(o, up, b, f.length);
             rc = down->ops->send_ref(down, o);
         } else {
             if (!rc) {

@@ -190,27 +190,18 @@ static int copy_to(struct rd_transport *out, const uint8_t *frame, size_t len)
     return rc;
 }
 
-/* A DATA frame b of pair p sent down, from where it landed when the transport can (b goes
- * back to p->in once sent: p->lent), else copied. */
+/* A DATA frame b of pair p sent down from where it landed (send_ref; the transport copies
+ * where it cannot): b goes back to p->in once sent (p->lent). */
 static int pass_direct(struct pair *p, struct rd_buf *b)
 {
     struct rd_transport *out = p->out;
-    if (!out->ops->send_ref) {
-        int rc = copy_to(out, b->data, b->len);
-        p->in->ops->release(p->in, b);
-        return rc;
-    }
     struct rd_buf *o;
     int rc = out->ops->get_send_buf(out, &o);
     if (rc) {
         p->in->ops->release(p->in, b);
         return rc;
     }
-    memcpy(o->data, b->data, RD_FRAME_HDR);
-    o->ref = b->data + RD_FRAME_HDR;
-    o->ref_len = b->len - RD_FRAME_HDR;
-    o->ref_from = p->in;
-    o->ref_buf = b;
+    rd_ref_frame(o, p->in, b, b->len - RD_FRAME_HDR);
     p->lent = 1;
     return out->ops->send_ref(out, o);
 }
@@ -296,7 +287,8 @@ static int pairable(struct rd_transport *tp, struct rd_transport *to)
         return 0;
     if (!u->direct)
         return u->recv_lazy;
-    return !u->next && u->w[0].conn->ops->interrupt;
+    const struct rd_transport_ops *ops = u->w[0].conn->ops;
+    return !u->next && ops->interrupt && ops->send_ref;
 }
 
 /* Every pair stopped: the outcome. A failure or an ABORT that came first decides; else the

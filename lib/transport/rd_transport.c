@@ -17,6 +17,15 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops)
     return tp;
 }
 
+void rd_ref_frame(struct rd_buf *o, struct rd_transport *from, struct rd_buf *b, size_t payload_len)
+{
+    memcpy(o->data, b->data, RD_FRAME_HDR);
+    o->ref = b->data + RD_FRAME_HDR;
+    o->ref_len = payload_len;
+    o->ref_from = from;
+    o->ref_buf = b;
+}
+
 void rd_ref_done(struct rd_buf *b)
 {
     if (b->ref_buf)

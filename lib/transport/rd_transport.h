@@ -160,6 +160,9 @@ struct rd_transport *rd_transport_new(const struct rd_transport_ops *ops);
 
 /* tp's ops->numa_node, or -1 when the transport does not say. */
 int rd_transport_node(struct rd_transport *tp);
+/* For send_ref: o, a send buffer, carries the frame in b (received from `from`) by reference:
+ * b's header copied into o, its payload_len bytes of payload named. */
+void rd_ref_frame(struct rd_buf *o, struct rd_transport *from, struct rd_buf *b, size_t payload_len);
 /* send_ref's end: b->ref_buf back to the transport it came from, and b holds no ref now. */
 void rd_ref_done(struct rd_buf *b);
 /* tp's ops->link_rate (link: its name, or ""), or 0 when the transport does not say. */
