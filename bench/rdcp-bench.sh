@@ -4,6 +4,7 @@
 #
 #   bench/rdcp-bench.sh [FILE_MIB] [NFILES[,NFILES...]]   (default 2048 MiB, 5000 files of 1-64 KiB)
 #   bench/rdcp-bench.sh 4096 20000,50000                  (the Lanes issue's sets)
+#   FILE_KIB=1024-8192 bench/rdcp-bench.sh 0 400           (400 medium files of 1-8 MiB)
 #   RDPIPE_BIN=dir   RUNS=n (best of n rounds, each running every tool once; default 2)   ONLY="rdcp_tree tar_tree ..." (a subset of
 #   the runs named below; FILE_MIB=0 or NFILES=0 leaves that half out). The data lives in
 #   the test directory under /tmp: it needs FILE_MIB x 2 + the trees' size x 2 free.
@@ -55,20 +56,25 @@ want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 SETS=${NFILES//,/ }
 [ "$FILE_MIB" -gt 0 ] && head -c $((FILE_MIB << 20)) /dev/urandom > "$T/big"
 FILE_BYTES=$((FILE_MIB << 20))
-# gentree N DIR: N files of 1-64 KiB of random bytes, 200 to a directory (one process, not one
-# per file: 50,000 files in seconds)
+# gentree N DIR: N files of FILE_KIB (default 1-64) KiB of random bytes, 200 to a directory
+# (one process, not one per file: 50,000 files in seconds)
+FILE_KIB=${FILE_KIB:-1-64}
+KIB_LO=${FILE_KIB%-*} KIB_HI=${FILE_KIB#*-}
+[[ $KIB_LO =~ ^[0-9]+$ && $KIB_HI =~ ^[0-9]+$ && $KIB_LO -ge 1 && $KIB_HI -ge $KIB_LO ]] ||
+    { echo "FILE_KIB=$FILE_KIB: want LO-HI in KiB" >&2; exit 2; }
 gentree() {
     mkdir -p "$2"
     (cd "$2" && perl -e 'srand(11); open(my $u, "<:raw", "/dev/urandom") or die "urandom: $!";
+        my ($lo, $hi) = ($ARGV[1] * 1024, $ARGV[2] * 1024);
         for my $i (0 .. $ARGV[0] - 1) {
             my $d = "d" . int($i / 200);
             mkdir $d if $i % 200 == 0;
-            my $sz = 1024 + int(rand(63 * 1024));
+            my $sz = $lo + int(rand($hi - $lo));
             read($u, my $b, $sz) == $sz or die "urandom: $!";
             open(my $o, ">:raw", "$d/f$i") or die "$d/f$i: $!";
             print $o $b or die "$d/f$i: $!";
             close $o or die "$d/f$i: $!";
-        }' "$1") || exit 1
+        }' "$1" "$KIB_LO" "$KIB_HI") || exit 1
 }
 declare -A TREE_BYTES
 for n in $SETS; do
@@ -76,6 +82,7 @@ for n in $SETS; do
     gentree "$n" "$T/tree$n"
     TREE_BYTES[$n]=$(du -sb --apparent-size "$T/tree$n" | cut -f1)
 done
+sync   # the data just written would otherwise be written back during the first rounds
 
 # Every run writes into a new directory: the root filesystem here is ext4 without a journal,
 # whose inode allocator skips inodes freed in the last 60 s (300 s while their table block is
@@ -161,7 +168,7 @@ tar_tree() {
 rsync_tree() { on h1 rsync -a --whole-file -e "ssh -F $CFG" "$T/$TREE" h2:"$OUTD/"; }
 scp_tree() { on h1 scp -O -q -r -F "$CFG" "$T/$TREE" h2:"$OUTD/"; }
 
-echo "rdcp bench: one $FILE_MIB MiB file; files of 1-64 KiB: $SETS; h1 -> h2; best of $RUNS; $(nproc) CPUs; ${ONLY:-all runs}" >&2
+echo "rdcp bench: one $FILE_MIB MiB file; files of $FILE_KIB KiB: $SETS; h1 -> h2; best of $RUNS; $(nproc) CPUs; ${ONLY:-all runs}" >&2
 declare -A R
 # rounds SUFFIX RUN...: RUNS rounds, each running every RUN once in turn (interleaved: load from
 # other jobs falls on all of them alike); R[RUN SUFFIX] = the best
@@ -232,7 +239,7 @@ fi
 for n in $SETS; do
     [ "$n" -gt 0 ] || continue
     echo
-    hdr "$n files of 1-64 KiB ($((${TREE_BYTES[$n]} >> 20)) MiB)" "tar / x" "rsync / x"
+    hdr "$n files of $FILE_KIB KiB ($((${TREE_BYTES[$n]} >> 20)) MiB)" "tar / x" "rsync / x"
     for t in rdcp_tree:"rdcp -r" rdcp_tree_nosync:"rdcp -r --no-sync" \
              ${BASE_RUNS:+rdcp_tree_base:"rdcp -r (BASE_BIN)" rdcp_tree_nosync_base:"rdcp -r --no-sync (BASE_BIN)"} \
              tar_tree:"tar c | rdsend, rdrecv | tar x" \
