@@ -160,7 +160,7 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         /* RDMA pins its rings: past the default only as far as ulimit -l lets this end pin
          * them (the receiver grants what its own lets it pin) */
         if (depth > want.depth && tp->ops == &rd_verbs_ops) {
-            uint32_t fit = rd_verbs_pinnable_depth(want.chunk_size, depth, rings);
+            uint32_t fit = rd_verbs_pinnable_depth(want.chunk_size, depth, rings, 0);
             depth = fit > want.depth ? fit : want.depth;
         }
         want.depth = depth;
@@ -286,6 +286,9 @@ static void rails_of(const char *devices, struct rd_rails *out)
 
 /* Listen, run the handshake of every connection at once (rd_waiting), and serve the first
  * that completes (or give up when the timeout passes). */
+static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
+                       const struct rd_params *won, void *ctx);
+
 static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
 {
     struct rd_key key;
@@ -316,6 +319,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
             .streams = o->streams_set ? o->streams : RD_MAX_STREAMS,   /* a relay's too: it passes them on */
             .caps = rd_cipher_grant() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,
+            .relay = serve == serve_relay,
         },
     };
     if (o->transport != RD_T_TCP && !o->bind)   /* a sender may stripe over our rails (a relay's too) */

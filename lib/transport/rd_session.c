@@ -2,6 +2,7 @@
 
 #include "transport/rd_rails.h"
 #include "util/rd_error.h"
+#include "util/rd_memlock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -225,6 +226,19 @@ static int recv_rails(struct rd_transport *tp, struct rd_params *agreed)
 /* Receiver: whether this sender gets RAILS, and the streams it is granted: as many as the
  * sender asked, up to our ports. A sender asks for rails only without --streams, so one
  * that gets none gets one connection. */
+/* A relay pins both hops' rings, and the upstream's twice (rd_verbs_pin_relay). Where not even
+ * its smallest rings fit in ulimit -l, its first registrations might still succeed and a later
+ * one fail: so it fails before any, naming the limit it needs for the depth asked. */
+static int relay_unpinnable(const struct rd_challenge *c)
+{
+    int cap = 0;
+    unsigned long long have = (unsigned long long)rd_memlock_limit(&cap) / 1024,
+                       need = (rd_verbs_pin_relay(c->chunk_size, c->depth, c->streams) + 1023) / 1024;
+    return rd_fail(RD_EIO, "a relay cannot register its RDMA buffers (%llu KiB: both hops' rings, the "
+                   "upstream's twice): locked-memory limit is %llu KiB; raise it (ulimit -l %llu or "
+                   "unlimited) or lower --chunk-size/--depth", need, have, need);
+}
+
 static int grant_rails(struct rd_transport *tp, const struct rd_hello *h, const struct rd_params *limits,
                        struct rd_challenge *c)
 {
@@ -358,7 +372,7 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
      * (the sender's limit may be higher); where none fit, registering says what is needed */
     uint32_t asked = c.depth, fit = c.depth;
     if (tp->ops == &rd_verbs_ops)
-        fit = rd_verbs_pinnable_depth(c.chunk_size, c.depth, c.streams);
+        fit = rd_verbs_pinnable_depth(c.chunk_size, c.depth, c.streams, limits->relay);
     if (fit)
         c.depth = fit;
     if ((h.caps & limits->require_caps) != limits->require_caps) {   /* rdrecv --encrypt */
@@ -389,8 +403,12 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
     }
-    if (c.streams == 1)
+    if (!fit && limits->relay)   /* its first ring may fit, the rest would not: say it now */
+        rc = relay_unpinnable(&c);
+    if (!rc && c.streams == 1)
         rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
+    if (rc)   /* the sender proved the key: it learns why this end cannot take its stream */
+        rd_send_reason(tp, RD_REJECT, rd_error_code(), rd_error_msg());
     if (!rc) {
         keep_keys(tp, &keys, 0, &c, agreed);
         agreed->depth_asked = c.depth < asked ? asked : 0;

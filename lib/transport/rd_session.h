@@ -22,6 +22,8 @@ struct rd_params {
     uint32_t caps;         /* RD_FLAG_* in use (ENCRYPTED: the sender encrypts; AES_GCM: both
                             * ends have AES instructions) */
     uint32_t require_caps; /* receiver's limits only: caps a sender must use (--encrypt) */
+    uint32_t relay;        /* receiver's limits only: this end relays the stream on, so over
+                            * RDMA it pins more than one stream's rings (rd_verbs_pin_relay) */
     uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
     uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_mac) */
     uint8_t stream_key[RD_KEY_LEN];   /* agreed only: tags DATA, END and CONFIRM (rd_tag.h) */

@@ -176,10 +176,15 @@ uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth);
 /* The same for one stream striped over conns connections (--streams, rails): each registers
  * its share of the ring, as the stripe splits it. */
 uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns);
-/* The largest depth up to `depth` whose stream this process may pin: all of it with
- * CAP_IPC_LOCK or no RLIMIT_MEMLOCK, else what ulimit -l leaves room for; 0 when not even
- * the smallest ring fits (registering it then fails, naming the ulimit -l it needs). */
-uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns);
+/* What a relay pins for one stream of conns connections: the upstream stream, the downstream
+ * stream (the same chunk, depth and connections: it asks for what came in), and the upstream
+ * rings once more, registered in the downstream's protection domains to send from them. */
+uint64_t rd_verbs_pin_relay(uint32_t chunk, uint32_t depth, unsigned conns);
+/* The largest depth up to `depth` whose stream this process may pin (relay: as a relay,
+ * rd_verbs_pin_relay): all of it with CAP_IPC_LOCK or no RLIMIT_MEMLOCK, else what ulimit -l
+ * leaves room for; 0 when not even the smallest ring fits (registering it then fails, naming
+ * the ulimit -l it needs). */
+uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns, int relay);
 
 /* Helpers shared by transports. */
 struct sockaddr;

@@ -53,14 +53,21 @@ static int reg_failed(size_t bytes, uint64_t need)
 
 #define HUGE_PAGE (2u << 20)
 
-uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth)
+/* one connection's ring of depth frames */
+static uint64_t ring_bytes(uint32_t chunk, uint32_t depth)
 {
     const uint64_t page = RD_BUF_ALIGN, lead = RD_BUF_ALIGN - RD_FRAME_HDR;
     uint64_t frame = (RD_FRAME_HDR + (uint64_t)chunk + page - 1) / page * page;
     if (depth < 4)
         depth = 4;   /* the verbs transport posts at least 4 */
+    return lead + depth * frame;
+}
+
+uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth)
+{
+    const uint64_t page = RD_BUF_ALIGN, lead = RD_BUF_ALIGN - RD_FRAME_HDR;
     /* ring + control send (8 frames) and receive (16 frames) pools + queues */
-    return lead + depth * frame + 2 * lead + 24 * page + (2u << 20);
+    return ring_bytes(chunk, depth) + 2 * lead + 24 * page + (2u << 20);
 }
 
 uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns)
@@ -71,13 +78,21 @@ uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns)
     return rd_verbs_pin_bytes(chunk, per < 2 ? 2 : per) * conns;
 }
 
-uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns)
+uint64_t rd_verbs_pin_relay(uint32_t chunk, uint32_t depth, unsigned conns)
+{
+    uint32_t per = conns <= 1 ? depth : (depth + conns - 1) / conns;
+    if (conns < 1)
+        conns = 1;
+    return 2 * rd_verbs_pin_stream(chunk, depth, conns) + conns * ring_bytes(chunk, per < 2 ? 2 : per);
+}
+
+uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns, int relay)
 {
     int cap = 0;
     uint64_t limit = rd_memlock_limit(&cap);
     if (cap || limit == UINT64_MAX)
         return depth;
-    while (depth > 0 && rd_verbs_pin_stream(chunk, depth, conns) > limit)
+    while (depth > 0 && (relay ? rd_verbs_pin_relay(chunk, depth, conns) : rd_verbs_pin_stream(chunk, depth, conns)) > limit)
         depth--;   /* at most RD_MAX_DEPTH steps, once per connection */
     return depth;
 }

@@ -5,6 +5,7 @@
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
 #      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
+#      RXE_ONLY=memlock (a relay under a locked-memory limit alone),
 #      RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
@@ -162,6 +163,68 @@ relay_by_ref() {
     else fail "$name" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
 }
 
+# relay_memlock: a relay without CAP_IPC_LOCK, under a locked-memory limit (RLIMIT_MEMLOCK,
+# which ibv_reg_mr charges each registered page to, again for a ring registered twice). A
+# relay pins its upstream ring, its downstream ring, and the upstream ring once more to send
+# from it (send_ref), so it grants the sender the depth whose three rings fit:
+# - a limit between what its rings pin at the asked depth without that third one and with it
+#   (a relay that counted only its upstream stream granted the full depth and copied every
+#   frame): a smaller depth, every frame still sent from the upstream ring, no more pinned
+#   than the limit, all three exit 0, 12 MiB + 9 in 1 MiB frames byte-identical;
+# - a limit below its smallest rings: it registers none (what it pins stays below 1 MiB: the
+#   control frames), and the sender fails with its reason, which names the ulimit -l it needs
+#   (the relay says it too, and waits for another sender, as after any failed handshake).
+# The limits come from an unlimited relay: its ring (-vv) and the pages it held (VmPin).
+relay_memlock() {
+    local kport rport kp rp mp src rrc krc sk pin ring depth own lim got got1 depth1 ring1
+    sk=$(printf '%064x' 8)
+    head -c $((12 * 1048576 + 9)) "$T/big" > "$T/in"
+    # memlock_relay KIB|- [nosink]: rdsend -> relay -> rdrecv (KIB: the relay's limit, without
+    # CAP_IPC_LOCK); sets src rrc krc, pin (KiB), got (frames by reference), ring and depth
+    memlock_relay() {
+        local wrap=()
+        [ "$1" = - ] || wrap=(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit --memlock=$(($1 * 1024)) --)
+        next_port; kport=$PORT; next_port; rport=$PORT
+        rm -f "$T/out" "$T/maxpin" "$T/kerr"
+        echo "$S $kport key2" > "$T/next"
+        kp=
+        [ -n "${2:-}" ] || { RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" $kport key2 "$T/out" 2> "$T/kerr" & kp=$!; }
+        "${wrap[@]}" "$RECV" -vv "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
+        (m=0; while [ -e /proc/$rp ]; do
+            v=$(awk '/^VmPin/ {print $2}' /proc/$rp/status 2> /dev/null)
+            [ -n "$v" ] && [ "$v" -gt $m ] && m=$v
+        done; echo $m > "$T/maxpin") & mp=$!
+        RDPIPE_STREAM_KEY=$sk timeout 60 "$SEND" "${SS[@]}" --chunk-size 1M $S $rport key "$T/in" 2> "$T/serr"; src=$?
+        [ -n "${2:-}" ] && { sleep 0.5; kill $rp 2> /dev/null; }   # nothing comes: see above
+        wait_exit $rp 30; rrc=$?
+        krc=-; [ -z "$kp" ] || { wait_exit $kp 30; krc=$?; }
+        wait $mp
+        pin=$(cat "$T/maxpin")
+        got=$(sed -n 's/.* \([0-9]*\) frames sent from an upstream ring$/\1/p' "$T/rerr" | awk '{s += $1} END {print s + 0}')
+        set -- $(sed -n 's/.*: rdma: receive ring of \([0-9]*\) x \([0-9]*\) bytes.*/\1 \2/p' "$T/rerr" | head -n 1)
+        depth=${1:-0}; ring=$(( ${1:-0} * ${2:-0} / 1024 ))
+    }
+    memlock_relay -
+    got1=$got; depth1=$depth; ring1=$ring
+    if [ $src != 0 ] || [ $rrc != 0 ] || [ $krc != 0 ] || [ "$ring" = 0 ] || [ "$got" -lt 13 ] || [ "$pin" -le $((2 * ring)) ]; then
+        fail "a relay under a locked-memory limit" "unlimited run: rdsend $src, relay $rrc, sink $krc, ring $depth x ($ring KiB), $pin KiB pinned, $got by reference: $(tail -n 5 "$T/rerr" | tr '\n' '|')"
+        return
+    fi
+    own=$((pin - ring1))
+    lim=$((own + ring1 / 2))
+    memlock_relay $lim
+    if [ $src = 0 ] && [ $rrc = 0 ] && [ $krc = 0 ] && cmp -s "$T/in" "$T/out" && [ "$got" = "$got1" ] &&
+       [ "$depth" -ge 4 ] && [ "$depth" -lt "$depth1" ] && [ "$pin" -le $lim ] && ! grep -q "copying its frames" "$T/rerr"; then
+        pass "a relay under a locked-memory limit ($lim KiB; $own + $ring1 pinned at depth $depth1): depth $depth, $pin KiB pinned, all $got frames sent from the upstream ring, 12 MiB + 9 byte-identical"
+    else fail "a relay under a locked-memory limit" "limit $lim KiB: rdsend $src, relay $rrc, sink $krc, depth $depth (unlimited $depth1), $pin KiB pinned, $got by reference (unlimited $got1): $(grep -v 'key has' "$T/rerr" | tail -n 6 | tr '\n' '|')"; fi
+    lim=$((own / 2))
+    memlock_relay $lim nosink
+    local why="a relay cannot register its RDMA buffers ([0-9]* KiB: both hops' rings, the upstream's twice): locked-memory limit is $lim KiB; raise it (ulimit -l [0-9]* or unlimited) or lower --chunk-size/--depth"
+    if [ $src != 0 ] && [ "$pin" -lt 1024 ] && grep -q "^rdsend: receiver [^ ]*: $why$" "$T/serr" && grep -q "^rdrecv: $why$" "$T/rerr"; then
+        pass "a relay whose rings do not fit in $lim KiB registers none ($pin KiB pinned): rdsend $src with its reason"
+    else fail "a relay whose rings do not fit" "limit $lim KiB: rdsend $src, $pin KiB pinned: $(grep -v 'key has' "$T/serr" | tr '\n' '|') relay: $(grep -v 'key has' "$T/rerr" | tail -n 4 | tr '\n' '|')"; fi
+}
+
 streams_cases() {
     echo "--- --streams over RDMA"
     RO=(-v "${RS[@]}"); SO=(-v "${SS[@]}" --streams 2)
@@ -219,6 +282,7 @@ streams_cases() {
     relay_by_ref 1 1
     relay_by_ref 2 2
     relay_by_ref 2 1
+    relay_memlock
 
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
@@ -464,12 +528,13 @@ if [ -n "${RXE_ONLY:-}" ]; then
     for g in ${RXE_ONLY//,/ }; do
         case $g in
             streams) streams_cases ;;
+            memlock) relay_memlock ;;
             rails) default_rails_cases ;;
             measure-rails) measure_rails_cases ;;
             changing) changing_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, rails, measure-rails, changing, linkdown, measure)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, memlock, rails, measure-rails, changing, linkdown, measure)" ;;
         esac
     done
     rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail

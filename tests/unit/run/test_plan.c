@@ -137,24 +137,37 @@ static void t_cores_are_the_affinity(void)
 
 /* ulimit -l: a process that may pin L bytes registers as deep a ring as fits in L (with the
  * control pools: rd_verbs_pin_bytes), one frame more does not fit; a stripe's connections
- * each take their share; where not even the smallest ring fits, 0. With CAP_IPC_LOCK, all.
+ * each take their share; where not even the smallest ring fits, 0. A relay counts both hops'
+ * rings and the upstream's once more (rd_verbs_pin_relay). With CAP_IPC_LOCK, all.
  * Checked in a child as nobody (no capabilities), L at most 16 MiB (a container may not
  * raise its hard limit). */
-static int deepest_fits(uint32_t chunk, uint32_t depth, unsigned conns, uint64_t l)
+static uint64_t pin(uint32_t chunk, uint32_t depth, unsigned conns, int relay)
 {
-    uint32_t fit = rd_verbs_pinnable_depth(chunk, depth, conns);
+    return relay ? rd_verbs_pin_relay(chunk, depth, conns) : rd_verbs_pin_stream(chunk, depth, conns);
+}
+
+static int deepest_fits(uint32_t chunk, uint32_t depth, unsigned conns, int relay, uint64_t l)
+{
+    uint32_t fit = rd_verbs_pinnable_depth(chunk, depth, conns, relay);
     if (fit == 0)
-        return rd_verbs_pin_stream(chunk, 4, conns) > l;
-    return fit <= depth && rd_verbs_pin_stream(chunk, fit, conns) <= l &&
-           (fit == depth || rd_verbs_pin_stream(chunk, fit + 1, conns) > l);
+        return pin(chunk, 4, conns, relay) > l;
+    return fit <= depth && pin(chunk, fit, conns, relay) <= l &&
+           (fit == depth || pin(chunk, fit + 1, conns, relay) > l);
 }
 
 static void t_pinnable_within_memlock(void)
 {
     int cap = 0;
     rd_memlock_limit(&cap);
-    if (cap)
-        CHECK_EQ_U(rd_verbs_pinnable_depth(64u << 20, 1024, 16), 1024);
+    if (cap) {
+        CHECK_EQ_U(rd_verbs_pinnable_depth(64u << 20, 1024, 16, 0), 1024);
+        CHECK_EQ_U(rd_verbs_pinnable_depth(64u << 20, 1024, 16, 1), 1024);
+    }
+    /* a relay of one connection: its two streams, and its upstream ring (4048 bytes to the first
+     * payload's page, then 1 MiB + a page a frame) once more */
+    CHECK_EQ_U(rd_verbs_pin_relay(1u << 20, 8, 1), 2 * rd_verbs_pin_bytes(1u << 20, 8) + 4048 + 8 * 1052672ull);
+    /* two connections of 4 frames each */
+    CHECK_EQ_U(rd_verbs_pin_relay(1u << 20, 8, 2), 4 * rd_verbs_pin_bytes(1u << 20, 4) + 2 * (4048 + 4 * 1052672ull));
     pid_t pid = fork();
     CHECK_OR(pid >= 0, return);
     if (pid == 0) {
@@ -166,15 +179,23 @@ static void t_pinnable_within_memlock(void)
         if (setrlimit(RLIMIT_MEMLOCK, &rl) || (geteuid() == 0 && setuid(65534)))
             _exit(98);
         uint64_t fit = l / rd_verbs_pin_bytes(64u << 10, 4);   /* connections that fit */
-        int bad = (fit >= 1 && rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit) != 4) |
-                  (rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit + 1) != 0) << 1 |
-                  (rd_verbs_pinnable_depth(64u << 20, 1024, 16) != 0) << 2 |
-                  !deepest_fits(1u << 20, 1024, 1, l) << 3 |
-                  !deepest_fits(1u << 20, 64, 3, l) << 4 |
-                  !deepest_fits(256u << 10, 12, 1, l) << 5;
-        if (l == 16u << 20)   /* 16 MiB: 13 frames of 1 MiB on one connection */
-            bad |= (rd_verbs_pinnable_depth(1u << 20, 64, 1) != 13) << 6;
-        _exit(bad);
+        int bad = (fit >= 1 && rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit, 0) != 4) |
+                  (rd_verbs_pinnable_depth(64u << 10, 4, (unsigned)fit + 1, 0) != 0) << 1 |
+                  (rd_verbs_pinnable_depth(64u << 20, 1024, 16, 0) != 0) << 2 |
+                  !deepest_fits(1u << 20, 1024, 1, 0, l) << 3 |
+                  !deepest_fits(1u << 20, 64, 3, 0, l) << 4 |
+                  !deepest_fits(256u << 10, 12, 1, 0, l) << 5 |
+                  !deepest_fits(256u << 10, 64, 1, 1, l) << 6 |
+                  !deepest_fits(64u << 10, 64, 2, 1, l) << 7 |
+                  !deepest_fits(1u << 20, 64, 1, 1, l) << 8;
+        if (l == 16u << 20)   /* 16 MiB: 13 frames of 1 MiB on one connection; a relay of
+                               * 256 KiB chunks: 15 (54 for one stream) */
+            bad |= (rd_verbs_pinnable_depth(1u << 20, 64, 1, 0) != 13) << 9 |
+                   (rd_verbs_pinnable_depth(256u << 10, 64, 1, 1) != 15) << 10 |
+                   (rd_verbs_pinnable_depth(256u << 10, 64, 1, 0) != 54) << 11;
+        if (bad)
+            fprintf(stderr, "pinnable depths: checks 0x%x failed\n", (unsigned)bad);
+        _exit(bad ? 1 : 0);
     }
     int st = 0;
     waitpid(pid, &st, 0);
