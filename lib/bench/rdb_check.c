@@ -242,18 +242,26 @@ static void size_text(uint64_t b, char *out, size_t n)
 static void check_memlock(const struct copts *o)
 {
     int cap;
-    uint64_t lim = rd_memlock_limit(&cap), need = rd_verbs_pin_bytes(o->chunk, o->depth);
-    unsigned long long need_k = (need + 1023) / 1024;
+    uint64_t lim = rd_memlock_limit(&cap), need = rd_verbs_pin_bytes(o->chunk, o->depth),
+             relay = rd_verbs_pin_relay(o->chunk, o->depth, 1);
+    unsigned long long need_k = (need + 1023) / 1024, relay_k = (relay + 1023) / 1024;
     char mib[32], chunk[32], fix[256];
     kib(need, mib, sizeof mib);
     size_text(o->chunk, chunk, sizeof chunk);
     if (lim == UINT64_MAX) {
         line(1, "locked memory", NULL, "unlimited (ulimit -l); rdsend and rdrecv pin %llu KiB (%s) each over "
              "RDMA (chunk %s x depth %u)", need_k, mib, chunk, o->depth);
-    } else if (lim >= need) {
+    } else if (lim >= relay) {
         line(1, "locked memory", NULL, "limit %llu KiB (ulimit -l) covers the %llu KiB (%s) that rdsend and "
-             "rdrecv pin over RDMA (chunk %s x depth %u)", (unsigned long long)(lim / 1024), need_k, mib, chunk,
-             o->depth);
+             "rdrecv pin over RDMA (chunk %s x depth %u), and the %llu KiB of a relay", (unsigned long long)(lim / 1024),
+             need_k, mib, chunk, o->depth, relay_k);
+    } else if (lim >= need) {
+        /* a relay (rdpipe's cat segment) pins both hops' rings and the upstream one twice:
+         * under this limit it grants fewer frames in flight; it works, so no cross */
+        line(1, "locked memory", NULL, "limit %llu KiB (ulimit -l) covers the %llu KiB (%s) that rdsend and "
+             "rdrecv pin over RDMA (chunk %s x depth %u); a relay (rdpipe's cat segment) would pin %llu KiB, "
+             "and grants fewer frames in flight", (unsigned long long)(lim / 1024), need_k, mib, chunk, o->depth,
+             relay_k);
     } else if (cap) {
         line(1, "locked memory", NULL, "limit %llu KiB (ulimit -l) is below the %llu KiB (%s) that rdsend pins "
              "over RDMA, but this process has CAP_IPC_LOCK (root), which lifts it", (unsigned long long)(lim / 1024),

@@ -121,6 +121,14 @@ else
     grep -q '^✗ locked memory: limit 6267 KiB' "$C/o" || t_fail "6267 KiB: $(grep locked "$C/o")"
     "${drop[@]}" bash -c "ulimit -l 6268 && exec '$RDCHECK' --chunk-size 1M --depth 4" > "$C/o" 2>&1
     grep -q '^✓ locked memory: limit 6268 KiB (ulimit -l) covers the 6268 KiB' "$C/o" || t_fail "6268 KiB: $(grep locked "$C/o")"
+    # a relay pins both hops' rings and the upstream one again: 256K x 4, 7614128 bytes, 7436
+    # KiB (under the usual hard limit, 8 MiB, which a container's root may not raise)
+    "${drop[@]}" bash -c "ulimit -l 7435 && exec '$RDCHECK' --chunk-size 256K --depth 4" > "$C/o" 2>&1
+    grep -qxF "✓ locked memory: limit 7435 KiB (ulimit -l) covers the 3196 KiB (3.1 MiB) that rdsend and rdrecv pin over RDMA (chunk 256 KiB x depth 4); a relay (rdpipe's cat segment) would pin 7436 KiB, and grants fewer frames in flight" "$C/o" ||
+        t_fail "7435 KiB: $(grep locked "$C/o")"
+    "${drop[@]}" bash -c "ulimit -l 7436 && exec '$RDCHECK' --chunk-size 256K --depth 4" > "$C/o" 2>&1
+    grep -qxF "✓ locked memory: limit 7436 KiB (ulimit -l) covers the 3196 KiB (3.1 MiB) that rdsend and rdrecv pin over RDMA (chunk 256 KiB x depth 4), and the 7436 KiB of a relay" "$C/o" ||
+        t_fail "7436 KiB: $(grep locked "$C/o")"
     # the default chunk and depth (4M x 8): another number, from the same rule
     "${drop[@]}" bash -c "ulimit -l 64 && exec '$RDCHECK'" > "$C/o" 2>&1
     grep -q '^✗ locked memory: .* (chunk 4 MiB x depth 8): .*; fix: ulimit -l 34956 ' "$C/o" || t_fail "defaults: $(grep locked "$C/o")"
