@@ -5,7 +5,7 @@
 # env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
 #      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
-#      RXE_ONLY=memlock (a relay under a locked-memory limit alone),
+#      RXE_ONLY=memlock (a relay and a receiver under a locked-memory limit alone),
 #      RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
@@ -225,6 +225,23 @@ relay_memlock() {
     else fail "a relay whose rings do not fit" "limit $lim KiB: rdsend $src, $pin KiB pinned: $(grep -v 'key has' "$T/serr" | tr '\n' '|') relay: $(grep -v 'key has' "$T/rerr" | tail -n 4 | tr '\n' '|')"; fi
 }
 
+# recv_memlock: an rdrecv without CAP_IPC_LOCK whose ulimit -l (1 MiB) holds its control frames
+# but not the smallest ring of 1 MiB chunks: the sender proved the key, so it is told why
+# (before, it saw only its connection drop), exits 4, and the receiver says it too and waits
+# for another sender, as after any failed handshake
+recv_memlock() {
+    local rp src
+    next_port; head -c 3000000 "$T/big" > "$T/in"; rm -f "$T/out"
+    setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit --memlock=1048576 -- \
+        "$RECV" "${RS[@]}" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    timeout 60 "$SEND" "${SS[@]}" --chunk-size 1M $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+    sleep 0.5; kill $rp 2> /dev/null; wait $rp 2> /dev/null
+    local why="cannot register [0-9]* KiB of RDMA buffers: locked-memory limit is 1024 KiB; raise it (ulimit -l [0-9]* or unlimited) or lower --chunk-size/--depth"
+    if [ $src = 4 ] && grep -q "^rdsend: receiver [^ ]*: $why$" "$T/serr" && grep -q "^rdrecv: $why$" "$T/rerr"; then
+        pass "a receiver whose ring does not fit in ulimit -l tells the sender why: rdsend 4, $(grep -o 'cannot register [0-9]* KiB' "$T/serr")"
+    else fail "a receiver whose ring does not fit in ulimit -l" "rdsend $src: $(grep -v 'key has' "$T/serr" | tr '\n' '|') rdrecv: $(grep -v 'key has' "$T/rerr" | tr '\n' '|')"; fi
+}
+
 streams_cases() {
     echo "--- --streams over RDMA"
     RO=(-v "${RS[@]}"); SO=(-v "${SS[@]}" --streams 2)
@@ -283,6 +300,7 @@ streams_cases() {
     relay_by_ref 2 2
     relay_by_ref 2 1
     relay_memlock
+    recv_memlock
 
     # the same measured in one run: 1 stream and 2 over the one link (rxe is the CPU's work)
     local r1 r2
@@ -528,7 +546,7 @@ if [ -n "${RXE_ONLY:-}" ]; then
     for g in ${RXE_ONLY//,/ }; do
         case $g in
             streams) streams_cases ;;
-            memlock) relay_memlock ;;
+            memlock) relay_memlock; recv_memlock ;;
             rails) default_rails_cases ;;
             measure-rails) measure_rails_cases ;;
             changing) changing_cases ;;
