@@ -404,6 +404,9 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
         summarize(o, "rdrecv", up, &agreed, &cnt, 0, rc);
         return rc;
     }
+    if (agreed.depth_asked)   /* it works, slower than it could: say why, once */
+        rd_warn("warning: ulimit -l lets this relay pin %u frames in flight (both hops' rings, the upstream's "
+                "twice), not the %u the sender asked for; raise it for full speed", agreed.depth, agreed.depth_asked);
     rc = read_next_hop(o->relay_fd, host, port, keytext, sizeof keytext);
     if (rc)
         goto tell_upstream;
