@@ -223,9 +223,6 @@ static int recv_rails(struct rd_transport *tp, struct rd_params *agreed)
     return pe ? rd_fail(RD_ESTREAM, "malformed RAILS from %s", tp->peer) : RD_OK;
 }
 
-/* Receiver: whether this sender gets RAILS, and the streams it is granted: as many as the
- * sender asked, up to our ports. A sender asks for rails only without --streams, so one
- * that gets none gets one connection. */
 /* A relay pins both hops' rings, and the upstream's twice (rd_verbs_pin_relay). Where not even
  * its smallest rings fit in ulimit -l, its first registrations might still succeed and a later
  * one fail: so it fails before any, naming the limit it needs for the depth asked. */
@@ -239,6 +236,9 @@ static int relay_unpinnable(const struct rd_challenge *c)
                    "unlimited) or lower --chunk-size/--depth", need, have, need);
 }
 
+/* Receiver: whether this sender gets RAILS, and the streams it is granted: as many as the
+ * sender asked, up to our ports. A sender asks for rails only without --streams, so one
+ * that gets none gets one connection. */
 static int grant_rails(struct rd_transport *tp, const struct rd_hello *h, const struct rd_params *limits,
                        struct rd_challenge *c)
 {

@@ -70,20 +70,24 @@ uint64_t rd_verbs_pin_bytes(uint32_t chunk, uint32_t depth)
     return ring_bytes(chunk, depth) + 2 * lead + 24 * page + (2u << 20);
 }
 
-uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns)
+/* the frames of each connection's ring: all of them on one, rd_stripe's share (at least 2)
+ * on each of several */
+static uint32_t share(uint32_t depth, unsigned conns)
 {
     if (conns <= 1)
-        return rd_verbs_pin_bytes(chunk, depth);
-    uint32_t per = (depth + conns - 1) / conns;   /* rd_stripe's share, at least 2 */
-    return rd_verbs_pin_bytes(chunk, per < 2 ? 2 : per) * conns;
+        return depth;
+    uint32_t per = (depth + conns - 1) / conns;
+    return per < 2 ? 2 : per;
+}
+
+uint64_t rd_verbs_pin_stream(uint32_t chunk, uint32_t depth, unsigned conns)
+{
+    return rd_verbs_pin_bytes(chunk, share(depth, conns)) * (conns ? conns : 1);
 }
 
 uint64_t rd_verbs_pin_relay(uint32_t chunk, uint32_t depth, unsigned conns)
 {
-    uint32_t per = conns <= 1 ? depth : (depth + conns - 1) / conns;
-    if (conns < 1)
-        conns = 1;
-    return 2 * rd_verbs_pin_stream(chunk, depth, conns) + conns * ring_bytes(chunk, per < 2 ? 2 : per);
+    return 2 * rd_verbs_pin_stream(chunk, depth, conns) + ring_bytes(chunk, share(depth, conns)) * (conns ? conns : 1);
 }
 
 uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns, int relay)
@@ -92,7 +96,8 @@ uint32_t rd_verbs_pinnable_depth(uint32_t chunk, uint32_t depth, unsigned conns,
     uint64_t limit = rd_memlock_limit(&cap);
     if (cap || limit == UINT64_MAX)
         return depth;
-    while (depth > 0 && (relay ? rd_verbs_pin_relay(chunk, depth, conns) : rd_verbs_pin_stream(chunk, depth, conns)) > limit)
+    uint64_t (*pin)(uint32_t, uint32_t, unsigned) = relay ? rd_verbs_pin_relay : rd_verbs_pin_stream;
+    while (depth > 0 && pin(chunk, depth, conns) > limit)
         depth--;   /* at most RD_MAX_DEPTH steps, once per connection */
     return depth;
 }

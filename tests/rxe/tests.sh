@@ -163,6 +163,10 @@ relay_by_ref() {
     else fail "$name" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
 }
 
+# "${LOCKED[@]}" --memlock=BYTES -- CMD...: CMD without CAP_IPC_LOCK, under that ulimit -l
+# (each execs the next: CMD keeps the PID, so $! is its)
+LOCKED=(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit)
+
 # relay_memlock: a relay without CAP_IPC_LOCK, under a locked-memory limit (RLIMIT_MEMLOCK,
 # which ibv_reg_mr charges each registered page to, again for a ring registered twice). A
 # relay pins its upstream ring, its downstream ring, and the upstream ring once more to send
@@ -184,7 +188,7 @@ relay_memlock() {
     # CAP_IPC_LOCK); sets src rrc krc, pin (KiB), got (frames by reference), ring and depth
     memlock_relay() {
         local wrap=()
-        [ "$1" = - ] || wrap=(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit --memlock=$(($1 * 1024)) --)
+        [ "$1" = - ] || wrap=("${LOCKED[@]}" --memlock=$(($1 * 1024)) --)
         next_port; kport=$PORT; next_port; rport=$PORT
         rm -f "$T/out" "$T/maxpin" "$T/kerr"
         echo "$S $kport key2" > "$T/next"
@@ -234,8 +238,7 @@ relay_memlock() {
 recv_memlock() {
     local rp src
     next_port; head -c 3000000 "$T/big" > "$T/in"; rm -f "$T/out"
-    setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit --memlock=1048576 -- \
-        "$RECV" "${RS[@]}" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+    "${LOCKED[@]}" --memlock=1048576 -- "$RECV" "${RS[@]}" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
     timeout 60 "$SEND" "${SS[@]}" --chunk-size 1M $S $PORT key "$T/in" 2> "$T/serr"; src=$?
     sleep 0.5; kill $rp 2> /dev/null; wait $rp 2> /dev/null
     local why="cannot register [0-9]* KiB of RDMA buffers: locked-memory limit is 1024 KiB; raise it (ulimit -l [0-9]* or unlimited) or lower --chunk-size/--depth"
