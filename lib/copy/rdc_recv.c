@@ -3,7 +3,9 @@
  * directory (.rdcp.NAME.XXXXXX) and renamed into place only once all of it arrived (and, for a
  * file sent with its whole-file XXH3-128, once that matched: rdc_tree.h, RDC_F_NOHASH); a failed
  * file leaves nothing under its final name and no temporary file. Small files are written by
- * worker threads (rdc_recv_pool.c), big ones here, preallocated.
+ * worker threads (rdc_recv_pool.c); big ones are made here, preallocated, and written on the
+ * workers too, piece by piece, out of the frames the engine lends (rd_sink_hold), or here
+ * where it cannot lend them.
  *
  * The stream may be hostile (scp's CVE-2019-6111 class: "a -> /etc", then "a/passwd"). So
  * every filesystem call is relative to a directory fd beneath DST opened without following
@@ -19,6 +21,8 @@
 #include "copy/rdc_set.h"
 #include "copy/rdc_tree.h"
 
+#include "engine/rd_hold.h"
+#include "engine/rd_io.h"
 #include "util/rd_error.h"
 
 #include <errno.h>
@@ -159,8 +163,22 @@ static char *place(struct rdc_rcv *r, const char *rel, size_t n, int *pfd, const
     return f;
 }
 
+/* the current file's pieces written, its job forgotten: r->fd is the stream thread's alone
+ * again (to close it, or keep it for --resume). Returns a piece's write error, or 0. */
+int rdc_rcv_settle(struct rdc_rcv *r)
+{
+    if (!r->big)
+        return 0;
+    rdc_pool_quiesce(r);
+    int e = atomic_load(&r->big->werr);
+    rdc_job_free(r->big);
+    r->big = NULL;
+    return e;
+}
+
 static void drop_file(struct rdc_rcv *r)
 {
+    rdc_rcv_settle(r);
     if (r->fd >= 0)
         close(r->fd);
     if (r->tmp && r->pfd >= 0)
@@ -170,6 +188,7 @@ static void drop_file(struct rdc_rcv *r)
 
 static void clear_file(struct rdc_rcv *r)
 {
+    rdc_rcv_settle(r);
     rdc_job_free(r->job);
     r->job = NULL;
     free(r->final);
@@ -253,7 +272,8 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
         j->name = strdup(name);
         j->key = rdc_pool_key(f);
         j->m = *m;
-        j->size = size;
+        j->size = j->held = size;
+        j->fd = -1;
         j->dir = r->pdh;
         atomic_fetch_add(&r->pdh->refs, 1);
         r->job = j;
@@ -336,6 +356,22 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         clear_file(r);
         return;
     }
+    if (r->big) {   /* its pieces are on the workers: so is the rest */
+        struct rdc_job *j = r->big;
+        r->big = NULL;
+        j->name = r->name;
+        j->size = r->size;
+        j->m = r->m;
+        j->tmp = r->tmp;
+        j->xattr = r->xattr;
+        j->xattr_len = r->xattr_len;
+        r->name = r->tmp = NULL;
+        r->xattr = NULL;
+        r->fd = -1;
+        rdc_pool_end_big(r, j);
+        clear_file(r);
+        return;
+    }
     unsigned char got[16] = { 0 };
     if (r->hashed) {
         rdc_hash_zeros(r->hs, r->size - r->hpos);
@@ -393,8 +429,20 @@ fail:
 void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
 {
     int dfd = j->dir->fd;
-    char *tmp = NULL;
-    int fd = rdc_anon_open(dfd, create_mode(r, j->m.mode)), anon = fd >= 0;
+    char *tmp = j->tmp;
+    int fd = j->fd, anon = 0;
+    j->tmp = NULL;
+    j->fd = -1;
+    if (fd >= 0) {   /* a big file: made by the stream thread, its pieces written */
+        if ((j->err = atomic_load(&j->werr)) || ftruncate(fd, (off_t)j->size)) {
+            j->what = "cannot write";
+            j->err = j->err ? j->err : errno;
+            goto fail;
+        }
+        goto written;
+    }
+    fd = rdc_anon_open(dfd, create_mode(r, j->m.mode));
+    anon = fd >= 0;
     if (!anon)
         fd = rdc_create_tmp(dfd, j->name, create_mode(r, j->m.mode), &tmp);
     if (fd < 0) {
@@ -414,6 +462,7 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
         }
         done += (size_t)w;
     }
+written:
     if (r->preserve && r->owners && fchown(fd, j->m.uid, j->m.gid))
         j->owner_err = errno;
     final_mode(r, fd, j->m.mode);
@@ -479,6 +528,33 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
     r->files++;
 }
 
+/* A big file's bytes to the workers, in the frame they came in: 1 when they took them. A
+ * hashed file (--resume) stays here, hashed in order as it is written. */
+static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
+{
+    if (!r->sink || !r->workers)
+        return 0;
+    struct rd_hold *h = rd_sink_hold(r->sink);
+    if (!h)
+        return 0;
+    if (!r->big) {
+        struct rdc_job *j = calloc(1, sizeof *j);
+        if (!j)
+            abort();
+        j->final = strdup(r->final);
+        j->key = rdc_pool_key(r->final);
+        j->fd = r->fd;
+        j->dir = r->pdh;
+        atomic_fetch_add(&r->pdh->refs, 1);
+        r->big = j;
+    }
+    if (rdc_pool_piece(r, r->big, p, n, r->data_off, h)) {
+        rd_hold_drop(h);
+        return 0;
+    }
+    return 1;
+}
+
 void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
     if (r->job) {   /* record() kept [data_off, +n) inside the file and after hpos */
@@ -503,6 +579,12 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
     if (r->hashed)
         XXH3_128bits_update(r->hs, p, n);
     r->hpos += n;
+    if (!r->hashed && lend_piece(r, p, n)) {
+        r->bytes += n;
+        r->data_off += n;
+        r->data_left -= n;
+        return;
+    }
     size_t done = 0;
     while (done < n) {
         ssize_t w = pwrite(r->fd, p + done, n - done, (off_t)(r->data_off + done));

@@ -15,6 +15,11 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
 /* Files bigger than size fail on their own (the fuzzer's guard: a record claiming 1 TB would
  * preallocate it). Default: no limit. */
 void rdc_rcv_max_file(struct rdc_rcv *r, uint64_t size);
+struct rd_sink;
+/* The engine's sink that delivers the stream: it lends its frames (rd_sink_hold), so the
+ * workers write big files' bytes out of them. Without it (the fuzzer) they are written on
+ * the thread that consumes the stream. */
+void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s);
 /* The --resume manifest ("m HEX" lines) on fd out. */
 void rdc_rcv_manifest(struct rdc_rcv *r, int out);
 /* The next n bytes of the record stream: RD_OK or an rd error (rd_fail recorded). */

@@ -36,7 +36,17 @@ struct rdc_job {
     uint64_t key;             /* hash of final: the stream thread's pending check */
     struct rdc_meta m;
     uint64_t size;
+    uint64_t held;            /* bytes of memory it holds in the pool (data: size; a big file: 0) */
     unsigned char *data;      /* size bytes (holes of the stream already zeros) */
+    /* a big file (no data): its temporary, made by the stream thread, is written piece by
+     * piece on the workers out of the engine's frames (struct rdc_piece), then finished as
+     * a small one is. fd stays the stream thread's (r->fd) until the file's end record;
+     * npieces and ended under the pool's lock: the job is queued once both say so */
+    int fd;
+    char *tmp;
+    unsigned npieces;
+    int ended;
+    atomic_int werr;          /* a piece's write failed: its errno (the first) */
     unsigned char *xattr;     /* its 'x' record's body as taken (rdc_xattr.h), or NULL */
     size_t xattr_len;
     /* outcome: what failed (NULL: renamed into place), errno; owner_err: fchown's errno;
@@ -44,6 +54,17 @@ struct rdc_job {
     const char *what;
     int err, owner_err, xattr_err;
     char *xattr_failed;
+};
+
+/* n bytes of a big file at off, in a frame the engine lent (rd_sink_hold): written by a
+ * worker, then the frame given back. Pieces go before jobs: they free the ring. */
+struct rdc_piece {
+    struct rdc_piece *next;
+    struct rdc_job *job;
+    const unsigned char *p;
+    size_t n;
+    uint64_t off;
+    struct rd_hold *hold;
 };
 
 /* The worker pool: at most RDC_POOL_JOBS jobs and RDC_POOL_BYTES bytes in flight (queued,
@@ -55,6 +76,8 @@ struct rdc_pool {
     pthread_mutex_t lock;
     pthread_cond_t work, done_cv;
     struct rdc_job *queue, **qtail, *done;
+    struct rdc_piece *pieces, **ptail;
+    unsigned pieces_out;      /* queued or being written */
     int nthreads, stop, started;
     pthread_t th[8];
     /* the stream thread's own: jobs not yet reaped, with their keys */
@@ -95,6 +118,8 @@ struct rdc_rcv {
     struct rdc_pool pool;
     int workers;
     struct rdc_job *job;      /* the current file, when it goes to the pool */
+    struct rdc_job *big;      /* the current file, when its pieces go to the pool */
+    struct rd_sink *sink;     /* the engine's, which lends its frames (NULL: the fuzzer's) */
     /* the current file */
     int in_file, fd, discard;
     char *final, *name, *tmp; /* final: relative to base; name, tmp: in pfd */
@@ -134,6 +159,10 @@ void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int
 /* set an 'x' body as taken (NULL: nothing) on fd, which is rel; a failure is that line */
 void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel);
 
+/* the current file's pieces written and its job forgotten (r->fd is the stream thread's
+ * alone again): a piece's write error, or 0 */
+int rdc_rcv_settle(struct rdc_rcv *r);
+
 /* the records ('R', 'd', 'f', 'l', 'h'; paths as they came, not NUL-terminated) */
 void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl);
 void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m);
@@ -156,6 +185,14 @@ void rdc_pool_init(struct rdc_rcv *r);
 void rdc_pool_submit(struct rdc_rcv *r, struct rdc_job *j);
 /* say and count the finished jobs; all = wait until every submitted job finished */
 void rdc_pool_reap(struct rdc_rcv *r, int all);
+/* a big file's piece, in a frame held by hold: 0, or -1 when no worker runs (write it here;
+ * the hold is still the caller's) */
+int rdc_pool_piece(struct rdc_rcv *r, struct rdc_job *j, const unsigned char *p, size_t n, uint64_t off,
+                   struct rd_hold *hold);
+/* a big file's end: finished by a worker once its pieces are written */
+void rdc_pool_end_big(struct rdc_rcv *r, struct rdc_job *j);
+/* wait until every piece queued is written (before closing the file they are written to) */
+void rdc_pool_quiesce(struct rdc_rcv *r);
 /* 1 if a job not yet reaped writes final (a record about it must wait for it) */
 int rdc_pool_pending(struct rdc_rcv *r, const char *final);
 /* every job finished and reaped, the workers joined */

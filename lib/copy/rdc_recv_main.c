@@ -70,6 +70,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         rdc_rcv_manifest(r, o.ready_fd);
     struct rd_sink dst;
     rd_sink_custom(&dst, argv[optind], rdc_rcv_consume, rdc_rcv_finish, r);
+    rdc_rcv_sink(r, &dst);
     double t0 = rd_now();
     int rc = rd_recv_sink(&o, &dst);
     rdc_rcv_report(r, rd_now() - t0);

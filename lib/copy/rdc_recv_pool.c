@@ -10,10 +10,12 @@
  */
 #include "copy/rdc_recv_int.h"
 
+#include "engine/rd_hold.h"
 #include "run/rd_plan.h"
 #include "util/rd_error.h"
 #include "util/rd_thread.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,10 +54,53 @@ void rdc_job_free(struct rdc_job *j)
     rdc_dir_put(j->dir);
     free(j->final);
     free(j->name);
+    free(j->tmp);
     free(j->data);
     free(j->xattr);
     free(j->xattr_failed);
     free(j);
+}
+
+/* a job to the workers (lock held) */
+static void enqueue(struct rdc_pool *p, struct rdc_job *j)
+{
+    j->next = NULL;
+    *p->qtail = j;
+    p->qtail = &j->next;
+    pthread_cond_signal(&p->work);
+}
+
+/* One piece, at its offset: the pieces of a file may be written in any order, by any
+ * worker, as the engine's lanes write a file rdrecv receives. After a failed write the
+ * file's other pieces are dropped; its job reports the error. */
+static void write_piece(struct rdc_piece *pc)
+{
+    struct rdc_job *j = pc->job;
+    size_t done = 0;
+    while (done < pc->n && !atomic_load(&j->werr)) {
+        ssize_t w = pwrite(j->fd, pc->p + done, pc->n - done, (off_t)(pc->off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int none = 0;
+            atomic_compare_exchange_strong(&j->werr, &none, w < 0 ? errno : ENOSPC);
+            break;
+        }
+        done += (size_t)w;
+    }
+    rd_hold_drop(pc->hold);
+}
+
+/* a piece written (lock held): its file's job goes to the workers once it ended and this
+ * was its last piece */
+static void piece_done(struct rdc_pool *p, struct rdc_piece *pc)
+{
+    struct rdc_job *j = pc->job;
+    if (--j->npieces == 0 && j->ended)
+        enqueue(p, j);
+    if (--p->pieces_out == 0)
+        pthread_cond_signal(&p->done_cv);   /* rdc_pool_quiesce */
+    free(pc);
 }
 
 static void *worker_main(void *arg)
@@ -65,8 +110,19 @@ static void *worker_main(void *arg)
     rd_thread_name("rdc-worker");
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->queue && !p->stop)
+        while (!p->queue && !p->pieces && !p->stop)
             pthread_cond_wait(&p->work, &p->lock);
+        struct rdc_piece *pc = p->pieces;
+        if (pc) {
+            p->pieces = pc->next;
+            if (!p->pieces)
+                p->ptail = &p->pieces;
+            pthread_mutex_unlock(&p->lock);
+            write_piece(pc);
+            pthread_mutex_lock(&p->lock);
+            piece_done(p, pc);
+            continue;
+        }
         struct rdc_job *j = p->queue;
         if (!j)
             break;   /* stopping, and nothing is left */
@@ -94,6 +150,7 @@ void rdc_pool_init(struct rdc_rcv *r)
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done_cv, NULL);
     p->qtail = &p->queue;
+    p->ptail = &p->pieces;
     /* RDCP_RECV_WORKERS: how many (0: none, the stream thread writes every file itself) */
     const char *e = getenv("RDCP_RECV_WORKERS");
     int n = e && *e ? atoi(e) : default_workers();
@@ -130,7 +187,7 @@ static void reap_locked(struct rdc_rcv *r)
                 break;
             }
         }
-        p->bytes -= d->size;
+        p->bytes -= d->held;
         rdc_rcv_job_done(r, d);
         rdc_job_free(d);
         d = next;
@@ -156,6 +213,23 @@ void rdc_pool_reap(struct rdc_rcv *r, int all)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* j among the pending jobs once there is room (lock held on return) */
+static void admit(struct rdc_rcv *r, struct rdc_job *j)
+{
+    struct rdc_pool *p = &r->pool;
+    pthread_mutex_lock(&p->lock);
+    while (p->npending == RDC_POOL_JOBS || (p->npending && p->bytes + j->held > RDC_POOL_BYTES)) {
+        if (p->done)
+            reap_locked(r);
+        else
+            pthread_cond_wait(&p->done_cv, &p->lock);
+    }
+    if (p->done)
+        reap_locked(r);
+    p->pending[p->npending++] = j;
+    p->bytes += j->held;
+}
+
 void rdc_pool_submit(struct rdc_rcv *r, struct rdc_job *j)
 {
     struct rdc_pool *p = &r->pool;
@@ -167,21 +241,51 @@ void rdc_pool_submit(struct rdc_rcv *r, struct rdc_job *j)
         rdc_job_free(j);
         return;
     }
-    pthread_mutex_lock(&p->lock);
-    while (p->npending == RDC_POOL_JOBS || (p->npending && p->bytes + j->size > RDC_POOL_BYTES)) {
-        if (p->done)
-            reap_locked(r);
-        else
-            pthread_cond_wait(&p->done_cv, &p->lock);
+    admit(r, j);
+    enqueue(p, j);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int rdc_pool_piece(struct rdc_rcv *r, struct rdc_job *j, const unsigned char *data, size_t n, uint64_t off,
+                   struct rd_hold *hold)
+{
+    struct rdc_pool *p = &r->pool;
+    if (!p->started)
+        start_workers(r);
+    struct rdc_piece *pc = malloc(sizeof *pc);
+    if (!p->nthreads || !pc) {
+        free(pc);
+        return -1;
     }
-    if (p->done)
-        reap_locked(r);
-    p->pending[p->npending++] = j;
-    p->bytes += j->size;
-    j->next = NULL;
-    *p->qtail = j;
-    p->qtail = &j->next;
+    *pc = (struct rdc_piece){ .job = j, .p = data, .n = n, .off = off, .hold = hold };
+    pthread_mutex_lock(&p->lock);
+    j->npieces++;
+    p->pieces_out++;
+    *p->ptail = pc;
+    p->ptail = &pc->next;
     pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+void rdc_pool_end_big(struct rdc_rcv *r, struct rdc_job *j)
+{
+    struct rdc_pool *p = &r->pool;
+    admit(r, j);
+    j->ended = 1;
+    if (!j->npieces)
+        enqueue(p, j);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void rdc_pool_quiesce(struct rdc_rcv *r)
+{
+    struct rdc_pool *p = &r->pool;
+    if (!p->started)
+        return;
+    pthread_mutex_lock(&p->lock);
+    while (p->pieces_out)
+        pthread_cond_wait(&p->done_cv, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
 

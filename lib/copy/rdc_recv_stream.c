@@ -294,6 +294,11 @@ void rdc_rcv_manifest(struct rdc_rcv *r, int out)
     rdc_make_manifest(out, r->base, r->pre, r->dst_is_dir);
 }
 
+void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s)
+{
+    r->sink = s;
+}
+
 void rdc_rcv_max_file(struct rdc_rcv *r, uint64_t size)
 {
     r->max_file = size;
@@ -307,6 +312,13 @@ uint64_t rdc_rcv_errors(const struct rdc_rcv *r)
 void rdc_rcv_report(struct rdc_rcv *r, double secs)
 {
     rdc_pool_reap(r, 1);   /* the files whose records all arrived are complete: in place */
+    int werr = rdc_rcv_settle(r);
+    if (werr && r->in_file && !r->discard && r->fd >= 0) {
+        rdc_rcv_err(r, "cannot write", r->final, werr);   /* nothing worth keeping */
+        close(r->fd);
+        r->fd = -1;
+        unlinkat(r->pfd, r->tmp, 0);
+    }
     if (r->in_file && !r->discard && r->fd >= 0) {
         /* the stream broke inside a file: what the temporary file holds was verified chunk by
          * chunk, so it stays for --resume (never under the final name) */
@@ -328,9 +340,10 @@ void rdc_rcv_free(struct rdc_rcv *r)
 {
     if (!r)
         return;
-    rdc_pool_stop(r);
+    rdc_pool_stop(r);   /* every piece written: r->big's file is r->fd's alone */
     rdc_flush_stop(r->flush);
     rdc_job_free(r->job);
+    rdc_job_free(r->big);
     for (size_t i = 0; i < r->ndirs; i++) {
         free(r->dirs[i].path);
         free(r->dirs[i].xattr);

@@ -3,6 +3,7 @@
 #include "wire/rd_ocb.h"
 #include "wire/rd_seal.h"
 
+#include "engine/rd_hold.h"
 #include "engine/rd_lanes.h"
 #include "util/rd_error.h"
 #include "util/rd_wake.h"
@@ -52,6 +53,11 @@ struct recv_ctx {
                                                     * relay the origin may have agreed AES, we
                                                     * not); OCB's NULL where it cannot run */
     unsigned nlanes;
+    /* the writer's frame while a custom sink takes it, and its hold once the sink kept it
+     * (rd_sink_hold): then it goes back to the transport with the sink's last hold */
+    struct rd_buf *lending;
+    struct rd_hold *lent;
+    struct rd_holds holds;
     int confirmed;
     atomic_int stop;           /* the stream is lost: the writer's output may give up */
 };
@@ -93,6 +99,29 @@ static int finish(struct recv_ctx *c, const uint8_t *hdr, const struct rd_frame 
         rd_error_clear();
     }
     return RD_OK;
+}
+
+/* rd_sink_hold: the writer's current frame, lent once, with a hold per call */
+static struct rd_hold *lend_current(void *ctx)
+{
+    struct recv_ctx *c = ctx;
+    if (!c->lending)
+        return NULL;
+    if (!c->lent && !(c->lent = rd_hold_lend(&c->holds, c->tp, c->lending)))
+        return NULL;
+    rd_hold_more(c->lent);
+    return c->lent;
+}
+
+/* the writer is done with b: back to the transport now, or with the sink's last hold */
+static void give_back(struct recv_ctx *c, struct rd_buf *b)
+{
+    if (c->lent)
+        rd_hold_drop(c->lent);
+    else
+        c->tp->ops->release(c->tp, b);
+    c->lending = NULL;
+    c->lent = NULL;
 }
 
 /* Write one chunk. A stuck consumer of our output must not keep a failed transfer alive: the
@@ -210,8 +239,10 @@ static void *writer_main(void *arg)
                 break;
             }
             rd_stream_hash_add(&hash, f.tag);
+            /* a decompressed chunk is in j->raw, which the next frame in this slot reuses */
+            c->lending = f.flags & RD_FLAG_COMPRESSED ? NULL : b;
             rc = c->parallel ? job_rc : write_chunk(c, j, &f);   /* parallel: the lane wrote it */
-            c->tp->ops->release(c->tp, b);
+            give_back(c, b);
             if (rc) {
                 abort_transfer(c);
                 break;
@@ -320,8 +351,15 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
     uint64_t next_off = dst->offset;   /* parallel: where the next DATA frame's payload goes */
     rd_wake_install();
     dst->stop = &c.stop;
+    rd_holds_init(&c.holds);
+    if (dst->write_fn) {
+        dst->lend_fn = lend_current;
+        dst->lend_ctx = &c;
+    }
     if (rd_thread_create(&writer, NULL, writer_main, &c)) {
         dst->stop = NULL;
+        dst->lend_fn = NULL;
+        rd_holds_wait(&c.holds);
         rd_lanes_free(c.lanes);
         free_taggers(&c);
         return rd_fail(RD_EIO, "cannot start the writer thread");
@@ -373,6 +411,10 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
     pthread_join(writer, NULL);
 joined:
     dst->stop = NULL;
+    dst->lend_fn = NULL;
+    /* the sink's workers give back what they hold as they finish it (rdcp: its pieces are
+     * all written even when the stream broke, so a partial file is whole up to its end) */
+    rd_holds_wait(&c.holds);
     rd_lanes_free(c.lanes);
     free_taggers(&c);
     if (c.confirmed)

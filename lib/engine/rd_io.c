@@ -211,6 +211,11 @@ void rd_sink_custom(struct rd_sink *s, const char *name,
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
+struct rd_hold *rd_sink_hold(struct rd_sink *s)
+{
+    return s->lend_fn ? s->lend_fn(s->lend_ctx) : NULL;
+}
+
 static int stopped(atomic_int *stop)
 {
     return stop && atomic_load(stop);

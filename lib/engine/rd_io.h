@@ -68,7 +68,19 @@ struct rd_sink {
     double sync_seconds;
     char name[256];
     atomic_int *stop;    /* as in rd_source: a write that rd_wake interrupts gives up */
+    /* set by the receive engine while write_fn runs: lends the frame that holds the bytes
+     * (rd_sink_hold); NULL outside it */
+    struct rd_hold *(*lend_fn)(void *lend_ctx);
+    void *lend_ctx;
 };
+
+struct rd_hold;
+/* From a custom sink's write_fn only: keep the bytes it was just handed valid after it
+ * returns, until rd_hold_drop (engine/rd_hold.h), so they can be written on another thread
+ * without a copy. NULL when they cannot be lent (a decompressed chunk lives in a buffer the
+ * engine reuses; no engine, as in the fuzzer): then use them before returning. Each call is
+ * one more hold on the same frame. */
+struct rd_hold *rd_sink_hold(struct rd_sink *s);
 
 /* path NULL or "-" = stdin. Regular files are read adaptively: what is in the page cache is
  * copied from there (preadv2 RWF_NOWAIT), what is not is read with O_DIRECT, which costs

@@ -23,7 +23,9 @@
  *
  * Threading: get_send_buf and send may be called from two different threads (a reader thread
  * borrows, the network thread posts); recv and release likewise (the network thread receives,
- * the writer thread releases). shutdown may be called from any thread at any time.
+ * the writer thread releases), and release also from any other thread, in any order (a frame
+ * a sink keeps for its workers, engine/rd_hold; a relay's by-reference send), so every
+ * transport guards its free list. shutdown may be called from any thread at any time.
  *
  * Every call returns RD_OK or an rd_err code after recording a one-line message with rd_fail().
  */

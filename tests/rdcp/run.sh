@@ -45,10 +45,11 @@ no_temps() { [ -z "$(find "$1" -name '.rdcp.*' 2>/dev/null | head -1)" ]; }
 
 # a small tmpfs that fills up; mounted before the hosts start so that their mount namespaces
 # (copies made by `ip netns exec`) have it too
-mkdir -p "$T/full" "$T/full2"
+mkdir -p "$T/full" "$T/full2" "$T/full3"
 mount -t tmpfs -o size=8m rdcp-test "$T/full" || skip "cannot mount a tmpfs"
 mount -t tmpfs -o size=4m rdcp-test2 "$T/full2" || { umount "$T/full"; skip "cannot mount a tmpfs"; }
-trap 'umount "$T/full" 2>/dev/null; umount "$T/full2" 2>/dev/null; cleanup' EXIT
+mount -t tmpfs -o size=8m rdcp-test3 "$T/full3" || { umount "$T/full" "$T/full2"; skip "cannot mount a tmpfs"; }
+trap 'umount "$T/full" "$T/full2" "$T/full3" 2>/dev/null; cleanup' EXIT
 rdp_setup_or_skip
 
 # ---------------------------------------------------------------------------------------
@@ -278,6 +279,17 @@ rdcp_h0 -r h1:"$T/fsrc/" h2:"$T/full" 2> "$T/err"; rc=$?
 r=1; [ $rc = 23 ] && grep -q "h2: .*'.*full/f[0-9]': No space left on device" "$T/err" && no_temps "$T/full" &&
     for f in "$T"/full/f*; do cmp -s "$f" "$T/fsrc/$(basename "$f")" || exit 1; done && r=0
 check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(ls -a "$T/full" | tr '\n' ' ')"
+
+# A sparse file is not preallocated (that would fill its holes), so the disk fills while its
+# pieces are written, on the receiver's workers out of the engine's frames: the worker's
+# error must fail the file, once, and leave nothing.
+name="destination fills up under a sparse file's pieces (8 MiB tmpfs): one 'No space left' line, no file, no temp files, exit 23"
+mkdir -p "$T/ssrc"
+truncate -s 1M "$T/ssrc/sparse" && head -c $((12 << 20)) /dev/urandom >> "$T/ssrc/sparse"
+rdcp_h0 -r h1:"$T/ssrc/" h2:"$T/full3" 2> "$T/err"; rc=$?
+r=1; [ $rc = 23 ] && [ "$(grep -c "h2: cannot write '.*full3/sparse': No space left on device" "$T/err")" = 1 ] &&
+    [ ! -e "$T/full3/sparse" ] && no_temps "$T/full3" && r=0
+check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(ls -a "$T/full3" | tr '\n' ' ')"
 
 name="-L follows symlinks (files and directories) and copies what they point to"
 mkdir -p "$T/lsrc/real" && echo target > "$T/lsrc/real/t" && ln -s real "$T/lsrc/dl" && ln -s real/t "$T/lsrc/fl"

@@ -6,6 +6,7 @@
 #      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
 #      RXE_ONLY=memlock (a relay and a receiver under a locked-memory limit alone),
+#      RXE_ONLY=rdcp (rdcp over RDMA alone),
 #      RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
@@ -245,6 +246,30 @@ recv_memlock() {
     if [ $src = 4 ] && grep -q "^rdsend: receiver [^ ]*: $why$" "$T/serr" && grep -q "^rdrecv: $why$" "$T/rerr"; then
         pass "a receiver whose ring does not fit in ulimit -l tells the sender why: rdsend 4, $(grep -o 'cannot register [0-9]* KiB' "$T/serr")"
     else fail "a receiver whose ring does not fit in ulimit -l" "rdsend $src: $(grep -v 'key has' "$T/serr" | tr '\n' '|') rdrecv: $(grep -v 'key has' "$T/rerr" | tr '\n' '|')"; fi
+}
+
+# rdcp over RDMA (local agents; -H puts the data on rxe): a single file and a small tree with -a.
+# Files over 1 MiB are written by the receiver's workers out of the registered ring, whose
+# frames they give back from their own threads (engine/rd_hold).
+rdcp_cases() {
+    [ -x "$BIN/rdcp" ] || return 0
+    rm -rf "$T/cps" "$T/cpd"; mkdir -p "$T/cps/tree/sub" "$T/cpd"
+    head -c 12000001 "$T/big" > "$T/cps/one.img"
+    for i in $(seq 40); do head -c $((RANDOM * 2 + 1)) /dev/urandom > "$T/cps/tree/f$i"; done
+    ln -s f1 "$T/cps/tree/link"; ln -s nowhere "$T/cps/tree/dangling"; mkdir "$T/cps/tree/empty"
+    ln "$T/cps/tree/f2" "$T/cps/tree/sub/hard"
+    for i in 1 2 3; do head -c $((i * 1500000 + RANDOM)) /dev/urandom > "$T/cps/tree/sub/m$i"; done
+    ln "$T/cps/tree/sub/m2" "$T/cps/tree/hard-m2"
+    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" --transport rdma --lanes 2 -H $S "$T/cps/one.img" "$T/cpd/one.img" 2> "$T/cperr"; rc=$?
+    if [ $rc = 0 ] && cmp -s "$T/cps/one.img" "$T/cpd/one.img"; then pass "rdcp: a single file over RDMA (12 MB, read by 2 lanes into the registered ring)"
+    else fail "rdcp single file over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
+    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" -a --transport rdma -H $S "$T/cps/tree" "$T/cpd/tree" 2> "$T/cperr"; rc=$?
+    if [ $rc = 0 ] && diff -r --no-dereference "$T/cps/tree" "$T/cpd/tree" > /dev/null &&
+       [ "$(stat -c %i "$T/cpd/tree/f2")" = "$(stat -c %i "$T/cpd/tree/sub/hard")" ] &&
+       [ "$(stat -c %i "$T/cpd/tree/sub/m2")" = "$(stat -c %i "$T/cpd/tree/hard-m2")" ] &&
+       [ "$(readlink "$T/cpd/tree/dangling")" = nowhere ] && [ -d "$T/cpd/tree/empty" ]; then
+        pass "rdcp -a: a small tree over RDMA (symlinks, hard links, empty dir, files of 1.5-4.5 MB written from the ring by the workers)"
+    else fail "rdcp -a tree over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
 }
 
 streams_cases() {
@@ -552,12 +577,13 @@ if [ -n "${RXE_ONLY:-}" ]; then
         case $g in
             streams) streams_cases ;;
             memlock) relay_memlock; recv_memlock ;;
+            rdcp) rdcp_cases ;;
             rails) default_rails_cases ;;
             measure-rails) measure_rails_cases ;;
             changing) changing_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, memlock, rails, measure-rails, changing, linkdown, measure)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, memlock, rdcp, rails, measure-rails, changing, linkdown, measure)" ;;
         esac
     done
     rm -rf "$T"; echo "--- vm: $npass passed, $nfail failed"; exit $nfail
@@ -876,23 +902,7 @@ if [ $src = 5 ] && grep -q "locked-memory limit is 2048 KiB; raise it (ulimit -l
     pass "memlock limit too low: rdsend exits 5 naming what the connection pins, rdcheck's 34956 KiB: $(tail -1 "$T/serr")"
 else fail "memlock limit too low" "exit $src: $(cat "$T/serr")"; fi
 
-# rdcp over RDMA (local agents; -H puts the data on rxe): a single file and a small tree with -a
-if [ -x "$BIN/rdcp" ]; then
-    rm -rf "$T/cps" "$T/cpd"; mkdir -p "$T/cps/tree/sub" "$T/cpd"
-    head -c 12000001 "$T/big" > "$T/cps/one.img"
-    for i in $(seq 40); do head -c $((RANDOM * 2 + 1)) /dev/urandom > "$T/cps/tree/f$i"; done
-    ln -s f1 "$T/cps/tree/link"; ln -s nowhere "$T/cps/tree/dangling"; mkdir "$T/cps/tree/empty"
-    ln "$T/cps/tree/f2" "$T/cps/tree/sub/hard"
-    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" --transport rdma --lanes 2 -H $S "$T/cps/one.img" "$T/cpd/one.img" 2> "$T/cperr"; rc=$?
-    if [ $rc = 0 ] && cmp -s "$T/cps/one.img" "$T/cpd/one.img"; then pass "rdcp: a single file over RDMA (12 MB, read by 2 lanes into the registered ring)"
-    else fail "rdcp single file over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
-    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" -a --transport rdma -H $S "$T/cps/tree" "$T/cpd/tree" 2> "$T/cperr"; rc=$?
-    if [ $rc = 0 ] && diff -r --no-dereference "$T/cps/tree" "$T/cpd/tree" > /dev/null &&
-       [ "$(stat -c %i "$T/cpd/tree/f2")" = "$(stat -c %i "$T/cpd/tree/sub/hard")" ] &&
-       [ "$(readlink "$T/cpd/tree/dangling")" = nowhere ] && [ -d "$T/cpd/tree/empty" ]; then
-        pass "rdcp -a: a small tree over RDMA (symlinks, hard link, empty dir)"
-    else fail "rdcp -a tree over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
-fi
+rdcp_cases   # rdcp over RDMA (above)
 
 # rdpipe over RDMA (local agents; -H puts the hops on rxe): data right, -v names the transport
 if [ -x "$BIN/rdpipe" ]; then
