@@ -40,12 +40,18 @@ struct rdc_job {
     unsigned char *data;      /* size bytes (holes of the stream already zeros) */
     /* a big file (no data): its temporary, made by the stream thread, is written piece by
      * piece on the workers out of the engine's frames (struct rdc_piece), then finished as
-     * a small one is. fd stays the stream thread's (r->fd) until the file's end record;
-     * npieces and ended under the pool's lock: the job is queued once both say so */
+     * a small one is. fd stays the stream thread's (r->fd) until the file's end record.
+     * Under the pool's lock: its pieces not yet taken, how many are queued or being
+     * written, whether a worker writes them now (one at a time, in order: a file is written
+     * front to back, as a filesystem lays it out best, and ext4 and tmpfs take one write
+     * into a file at a time anyway), whether it waits on the pool's list of files with
+     * pieces; the job is queued once it ended and has no piece left */
     int fd;
     char *tmp;
+    struct rdc_piece *pieces, **ptail;
     unsigned npieces;
-    int ended;
+    int writing, listed, ended;
+    struct rdc_job *next_listed;
     atomic_int werr;          /* a piece's write failed: its errno (the first) */
     unsigned char *xattr;     /* its 'x' record's body as taken (rdc_xattr.h), or NULL */
     size_t xattr_len;
@@ -60,7 +66,6 @@ struct rdc_job {
  * worker, then the frame given back. Pieces go before jobs: they free the ring. */
 struct rdc_piece {
     struct rdc_piece *next;
-    struct rdc_job *job;
     const unsigned char *p;
     size_t n;
     uint64_t off;
@@ -76,7 +81,7 @@ struct rdc_pool {
     pthread_mutex_t lock;
     pthread_cond_t work, done_cv;
     struct rdc_job *queue, **qtail, *done;
-    struct rdc_piece *pieces, **ptail;
+    struct rdc_job *listed, **ltail;   /* big files with pieces and no worker on them */
     unsigned pieces_out;      /* queued or being written */
     int nthreads, stop, started;
     pthread_t th[8];

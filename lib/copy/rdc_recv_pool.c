@@ -4,6 +4,10 @@
  * submits and reaps; a worker touches nothing but its job (and the job's directory fd), so
  * the receiver's state, its lines and its counts stay the stream thread's.
  *
+ * Files over RDC_POOL_MAX_FILE come as pieces, in the engine's frames (struct rdc_piece):
+ * the stream thread made the file, the workers write its pieces, one worker at a time per
+ * file and in order, several files at once, and then finish it as a small one.
+ *
  * A file's creation costs a dozen syscalls, each a trip into the filesystem's journal: on the
  * stream thread they serialise with the parsing and with the engine behind it, on workers
  * they overlap with both and with each other.
@@ -70,12 +74,10 @@ static void enqueue(struct rdc_pool *p, struct rdc_job *j)
     pthread_cond_signal(&p->work);
 }
 
-/* One piece, at its offset: the pieces of a file may be written in any order, by any
- * worker, as the engine's lanes write a file rdrecv receives. After a failed write the
- * file's other pieces are dropped; its job reports the error. */
-static void write_piece(struct rdc_piece *pc)
+/* One piece, at its offset. After a failed write the file's other pieces are dropped; its
+ * job reports the error. */
+static void write_piece(struct rdc_job *j, struct rdc_piece *pc)
 {
-    struct rdc_job *j = pc->job;
     size_t done = 0;
     while (done < pc->n && !atomic_load(&j->werr)) {
         ssize_t w = pwrite(j->fd, pc->p + done, pc->n - done, (off_t)(pc->off + done));
@@ -91,16 +93,48 @@ static void write_piece(struct rdc_piece *pc)
     rd_hold_drop(pc->hold);
 }
 
-/* a piece written (lock held): its file's job goes to the workers once it ended and this
- * was its last piece */
-static void piece_done(struct rdc_pool *p, struct rdc_piece *pc)
+/* a big file with pieces, for the next free worker (lock held) */
+static void list_file(struct rdc_pool *p, struct rdc_job *j)
 {
-    struct rdc_job *j = pc->job;
-    if (--j->npieces == 0 && j->ended)
+    j->listed = 1;
+    j->next_listed = NULL;
+    *p->ltail = j;
+    p->ltail = &j->next_listed;
+    pthread_cond_signal(&p->work);
+}
+
+/* A worker's turn on the first listed file: its pieces in order until none is left (lock
+ * held, let go while writing); then the file is finished once it ended. */
+static void write_pieces(struct rdc_pool *p)
+{
+    struct rdc_job *j = p->listed;
+    p->listed = j->next_listed;
+    if (!p->listed)
+        p->ltail = &p->listed;
+    j->listed = 0;
+    j->writing = 1;
+    while (j->pieces) {
+        struct rdc_piece *pc = j->pieces;
+        j->pieces = NULL;
+        j->ptail = &j->pieces;
+        pthread_mutex_unlock(&p->lock);
+        unsigned n = 0;
+        while (pc) {
+            struct rdc_piece *next = pc->next;
+            write_piece(j, pc);
+            free(pc);
+            pc = next;
+            n++;
+        }
+        pthread_mutex_lock(&p->lock);
+        j->npieces -= n;
+        p->pieces_out -= n;
+    }
+    j->writing = 0;
+    if (!j->npieces && j->ended)
         enqueue(p, j);
-    if (--p->pieces_out == 0)
+    if (!p->pieces_out)
         pthread_cond_signal(&p->done_cv);   /* rdc_pool_quiesce */
-    free(pc);
 }
 
 static void *worker_main(void *arg)
@@ -110,17 +144,10 @@ static void *worker_main(void *arg)
     rd_thread_name("rdc-worker");
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->queue && !p->pieces && !p->stop)
+        while (!p->queue && !p->listed && !p->stop)
             pthread_cond_wait(&p->work, &p->lock);
-        struct rdc_piece *pc = p->pieces;
-        if (pc) {
-            p->pieces = pc->next;
-            if (!p->pieces)
-                p->ptail = &p->pieces;
-            pthread_mutex_unlock(&p->lock);
-            write_piece(pc);
-            pthread_mutex_lock(&p->lock);
-            piece_done(p, pc);
+        if (p->listed) {
+            write_pieces(p);
             continue;
         }
         struct rdc_job *j = p->queue;
@@ -150,7 +177,7 @@ void rdc_pool_init(struct rdc_rcv *r)
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done_cv, NULL);
     p->qtail = &p->queue;
-    p->ptail = &p->pieces;
+    p->ltail = &p->listed;
     /* RDCP_RECV_WORKERS: how many (0: none, the stream thread writes every file itself) */
     const char *e = getenv("RDCP_RECV_WORKERS");
     int n = e && *e ? atoi(e) : default_workers();
@@ -257,13 +284,16 @@ int rdc_pool_piece(struct rdc_rcv *r, struct rdc_job *j, const unsigned char *da
         free(pc);
         return -1;
     }
-    *pc = (struct rdc_piece){ .job = j, .p = data, .n = n, .off = off, .hold = hold };
+    *pc = (struct rdc_piece){ .p = data, .n = n, .off = off, .hold = hold };
     pthread_mutex_lock(&p->lock);
+    if (!j->ptail)
+        j->ptail = &j->pieces;
+    *j->ptail = pc;
+    j->ptail = &pc->next;
     j->npieces++;
     p->pieces_out++;
-    *p->ptail = pc;
-    p->ptail = &pc->next;
-    pthread_cond_signal(&p->work);
+    if (!j->writing && !j->listed)
+        list_file(p, j);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
