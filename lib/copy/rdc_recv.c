@@ -529,10 +529,13 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
 }
 
 /* A big file's bytes to the workers, in the frame they came in: 1 when they took them. A
- * hashed file (--resume) stays here, hashed in order as it is written. */
+ * hashed file (--resume) stays here, hashed in order as it is written. So does a piece under
+ * RDC_PIECE_MIN (a chunk's tail, a small extent of a sparse file): a stream of 1-byte 'D'
+ * records would otherwise cost a piece per byte, bounded only by the ring it holds. */
+#define RDC_PIECE_MIN (64u << 10)
 static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
-    if (!r->sink || !r->workers)
+    if (!r->sink || !r->workers || n < RDC_PIECE_MIN)
         return 0;
     struct rd_hold *h = rd_sink_hold(r->sink);
     if (!h)
