@@ -450,17 +450,9 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
         j->err = errno;
         return;
     }
-    size_t done = 0;
-    while (done < j->size) {
-        ssize_t w = pwrite(fd, j->data + done, (size_t)j->size - done, (off_t)done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            j->what = "cannot write";
-            j->err = w < 0 ? errno : ENOSPC;
-            goto fail;
-        }
-        done += (size_t)w;
+    if ((j->err = rdc_pwrite_all(fd, j->data, (size_t)j->size, 0))) {
+        j->what = "cannot write";
+        goto fail;
     }
 written:
     if (r->preserve && r->owners && fchown(fd, j->m.uid, j->m.gid))
@@ -528,6 +520,19 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
     r->files++;
 }
 
+int rdc_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(fd, (const char *)p + done, n - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : ENOSPC;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 /* A big file's bytes to the workers, in the frame they came in: 1 when they took them. A
  * hashed file (--resume) stays here, hashed in order as it is written. So does a piece under
  * RDC_PIECE_MIN (a chunk's tail, a small extent of a sparse file): a stream of 1-byte 'D'
@@ -535,7 +540,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
 #define RDC_PIECE_MIN (64u << 10)
 static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
-    if (!r->sink || !r->workers || n < RDC_PIECE_MIN)
+    if (r->hashed || !r->sink || !r->workers || n < RDC_PIECE_MIN)
         return 0;
     struct rd_hold *h = rd_sink_hold(r->sink);
     if (!h)
@@ -547,6 +552,7 @@ static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
         j->final = strdup(r->final);
         j->key = rdc_pool_key(r->final);
         j->fd = r->fd;
+        j->ptail = &j->pieces;
         j->dir = r->pdh;
         atomic_fetch_add(&r->pdh->refs, 1);
         r->big = j;
@@ -582,24 +588,11 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
     if (r->hashed)
         XXH3_128bits_update(r->hs, p, n);
     r->hpos += n;
-    if (!r->hashed && lend_piece(r, p, n)) {
-        r->bytes += n;
-        r->data_off += n;
-        r->data_left -= n;
-        return;
-    }
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = pwrite(r->fd, p + done, n - done, (off_t)(r->data_off + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            rdc_rcv_err(r, "cannot write", r->final, w < 0 ? errno : ENOSPC);
-            drop_file(r);
-            r->discard = 1;
-            break;
-        }
-        done += (size_t)w;
+    int e = lend_piece(r, p, n) ? 0 : rdc_pwrite_all(r->fd, p, n, r->data_off);
+    if (e) {
+        rdc_rcv_err(r, "cannot write", r->final, e);
+        drop_file(r);
+        r->discard = 1;
     }
     r->bytes += n;
     r->data_off += n;

@@ -164,6 +164,8 @@ void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int
 /* set an 'x' body as taken (NULL: nothing) on fd, which is rel; a failure is that line */
 void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel);
 
+/* all n bytes at off: 0, or the errno of the write that failed (ENOSPC for a write of none) */
+int rdc_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 /* the current file's pieces written and its job forgotten (r->fd is the stream thread's
  * alone again): a piece's write error, or 0 */
 int rdc_rcv_settle(struct rdc_rcv *r);

@@ -19,7 +19,6 @@
 #include "util/rd_error.h"
 #include "util/rd_thread.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,18 +77,9 @@ static void enqueue(struct rdc_pool *p, struct rdc_job *j)
  * job reports the error. */
 static void write_piece(struct rdc_job *j, struct rdc_piece *pc)
 {
-    size_t done = 0;
-    while (done < pc->n && !atomic_load(&j->werr)) {
-        ssize_t w = pwrite(j->fd, pc->p + done, pc->n - done, (off_t)(pc->off + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int none = 0;
-            atomic_compare_exchange_strong(&j->werr, &none, w < 0 ? errno : ENOSPC);
-            break;
-        }
-        done += (size_t)w;
-    }
+    int e = atomic_load(&j->werr) ? 0 : rdc_pwrite_all(j->fd, pc->p, pc->n, pc->off);
+    if (e)
+        atomic_store(&j->werr, e);   /* the first: none is written after it */
     rd_hold_drop(pc->hold);
 }
 
@@ -286,8 +276,6 @@ int rdc_pool_piece(struct rdc_rcv *r, struct rdc_job *j, const unsigned char *da
     }
     *pc = (struct rdc_piece){ .p = data, .n = n, .off = off, .hold = hold };
     pthread_mutex_lock(&p->lock);
-    if (!j->ptail)
-        j->ptail = &j->pieces;
     *j->ptail = pc;
     j->ptail = &pc->next;
     j->npieces++;
