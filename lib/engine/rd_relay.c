@@ -140,26 +140,30 @@ static int take_ctrl(struct relay *r, const uint8_t *head, struct rd_frame *f)
     return RD_OK;
 }
 
-static void count(struct relay *r, uint32_t len)
+/* A DATA frame went on: raw bytes once decompressed (what END totals), wire bytes as sent */
+static void count(struct relay *r, uint32_t raw, uint32_t wire)
 {
     atomic_fetch_add(&r->seq, 1);
-    atomic_fetch_add(&r->total, len);
-    atomic_fetch_add(&r->cnt->bytes, len);
+    atomic_fetch_add(&r->total, raw);
+    atomic_fetch_add(&r->cnt->bytes, raw);
+    atomic_fetch_add(&r->cnt->wire_bytes, wire);
     atomic_fetch_add(&r->cnt->frames, 1);
 }
 
 /* The relay's side of ops->forward: the transport moves the frames, these decide. */
-static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data)
+static int fw_check(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data,
+                    uint32_t *raw_len)
 {
     struct rd_frame f;
     int rc = check_head(ctx, head, frame_len, seq, &f);
     *is_data = !rc && f.type == RD_DATA;
+    *raw_len = *is_data ? f.raw_length : 0;
     return rc;
 }
 
-static void fw_passed(void *ctx, size_t frame_len)
+static void fw_passed(void *ctx, size_t frame_len, uint32_t raw_len)
 {
-    count(ctx, (uint32_t)(frame_len - RD_FRAME_HDR));
+    count(ctx, raw_len, (uint32_t)(frame_len - RD_FRAME_HDR));
 }
 
 static int fw_ctrl(void *ctx, const uint8_t *frame, size_t frame_len)
@@ -224,7 +228,7 @@ static int relay_buffers(struct relay *r, enum side *side)
         }
         if (rc || f.type != RD_DATA)
             return rc;
-        count(r, f.length);
+        count(r, f.raw_length, f.length);
     }
 }
 

@@ -154,16 +154,17 @@ static int step_tcp(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctrl_l
     struct rd_forward *fw = p->f->fw;
     size_t len;
     int is_data = 0;
+    uint32_t raw = 0;
     *ctrl_len = 0;
     int rc = rd_tcp_recv_head(p->in, frame, &len);
     if (!rc)
-        rc = fw->check(fw->ctx, frame, len, p->next, &is_data);
+        rc = fw->check(fw->ctx, frame, len, p->next, &is_data, &raw);
     if (rc)
         return rc;
     if (is_data) {
         rc = rd_tcp_splice_frame(p->in, p->out, frame, len - RD_FRAME_HDR, p->pfd, &p->down_failed);
         if (!rc)
-            fw->passed(fw->ctx, len);
+            fw->passed(fw->ctx, len, raw);
         return rc;
     }
     if (len > RD_CTRL_FRAME)   /* the check bounds control frames; never trust it blindly */
@@ -216,6 +217,7 @@ static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctr
     struct rd_transport *in = p->in;
     struct rd_buf *b;
     int is_data = 0;
+    uint32_t raw = 0;
     *ctrl_len = 0;
     *woken = 0;
     int rc = in->ops->recv(in, &b, p->lent ? 0 : -1);
@@ -229,13 +231,13 @@ static int step_direct(struct pair *p, uint8_t frame[RD_CTRL_FRAME], size_t *ctr
     }
     if (rc)
         return rc;
-    rc = fw->check(fw->ctx, b->data, b->len, p->next, &is_data);
+    rc = fw->check(fw->ctx, b->data, b->len, p->next, &is_data, &raw);
     if (!rc && is_data) {
         size_t len = b->len;
         rc = pass_direct(p, b);
         p->down_failed = rc != RD_OK;
         if (!rc)
-            fw->passed(fw->ctx, len);
+            fw->passed(fw->ctx, len, raw);
         return rc;
     }
     if (!rc && !is_data) {

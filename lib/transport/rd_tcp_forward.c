@@ -26,16 +26,17 @@ int rd_tcp_forward(struct rd_transport *tp, struct rd_transport *to, struct rd_f
     for (;; seq++) {
         size_t len;
         int is_data = 0;
+        uint32_t raw = 0;
         rc = rd_tcp_recv_head(tp, frame, &len);
         if (!rc)
-            rc = fw->check(fw->ctx, frame, len, seq, &is_data);
+            rc = fw->check(fw->ctx, frame, len, seq, &is_data, &raw);
         if (rc)
             break;
         if (is_data) {
             rc = rd_tcp_splice_frame(tp, to, frame, len - RD_FRAME_HDR, pfd, &fw->down_failed);
             if (rc)
                 break;
-            fw->passed(fw->ctx, len);
+            fw->passed(fw->ctx, len, raw);
             continue;
         }
         if (len > sizeof frame) {   /* the check bounds control frames; never trust it blindly */

@@ -74,10 +74,13 @@ struct rd_forward {
     void *ctx;
     /* The header of the next frame (frame_len: header and payload), which must be frame
      * number seq if it is DATA or END. RD_OK to pass it on, else the relay's error. *is_data:
-     * its payload may go straight through without being read. Called from several threads
+     * its payload may go straight through without being read; *raw_len: then the bytes it
+     * carries once decompressed (the END's total counts those). Called from several threads
      * at once where the transport forwards its connections in parallel (stripes). */
-    int (*check)(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data);
-    void (*passed)(void *ctx, size_t frame_len);   /* a DATA frame went on (several threads too) */
+    int (*check)(void *ctx, const uint8_t *head, size_t frame_len, uint64_t seq, int *is_data,
+                 uint32_t *raw_len);
+    /* a DATA frame went on, with check's frame_len and *raw_len (several threads too) */
+    void (*passed)(void *ctx, size_t frame_len, uint32_t raw_len);
     /* A control frame, whole in memory: the last frame, judged once every DATA frame before
      * it went on. The relay's verdict on it; RD_OK passes it on (END), an error keeps it back
      * (an ABORT: the relay says its own). */

@@ -96,6 +96,35 @@ for bad in 0 20 abc -8; do
 done
 t_end
 
+# A relay (rdrecv --relay-fd, as rdpipe's cat segments) checks the END's totals, which count
+# the bytes before compression, against what passed it: compressed frames count their raw
+# length. Each of its three ways of passing frames: one connection spliced (1 -> 1), a pair
+# per connection (2 -> 2), and frame by frame from its buffers (2 -> a sink that takes 1).
+t_begin "--compress through a relay, text that compresses 8x: every hop exits 0, byte-identical"
+seq 1 300000 | head -c $((CHUNK * 9 + 777)) > "$C/in"
+SK=$(printf '%064x' 7)
+for case in "1 16" "2 16" "2 1"; do
+    set -- $case
+    sport=$(free_port)
+    RDPIPE_STREAM_KEY=$SK start SP /dev/null /dev/null "$C/sinkerr" "$RDRECV" --streams "$2" "$sport" \
+        hop-key-1-0123456789 "$C/out"
+    wait_listen "$sport" || t_fail "sink did not listen: $(cat "$C/sinkerr")"
+    rport=$(free_port)
+    echo "127.0.0.1 $sport hop-key-1-0123456789" > "$C/next"
+    start RL "$C/next" /dev/null "$C/relerr" "$RDRECV" -v --relay-fd 0 "$rport" hop-key-0-0123456789
+    wait_listen "$rport" || t_fail "relay did not listen: $(cat "$C/relerr")"
+    RDPIPE_STREAM_KEY=$SK timeout -k 2 "$(lim 30)" "$RDSEND" --compress=3 -v --streams "$1" --chunk-size $CHUNK \
+        127.0.0.1 "$rport" hop-key-0-0123456789 "$C/in" 2> "$C/serr"
+    expect_rc $? 0 "rdsend --compress --streams $1 to the relay" "$(cat "$C/serr")"
+    wait_pid "$RL" "$(lim 20)"; expect_rc $? 0 "the relay ($1 -> sink --streams $2)" "$(cat "$C/relerr")"
+    wait_pid "$SP" "$(lim 20)"; expect_rc $? 0 "the sink behind the relay" "$(cat "$C/sinkerr")"
+    cmp -s "$C/in" "$C/out" || t_fail "through a relay ($1 -> $2): output differs"
+    grep -Eq "ratio ([2-9]|[1-9][0-9]+)\." "$C/serr" || t_fail "the text did not compress 2x or more: $(cat "$C/serr")"
+    grep -Eq "^rdrecv: $(stat -c %s "$C/in") bytes as [0-9]+ on the wire \(ratio ([2-9]|[1-9][0-9]+)\." "$C/relerr" ||
+        t_fail "the relay does not count the bytes before and after compression: $(cat "$C/relerr")"
+done
+t_end
+
 t_begin "a flipped compressed byte on the wire: exit 4 on both sides, the chunk named"
 if ! $PY -c 'import xxhash' 2>/dev/null; then
     t_skip "flipped compressed byte" "needs python3-xxhash"
