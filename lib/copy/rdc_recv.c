@@ -292,6 +292,13 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
             r->fd = -1;
             errno = EINVAL;
         }
+        if (r->fd >= 0 && st.st_nlink != 1) {
+            /* one rdcp made has one name: another one may lead out of DST, and it is
+             * written in place */
+            close(r->fd);
+            r->fd = -1;
+            errno = EMLINK;
+        }
         if (r->fd >= 0 && rdc_tmp_lock(r->fd)) {
             close(r->fd);   /* another rdcp is writing it */
             r->fd = -1;
@@ -336,6 +343,16 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     }
 }
 
+/* n zeros into the current file's hash (a hole of a hashed file, whose size the sender
+ * names): 0, or -1 once the transfer failed meanwhile (r->lost; the file stays partial) */
+static int hash_hole(struct rdc_rcv *r, uint64_t n)
+{
+    if (rdc_hash_zeros(r->hs, n, r->sink ? r->sink->stop : NULL) == 0)
+        return 0;
+    r->lost = 1;
+    return -1;
+}
+
 void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char want[16])
 {
     if (r->job) {   /* all of it is here: a worker writes it (or nobody: the source failed) */
@@ -374,7 +391,8 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     }
     unsigned char got[16] = { 0 };
     if (r->hashed) {
-        rdc_hash_zeros(r->hs, r->size - r->hpos);
+        if (hash_hole(r, r->size - r->hpos))
+            return;
         rdc_hash_final(r->hs, got);
     }
     int fd = r->fd;
@@ -581,8 +599,8 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
         return;
     }
     if (r->data_off > r->hpos) {
-        if (r->hashed)
-            rdc_hash_zeros(r->hs, r->data_off - r->hpos);
+        if (r->hashed && hash_hole(r, r->data_off - r->hpos))
+            return;
         r->hpos = r->data_off;
     }
     if (r->hashed)
@@ -735,6 +753,14 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         discard_file(r, size, flags);
         return;
     }
+    if (((flags & RDC_F_SKIP) || start > 0) && !r->resume) {
+        /* only a receiver that sent its manifest lets the sender skip a file or continue one:
+         * either works on a file already here, in place */
+        refuse(r, f, "skipped or continued by the sender, and this copy is not --resume");
+        free(f);
+        discard_file(r, size, flags);
+        return;
+    }
     if (rdc_pool_pending(r, f))
         rdc_pool_reap(r, 1);
     rdc_stale_list(&r->stale, pfd, r->pdir);
@@ -746,6 +772,8 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     struct stat st;
     if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
         refuse(r, f, "said to be complete here, but no regular file is");
+    } else if ((uint64_t)st.st_size != size) {
+        refuse(r, f, "said to be complete here, but the file here has another size");
     } else {
         if (r->preserve && fchmodat(pfd, name, m->mode & 07777, AT_SYMLINK_NOFOLLOW))
             rdc_rcv_err(r, "cannot set the mode of", f, errno);

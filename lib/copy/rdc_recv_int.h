@@ -125,6 +125,8 @@ struct rdc_rcv {
     struct rdc_job *job;      /* the current file, when it goes to the pool */
     struct rdc_job *big;      /* the current file, when its pieces go to the pool */
     struct rd_sink *sink;     /* the engine's, which lends its frames (NULL: the fuzzer's) */
+    int resume;               /* --resume: the sender may skip or continue a file (manifest sent) */
+    int lost;                 /* the transfer failed while a hole was hashed: consume no more */
     /* the current file */
     int in_file, fd, discard;
     char *final, *name, *tmp; /* final: relative to base; name, tmp: in pfd */

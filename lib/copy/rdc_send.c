@@ -512,8 +512,8 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
                     if (end > s->size)
                         end = s->size;
                 }
-                if (s->hashed)
-                    rdc_hash_zeros(s->hs, data - s->pos);
+                if (s->hashed && rdc_hash_zeros(s->hs, data - s->pos, s->src ? s->src->stop : NULL))
+                    return -1;   /* the transfer failed meanwhile */
                 s->holes += data - s->pos;
                 s->pos = data;
                 s->ext_end = end;

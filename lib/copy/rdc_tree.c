@@ -231,13 +231,16 @@ int rdc_manifest_parse(const char *hex, struct rdc_manifest_entry *e)
 
 static const unsigned char zeros[1 << 16];
 
-void rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n)
+int rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n, atomic_int *stop)
 {
-    while (n) {
+    for (unsigned i = 0; n; i++) {
         size_t k = n < sizeof zeros ? (size_t)n : sizeof zeros;
+        if (stop && i % 1024 == 0 && atomic_load(stop))   /* every 64 MiB */
+            return -1;
         XXH3_128bits_update(st, zeros, k);
         n -= k;
     }
+    return 0;
 }
 
 int rdc_hash_prefix(int fd, uint64_t len, struct XXH3_state_s *st)

@@ -33,6 +33,7 @@
 #ifndef RDC_TREE_H
 #define RDC_TREE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -110,7 +111,9 @@ int rdc_manifest_parse(const char *hex, struct rdc_manifest_entry *e);
 /* XXH3-128 of fd's [0, len) (holes read as zeros); 0 or -1 with errno */
 struct XXH3_state_s;
 int rdc_hash_prefix(int fd, uint64_t len, struct XXH3_state_s *st);
-void rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n);
+/* Hash n zero bytes (a hole); -1 as soon as *stop is set (may be NULL): n comes from a
+ * record, and a hole of petabytes must not outlive the transfer that named it. */
+int rdc_hash_zeros(struct XXH3_state_s *st, uint64_t n, atomic_int *stop);
 void rdc_hash_final(struct XXH3_state_s *st, unsigned char out[16]);
 
 /* stderr lines the initiator parses ("@rdcp ..."), everything else is a message; they begin

@@ -3,8 +3,9 @@
  *
  * Made once: a scratch directory W holding dst/ (the destination) and canary/ (a file and a
  * directory beside it). Input byte 0 picks the options: bit 0 -p -X, bit 1 two sources, bit 2
- * DST is the missing W/dst/new instead of W/dst, bits 3-7 the size of the pieces the rest is
- * fed in (1 + 37 * n bytes: records split anywhere). The rest is the stream. After each input
+ * DST is the missing W/dst/new instead of W/dst, bit 3 --resume (the manifest is made, so the
+ * stream may skip and continue files), bits 4-7 the size of the pieces the rest is fed in
+ * (1 + 73 * n bytes: records split anywhere). The rest is the stream. After each input
  * nothing may have appeared, vanished or changed outside W/dst (else abort()), and W/dst is
  * emptied again. Files over 1 MiB are refused (they would be preallocated).
  */
@@ -154,10 +155,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t opt = data[0];
     data++;
     size--;
-    size_t piece = 1 + 37 * (size_t)(opt >> 3);
+    size_t piece = 1 + 73 * (size_t)(opt >> 4);
     struct rdc_rcv *r = rdc_rcv_new(opt & 4 ? NEW : DST, opt & 2 ? 2 : 1, opt & 1, opt & 1, 1);
     if (!r)
         die("rdc_rcv_new");
+    static int devnull = -1;
+    if (devnull < 0 && (devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+        die("/dev/null");
+    if (opt & 8)
+        rdc_rcv_manifest(r, devnull);
     rdc_rcv_max_file(r, 1 << 20);   /* no fuzzed size may preallocate the disk full */
     int rc = RD_OK;
     for (size_t off = 0; off < size && rc == RD_OK; off += piece)

@@ -37,23 +37,27 @@ snap() {
         find canary -type f -exec sha256sum {} + | LC_ALL=C sort && ls -a "$S")
 }
 
-# recv [FLAGS...] < script: send the stream to a fresh `rdcp --tree-recv FLAGS $S/dst`;
-# sets rc and leaves the receiver's messages (not its statistics) in $W/msg
+# recv [FLAGS...] < script: send the stream to `rdcp --tree-recv FLAGS $S/dst` (made
+# fresh by case_); sets rc and leaves the receiver's messages (not its statistics) in $W/msg.
+# With --resume the ready fd carries the manifest ("m ..." lines) before the port.
 recv() {
-    rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
+    rm -f "$W/port"
     "$W/treegen" > "$W/stream" || { rc=99; return; }
     (RDPIPE_KEY=hostile-key exec timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 "$@" "$S/dst" 3> "$W/port" 2> "$W/err") &
     local pid=$! i
-    for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
-    timeout 60 "$BIN/rdsend" 127.0.0.1 "$(cat "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
+    for i in $(seq 100); do grep -q '^[0-9]' "$W/port" 2>/dev/null && break; sleep 0.05; done
+    timeout 60 "$BIN/rdsend" 127.0.0.1 "$(grep '^[0-9]' "$W/port")" hostile-key "$W/stream" 2> "$W/send.err"
     wait $pid; rc=$?
     grep -v '^{"tool"\|^@rdcp ' "$W/err" > "$W/msg"
 }
 
 # case NAME RC [FLAGS...] < script, then the patterns its lines must match, one per line, in
-# $EXPECT (grep -E); the number of lines must be the number of patterns
+# $EXPECT (grep -E); the number of lines must be the number of patterns. $PREP (a command):
+# what DST holds before the stream (run after DST is made empty, before the canary's snapshot)
 case_() {
     local name=$1 want=$2; shift 2
+    rm -rf "$S/dst" && mkdir "$S/dst"
+    eval "${PREP:-}"
     local before; before=$(snap)
     recv "$@"
     local after; after=$(snap)
@@ -151,7 +155,7 @@ EOF
 EXPECT="^rdcp: refusing $D/a/file2': $NOTIN
 ^rdcp: cannot create directory $D/a': File exists
 ^rdcp: refusing $D/l1': said to be complete here, but no regular file is"
-case_ "-p: chmod and utimes through a link (skipped file, directory, the link itself)" 23 -p <<EOF
+case_ "-p: chmod and utimes through a link (skipped file, directory, the link itself)" 23 -p --resume <<EOF
 R 0 d 1 x
 l a $CAN/dir
 s a/file2 4 0777 5
@@ -342,6 +346,68 @@ d sub
 a user.v @65537
 Z
 EOF
+
+# Skipping a file ("complete here") and continuing a partial one work in place on a file
+# already in DST, where a hard link may share its inode with a file outside (snapshots made
+# with cp -al or rsync --link-dest): a receiver not started with --resume takes neither
+# (before 2026-11-27 it took both from any stream: the canary's file1 became mode 6777 with
+# user.evil set, file2 was overwritten, and y was linked to it)
+PREP='ln "$CAN/file1" "$S/dst/x"; ln "$CAN/dir/file2" "$S/dst/.rdcp.f.abcdef"'
+EXPECT="^rdcp: refusing $D/x': skipped or continued by the sender, and this copy is not --resume
+^rdcp: refusing $D/y': hard link: its target is not a file this copy made
+^rdcp: refusing $D/f': skipped or continued by the sender, and this copy is not --resume"
+case_ "no --resume: a skip record (mode, times, attributes in place) and a continued partial file are refused" 23 -p -X <<EOF
+R 0 d 1 x
+A user.evil 1
+s x 4 06777 5
+h y 0 x
+c f twoPWNED 3 .rdcp.f.abcdef
+Z
+EOF
+[ -z "$(getfattr --absolute-names -d "$CAN/file1" 2>/dev/null)" ] && ok "  ... the canary got no attribute" ||
+    bad "  ... the canary got no attribute" "$(getfattr --absolute-names -d "$CAN/file1" 2>&1)"
+# With --resume a partial file with another name is not continued (one rdcp made has one), and
+# a file said to be complete must have the size the sender names
+PREP='ln "$CAN/dir/file2" "$S/dst/.rdcp.f.abcdef"; echo own > "$S/dst/z"'
+EXPECT="^rdcp: cannot continue the partial file of $D/f': Too many links
+^rdcp: refusing $D/z': said to be complete here, but the file here has another size"
+case_ "--resume: a partial file hard-linked elsewhere is not continued; a skipped file of another size is refused" 23 -p --resume <<EOF
+R 0 d 1 x
+c f twoPWNED 3 .rdcp.f.abcdef
+s z 9 0600
+Z
+EOF
+[ "$(cat "$S/dst/z")" = own ] && [ "$(stat -c %a "$S/dst/z")" != 600 ] && ok "  ... z untouched" ||
+    bad "  ... z untouched" "$(stat -c '%a %s' "$S/dst/z")"
+PREP=
+
+# A hashed sparse file of 1 PiB, all hole but its last byte: its hash runs over zeros for
+# hours, while 200 MiB more of the stream fill the receiver's ring and hold the sender back.
+# Once the sender is gone, the receiver stops (before: it went on hashing, orphaned, as long
+# as nothing else stopped it). The receiver learns of it about 20 s later: the killed
+# sender's socket still holds unsent data against a full window, until its TCP_USER_TIMEOUT
+# (20 s) resets it. Once per run of this script (not again with TREEGEN_NOHASH).
+if [ -z "${TREEGEN_NOHASH:-}" ]; then
+rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
+{ printf 'R 0 d 1 x\nH big 1125899906842624\n'; for i in $(seq 200); do echo "f after$i @1048576"; done; echo Z; } |
+    "$W/treegen" > "$W/stream"
+(RDPIPE_KEY=hostile-key exec timeout 60 "$BIN/rdcp" --tree-recv --ready-fd 3 "$S/dst" 3> "$W/port" 2> "$W/err") &
+pid=$!
+for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
+timeout 60 "$BIN/rdsend" 127.0.0.1 "$(cat "$W/port")" hostile-key "$W/stream" 2> "$W/send.err" &
+spid=$!
+sleep 1
+kill -9 $spid; wait $spid 2>/dev/null
+t0=$EPOCHREALTIME
+wait $pid; rc=$?
+took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+if [ $rc = 4 ] && awk -v t="$took" 'BEGIN { exit !(t < 35) }'; then
+    ok "a 1 PiB hashed hole: the receiver stops once its sender is killed, exit 4 (after $took s)"
+else
+    bad "a 1 PiB hashed hole: the receiver stops once its sender is killed" "exit $rc after $took s: $(grep -v '^{"tool"\|^@rdcp ' "$W/err" | head -3 | tr '\n' ' ')"
+fi
+rm -rf "$S/dst" && mkdir "$S/dst"
+fi
 
 # --resume: the manifest of DST (what it already holds) must not list what a symlink in DST
 # points to

@@ -11,6 +11,9 @@
  *   x PATH DATA [MODE [MTIME]]     file as f, hashed (never RDC_F_NOHASH), with a wrong hash
  *   c PATH DATA START TMP          file DATA continued from the partial file TMP in its
  *                                  directory, which holds its first START bytes (--resume)
+ *   H PATH SIZE                    a hashed sparse file of SIZE bytes, all of it a hole but
+ *                                  its last byte (one data record), its end record with a
+ *                                  zero hash
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
@@ -182,6 +185,22 @@ int main(void)
             u8(0);
             out(h.digest, 16);
             free(data);
+        } else if (c == 'H' && n == 3) {
+            u8('f');
+            str(w[1], l[1]);
+            meta(0644, mtime);
+            u64(strtoull(w[2], NULL, 10));
+            u64(0);
+            u8(2);   /* RDC_F_SPARSE, hashed */
+            str("", 0);
+            u8('D');
+            u64(strtoull(w[2], NULL, 10) - 1);
+            u64(1);
+            u8('z');
+            u8('e');
+            u8(0);
+            for (int i = 0; i < 16; i++)
+                u8(0);
         } else if (c == 'l' && n >= 3) {
             if (n > 3)
                 mtime = atoll(w[3]);
