@@ -272,7 +272,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         if (!(r->manifest[r->nman++] = strdup(w[1])))
             abort();
     } else if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdr_unhex(w[1], NULL);
+        char *t = rdr_unhex_text(w[1]);
         if (!t)
             return;
         unsigned long long v[6] = { 0 };
@@ -304,7 +304,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
             rdr_stat_transport(w[4], r->transport_used, sizeof r->transport_used);
     } else if (strcmp(w[0], "exit") == 0 && n == 5) {
         int code = atoi(w[2]), killed = atoi(w[3]);
-        char *m = rdr_unhex(w[4], NULL);
+        char *m = rdr_unhex_text(w[4]);
         if (strcmp(w[1], "send") == 0 || strcmp(w[1], "recv") == 0) {
             r->exit_code[i] = code;
             r->have_exit[i] = 1;

@@ -150,8 +150,10 @@ static void fail_role(struct agent *a, const char *role)
 }
 
 /* A receiving role reports manifest lines, then its port, on fd 3 (rdr_role.h); it may walk
- * and hash a big destination first, so there is no short timeout, and its stderr is drained
- * meanwhile. */
+ * and hash a big destination first (hours, for a big one on a slow disk), so there is no
+ * timeout: it takes as long as the role lives. Its stderr is drained meanwhile, and the
+ * initiator leaving (the control channel hung up) or a signal takes everything down, as in
+ * the main loop. */
 static void setup_role_recv(struct agent *a)
 {
     int rdy[2];
@@ -174,13 +176,20 @@ static void setup_role_recv(struct agent *a)
     rdr_chan_init(&ch, rdy[0], -1);
     int port = 0;
     while (!port && !ch.eof) {
-        struct pollfd pfd[2] = { { .fd = rdy[0], .events = POLLIN }, { .fd = a->ch[C_RECV].cap, .events = POLLIN } };
-        int pr = poll(pfd, a->ch[C_RECV].cap >= 0 ? 2 : 1, 600000);
+        /* the control channel is only watched for its hang-up here (events 0 + POLLRDHUP):
+         * its lines are the main loop's */
+        struct pollfd pfd[4] = { { .fd = rdy[0], .events = POLLIN }, { .fd = a->cin, .events = POLLRDHUP },
+                                 { .fd = rdr_sig_fd(), .events = POLLIN }, { .fd = a->ch[C_RECV].cap, .events = POLLIN } };
+        int pr = poll(pfd, a->ch[C_RECV].cap >= 0 ? 4 : 3, 1000);
         if (pr < 0 && errno == EINTR)
             continue;
-        if (pr <= 0)
+        if (pr < 0)
             break;
-        if (pfd[1].revents && a->ch[C_RECV].cap >= 0)
+        if (rdr_sig_drain() & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
+            rdpa_teardown(a, 128 + SIGTERM);
+        if (pfd[1].revents & (POLLHUP | POLLRDHUP | POLLERR))
+            rdpa_teardown(a, 0);   /* the initiator is gone or gave up */
+        if (pfd[3].revents && a->ch[C_RECV].cap >= 0)
             rdpa_read_capture(a, &a->ch[C_RECV]);
         if (!pfd[0].revents)
             continue;

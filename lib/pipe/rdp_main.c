@@ -236,7 +236,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
     struct node *x = &r->n[i];
     char lb[512];
     if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdr_unhex(w[1], NULL);
+        char *t = rdr_unhex_text(w[1]);
         if (t && r->verbose)
             fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
         free(t);
@@ -251,7 +251,7 @@ static void handle_line(void *ctx, int i, char **w, int n)
         int code = atoi(w[2]), killed = atoi(w[3]);
         if (code == 0 || killed || r->interrupted)
             return;
-        char *m = rdr_unhex(w[4], NULL);
+        char *m = rdr_unhex_text(w[4]);
         char msg[2048];
         const char *role = w[1];
         int rank;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +19,27 @@ void rdr_chan_free(struct rdr_chan *c)
 {
     free(c->buf);
     c->buf = NULL;
-    c->len = c->cap = 0;
+    c->off = c->len = c->cap = 0;
 }
 
 ssize_t rdr_chan_fill(struct rdr_chan *c)
 {
     if (c->eof)
         return 0;
+    if (c->cap - c->len < 4096 && c->off) {   /* make room where the lines taken were */
+        memmove(c->buf, c->buf + c->off, c->len - c->off);
+        c->len -= c->off;
+        c->off = 0;
+    }
     if (c->cap - c->len < 4096) {
         size_t ncap = c->cap ? c->cap * 2 : 8192;
         if (ncap > RDR_MAX_LINE * 2) {
-            c->eof = 1;   /* a peer that never ends its line is not one of ours */
+            /* full: of lines a burst brought (an rdcp --resume manifest of 40,000 files),
+             * which the caller takes before reading on; or of one line that never ends,
+             * which no peer of ours sends */
+            if (memchr(c->buf, '\n', c->len))
+                return -1;
+            c->eof = 1;
             return 0;
         }
         char *nb = realloc(c->buf, ncap);
@@ -53,19 +64,23 @@ ssize_t rdr_chan_fill(struct rdr_chan *c)
     return n;
 }
 
+/* Lines are taken from c->off on, without moving what follows (a burst of many lines would
+ * otherwise be moved once per line); fill moves the rest down when it needs the room. */
 int rdr_chan_line(struct rdr_chan *c, char **out)
 {
-    char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+    char *start = c->buf + c->off;
+    char *nl = c->len > c->off ? memchr(start, '\n', c->len - c->off) : NULL;
     if (!nl)
         return 0;
-    size_t n = (size_t)(nl - c->buf);
+    size_t n = (size_t)(nl - start);
     char *s = malloc(n + 1);
     if (!s)
         return 0;
-    memcpy(s, c->buf, n);
+    memcpy(s, start, n);
     s[n] = '\0';
-    memmove(c->buf, nl + 1, c->len - n - 1);
-    c->len -= n + 1;
+    c->off += n + 1;
+    if (c->off == c->len)
+        c->off = c->len = 0;
     *out = s;
     return 1;
 }
@@ -157,6 +172,52 @@ char *rdr_unhex(const char *hex, size_t *np)
     if (np)
         *np = len / 2;
     return s;
+}
+
+/* the length of the valid UTF-8 sequence of a printable code point at s (n bytes left), or
+ * 0: a control (C1 too), an overlong form, a surrogate or above U+10FFFF, or cut short */
+static size_t utf8_printable(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+    if (s[0] < 0xc2 || s[0] > 0xf4 || n < len)
+        return 0;
+    uint32_t cp = s[0] & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if (cp < 0xa0 || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
+char *rdr_unhex_text(const char *hex)
+{
+    size_t n;
+    unsigned char *raw = (unsigned char *)rdr_unhex(hex, &n);
+    if (!raw)
+        return NULL;
+    char *out = malloc(4 * n + 1), *o = out;
+    if (!out) {
+        free(raw);
+        return NULL;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t k = raw[i] >= 0x80 ? utf8_printable(raw + i, n - i) : raw[i] >= 0x20 && raw[i] != 0x7f;
+        if (k) {
+            memcpy(o, raw + i, k);
+            o += k;
+            i += k;
+        } else {
+            o += sprintf(o, "\\%03o", raw[i]);
+            i++;
+        }
+    }
+    *o = '\0';
+    free(raw);
+    return out;
 }
 
 int rdr_split(char *line, char **w, int max)

@@ -15,14 +15,15 @@
 struct rdr_chan {
     int rfd, wfd;
     char *buf;
-    size_t len, cap;
+    size_t off, len, cap;   /* buf[off, len): read, not yet taken as lines */
     int eof;        /* the peer closed its end (or an error happened) */
 };
 
 void rdr_chan_init(struct rdr_chan *c, int rfd, int wfd);
 void rdr_chan_free(struct rdr_chan *c);
 /* Read what is available (one read). Returns bytes read, 0 at EOF or error (c->eof set),
- * -1 if it would block. */
+ * -1 if it would block, or if the buffer is full of complete lines (take them first). A line
+ * longer than RDR_MAX_LINE ends the channel (c->eof). */
 ssize_t rdr_chan_fill(struct rdr_chan *c);
 /* Take the next complete line out of the buffer into *out (malloc'd, no newline).
  * Returns 1 with a line, 0 if no complete line is buffered. */
@@ -34,6 +35,12 @@ int rdr_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 char *rdr_hex(const void *p, size_t n);                 /* malloc'd */
 char *rdr_hex_str(const char *s);                       /* malloc'd, s may be NULL */
 char *rdr_unhex(const char *hex, size_t *n);            /* malloc'd, NUL-terminated; NULL if malformed */
+/* rdr_unhex for text an agent says that is shown to the user: every control byte (C0, DEL,
+ * C1 as U+0080-U+009F or a lone 0x80-0x9f) and every byte that is not valid UTF-8 becomes
+ * \ooo, so a hostile host's messages cannot move the cursor, clear the screen or end a
+ * line early to forge one; printable UTF-8 (names in any script) stays, and so does a
+ * backslash (rdcp shows a name's bad bytes as \ooo already). */
+char *rdr_unhex_text(const char *hex);
 
 /* A stat line's transport word as the tool said it: the agent writes its spaces as '-' (words
  * are space separated: "tcp, 3 streams" travels as "tcp,-3-streams"). */

@@ -132,3 +132,35 @@ run rdpipe -n 'bob@h1:echo hi'; expect_rc $? 0 "rdpipe -n"
 grep -q -- "agent via: ssh -o BatchMode=yes -- bob@h1 'exec rdpipe --agent'" "$C/o" ||
     t_fail "rdpipe -n does not show the '--': $(grep 'agent via' "$C/o")"
 t_end
+
+# A hostile host's agent: what it says (log lines, exit messages) reaches the user's terminal
+# through rdpipe and rdcp. Control bytes must arrive escaped (\ooo), never raw: no clearing
+# the screen, moving the cursor, setting the title or ending a line early to forge one
+# (scp's CVE-2019-6109). Printable UTF-8 stays. (What a host writes to ssh's own stderr
+# reaches the terminal as with ssh itself; see the threat model.)
+cat > "$RD_T/bin/evilssh" <<'EOS'
+#!/bin/bash
+read -r banner
+hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+echo "hello 10.0.0.9 10.0.0.1 42"
+echo "log $(hexof $'\e[2J\e[1;31mFAKE: transfer complete\e[0m\nrdpipe: all good caf\xc3\xa9')"
+echo "exit file 5 0 $(hexof $'\e]0;owned\a\e[1A\e[2Kforged line')"
+echo "exit send 5 0 $(hexof $'\e]0;owned\a\e[1A\e[2Kforged line')"
+sleep 1
+EOS
+chmod +x "$RD_T/bin/evilssh"
+for tool in rdpipe rdcp; do
+    t_begin "$tool: a hostile agent's messages reach the terminal with their control bytes escaped"
+    if [ $tool = rdpipe ]; then
+        run rdpipe -v --ssh "$RD_T/bin/evilssh" evilhost:cat
+    else
+        run rdcp -v --ssh "$RD_T/bin/evilssh" "$C/x" evilhost:/tmp/y
+    fi
+    expect_nonzero $? "$tool with a hostile agent"
+    LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$C/e" && t_fail "raw control bytes on stderr: $(cat -v "$C/e" | head -3)"
+    grep -qF '\033]0;owned\007\033[1A\033[2Kforged line' "$C/e" ||
+        t_fail "the exit message is not shown escaped: $(cat -v "$C/e" | head -5)"
+    grep -qF '\033[2J\033[1;31mFAKE: transfer complete\033[0m\012rdpipe: all good café' "$C/e" ||
+        t_fail "the log line is not shown escaped: $(cat -v "$C/e" | head -5)"
+    t_end
+done
