@@ -102,6 +102,29 @@ static void refuse_raw(struct rdc_rcv *r, const char *name, size_t n, const char
     r->errors++;
 }
 
+/* A directory the records go into, on a filesystem other than DST's (mounted beneath it):
+ * keep an fd of it, for its syncfs at the end */
+static void note_mount(struct rdc_rcv *r, int fd)
+{
+    struct stat st;
+    if (r->nosync || fstat(fd, &st) || st.st_dev == r->base_dev)
+        return;
+    for (size_t i = 0; i < r->nmounts; i++)
+        if (r->mount_dev[i] == st.st_dev)
+            return;
+    if (r->nmounts == RDC_MAX_MOUNTS) {
+        r->more_mounts = 1;
+        return;
+    }
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) {
+        r->more_mounts = 1;
+        return;
+    }
+    r->mount_dev[r->nmounts] = st.st_dev;
+    r->mount_fd[r->nmounts++] = dup;
+}
+
 /* The directory of the records (kept open, and shared with the jobs that write into it); -1
  * with errno if it cannot be reached safely. */
 static int parent_fd(struct rdc_rcv *r, const char *dir)
@@ -116,6 +139,7 @@ static int parent_fd(struct rdc_rcv *r, const char *dir)
     int fd = rdc_open_beneath(r->base, dir);
     if (fd < 0)
         return -1;
+    note_mount(r, fd);
     r->pdh = malloc(sizeof *r->pdh);
     if (!r->pdh)
         abort();

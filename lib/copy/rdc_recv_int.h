@@ -102,12 +102,22 @@ struct dirmeta {
  * 'x' record per directory would otherwise grow the receiver without bound) */
 #define RDC_DIR_XATTR_BYTES (64u << 20)
 
+#define RDC_MAX_MOUNTS 64
+
 struct rdc_rcv {
     const char *dst;
     int dst_is_dir, dst_exists, nsrc, preserve, owners, times, nosync;
     unsigned xattrs;          /* the attribute families taken (RDC_XATTR_*): -p ACLs, -X user.* */
     uint64_t max_file;        /* bigger files fail (EFBIG): the fuzzer's guard */
     int base;                 /* DST (dst_is_dir) or DST's directory: every path is beneath it */
+    /* the other filesystems written into (mounted beneath DST), each synced at the end as
+     * base's is: an fd of the first directory on each, opened before anything was written
+     * there (syncfs reports the writeback errors since its fd was opened) */
+    dev_t base_dev;
+    dev_t mount_dev[RDC_MAX_MOUNTS];
+    int mount_fd[RDC_MAX_MOUNTS];
+    size_t nmounts;
+    int more_mounts;          /* more than RDC_MAX_MOUNTS: the rest get a plain sync() */
     char *pre;                /* "" or DST's name in base */
     /* roots: their path relative to base, NULL = failed */
     char **roots;

@@ -212,20 +212,27 @@ int rdc_rcv_finish(void *ctx)
         struct stat st;
         if (!r->preserve && !r->times && !d->drop && !d->xattr)
             continue;
+        /* each failure is a line and exit 23, as for a file: a directory left with the
+         * owner's rwx it was filled with, or without its times, is not what was asked for */
         int fd = rdc_open_beneath(r->base, d->path);
-        if (fd < 0)
+        if (fd < 0) {
+            rdc_rcv_err(r, "cannot set the metadata of", d->path, errno);
             continue;
+        }
         if (r->preserve) {
             if (r->owners && fchown(fd, d->m.uid, d->m.gid))
                 rdc_rcv_err(r, "cannot set the owner of", d->path, errno);
-            fchmod(fd, d->m.mode & 07777);
+            if (fchmod(fd, d->m.mode & 07777))
+                rdc_rcv_err(r, "cannot set the mode of", d->path, errno);
         } else if (d->drop && fstat(fd, &st) == 0) {   /* never wider than it was made */
-            fchmod(fd, st.st_mode & 07777 & ~d->drop);
+            if (fchmod(fd, st.st_mode & 07777 & ~d->drop))
+                rdc_rcv_err(r, "cannot set the mode of", d->path, errno);
         }
         rdc_rcv_set_xattrs(r, fd, d->xattr, d->xattr_len, d->path);
         if (r->times) {
             struct timespec ts[2] = { { d->m.mtime_s, d->m.mtime_ns }, { d->m.mtime_s, d->m.mtime_ns } };
-            futimens(fd, ts);
+            if (futimens(fd, ts))
+                rdc_rcv_err(r, "cannot set the times of", d->path, errno);
         }
         close(fd);
     }
@@ -237,6 +244,12 @@ int rdc_rcv_finish(void *ctx)
     r->flush = NULL;
     if (!r->nosync && syncfs(r->base))
         return rd_fail(RD_EIO, "cannot make the copy durable (syncfs): %s", strerror(errno));
+    for (size_t i = 0; i < r->nmounts; i++)
+        if (syncfs(r->mount_fd[i]))
+            return rd_fail(RD_EIO, "cannot make the copy durable (syncfs of a filesystem mounted beneath the destination): %s",
+                           strerror(errno));
+    if (r->more_mounts)
+        sync();
     return RD_OK;
 }
 
@@ -281,6 +294,8 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
     }
     if (r->base < 0)
         goto fail;
+    struct stat bst;
+    r->base_dev = fstat(r->base, &bst) == 0 ? bst.st_dev : 0;
     r->hs = XXH3_createState();
     if (!r->nosync)
         r->flush = rdc_flush_start(r->base);
@@ -376,6 +391,8 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_dir_put(r->pdh);
     if (r->base >= 0)
         close(r->base);
+    for (size_t i = 0; i < r->nmounts; i++)
+        close(r->mount_fd[i]);
     if (r->hs)
         XXH3_freeState(r->hs);
     free(r);

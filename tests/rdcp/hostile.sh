@@ -381,6 +381,56 @@ EOF
     bad "  ... z untouched" "$(stat -c '%a %s' "$S/dst/z")"
 PREP=
 
+# A directory whose metadata cannot be set at the end (-p: here an existing directory made
+# immutable, so chown, chmod and utimes fail): one line for each, exit 23 (before 2026-11-27
+# only a failed chown was said; a failed chmod or utimes, or a directory that could not be
+# opened, went without a word, and without -p or as another user the copy exited 0)
+if mkdir -p "$W/immut" && chattr +i "$W/immut" 2>/dev/null; then
+    chattr -i "$W/immut"
+    PREP='mkdir "$S/dst/a" && chattr +i "$S/dst/a"'
+    EXPECT="^rdcp: cannot set the owner of $D/a': Operation not permitted
+^rdcp: cannot set the mode of $D/a': Operation not permitted
+^rdcp: cannot set the times of $D/a': Operation not permitted"
+    case_ "-p: a directory whose owner, mode and times cannot be set: a line each, exit 23" 23 -p <<EOF
+R 0 d 1 x
+d a 0700 5
+Z
+EOF
+    chattr -i "$S/dst/a"
+    PREP=
+else
+    ok "-p: a directory whose owner, mode and times cannot be set (skipped: no chattr +i here)"
+fi
+
+# Exit 0 means durable on every filesystem the copy wrote to: here a second one (ext4 on a
+# loop device) mounted beneath DST, which DST's own syncfs does not reach (before 2026-11-27
+# its files were left to the kernel's writeback: exit 0 with nothing written to its device).
+# The device's count of sectors written, right after the receiver exits, must cover the file.
+if truncate -s 64M "$W/m.img" && mkfs.ext4 -q -F "$W/m.img" 2>/dev/null && mkdir -p "$W/mnt" &&
+   mount -o loop "$W/m.img" "$W/mnt" 2>/dev/null; then
+    umount "$W/mnt"
+    PREP='mkdir "$S/dst/m" && mount -o loop "$W/m.img" "$S/dst/m" && sync "$S/dst/m"'
+    EXPECT=''
+    written() { awk '{ print $7 }' "/sys/block/$(basename "$(findmnt -no SOURCE "$S/dst/m")")/stat"; }
+    sectors_before=
+    recv_then() { sectors_before=$(written); }
+    PREP="$PREP && recv_then"
+    case_ "a filesystem mounted beneath DST is synced before exit 0" 0 <<EOF
+R 0 d 1 x
+d m
+f m/big @4194304
+Z
+EOF
+    got=$(( $(written) - sectors_before ))
+    [ "$got" -ge 8192 ] && ok "  ... its device wrote $got sectors before the receiver exited (the file: 8192)" ||
+        bad "  ... its device wrote the file before the receiver exited" "$got sectors written, want 8192 or more"
+    umount "$S/dst/m"
+    PREP=
+else
+    ok "a filesystem mounted beneath DST is synced (skipped: cannot mount a loop device here)"
+fi
+rm -f "$W/m.img"
+
 # A hashed sparse file of 1 PiB, all hole but its last byte: its hash runs over zeros for
 # hours, while 200 MiB more of the stream fill the receiver's ring and hold the sender back.
 # Once the sender is gone, the receiver stops (before: it went on hashing, orphaned, as long
