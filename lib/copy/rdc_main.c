@@ -54,7 +54,7 @@ static const char usage_text[] =
     "  -X, --xattrs        user.* extended attributes of files and directories\n"
     "  -a, --archive       -r -p -X (symlinks are always copied as links unless -L)\n"
     "  -L, --dereference   follow symlinks in the sources\n"
-    "      --resume        skip files already complete at the destination (size, mtime, hash),\n"
+    "      --resume        skip files already complete at the destination (size and hash),\n"
     "                      continue partial files (temporary .rdcp.* files) from what they hold\n"
     "      --no-sync       do not wait until the copy is on disk (default: exit 0 only once the\n"
     "                      destination's filesystem was synced, so a power cut loses nothing)\n"
