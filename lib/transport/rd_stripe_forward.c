@@ -320,7 +320,7 @@ static int judge(struct fwd *f, struct rd_transport *to)
     } else {
         rc = rd_fail(RD_ESTREAM, "protocol error from sender %s: the stream stopped without END", to->peer);
     }
-    d->next = d->gnext = (unsigned)due;   /* the relay's own ABORT goes where the sink waits */
+    d->next = d->gnext = due;   /* the relay's own ABORT goes where the sink waits */
     return rc;
 }
 

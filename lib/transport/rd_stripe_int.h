@@ -30,7 +30,7 @@ struct stripe {
     enum rd_dir dir;           /* the striped direction, once setup_ring ran (0 before) */
     struct rd_pool send_pool;  /* send: the ring the engine fills */
     int have_send_pool;
-    unsigned next;             /* the connection of the next striped frame */
+    uint64_t next;             /* the next striped frame (its connection: next % n; 64 bits, as a relay counts frames) */
     atomic_int down;
     pthread_mutex_t lock;
     pthread_cond_t idle;
@@ -41,7 +41,7 @@ struct stripe {
     /* direct mode (connections that own registered rings: RDMA): no workers; each
      * connection has its own ring and the engine's frames are its frames */
     int direct;
-    unsigned gnext;            /* sending: the connection of the next frame lent out */
+    uint64_t gnext;            /* sending: the next frame lent out (its connection: gnext % n) */
     struct lent { struct rd_buf *b; unsigned conn; } *lent;   /* frames out, and whose */
     unsigned nlent, caplent;
 };
