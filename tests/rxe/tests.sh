@@ -164,6 +164,28 @@ relay_by_ref() {
     else fail "$name" "rdsend $src, relay $rrc, sink $krc, QPs and frames sent by reference '$got', $lines stats lines: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(grep -v '^rdrecv: rdma: .*ring of' "$T/rerr" | tail -n 12 | tr '\n' '|')"; fi
 }
 
+# relay_compress UP DOWN: rdsend --compress --streams UP -> relay -> rdrecv granting DOWN, text
+# that compresses 8x: every hop exits 0, byte-identical, and the relay counts the bytes before
+# compression, as END totals them (before 2026-11-27 it counted the wire's, and every hop
+# failed with "stream incomplete")
+relay_compress() {
+    local up=$1 down=$2 kport rport kp rp src rrc krc sk n
+    sk=$(printf '%064x' 7)
+    next_port; kport=$PORT; next_port; rport=$PORT
+    seq 1 3000000 | head -c $((12 * 1048576 + 9)) > "$T/in"; rm -f "$T/out"
+    n=$(stat -c %s "$T/in")
+    echo "$S $kport key2" > "$T/next"
+    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" --streams $down $kport key2 "$T/out" 2> "$T/kerr" & kp=$!
+    "$RECV" -v "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
+    RDPIPE_STREAM_KEY=$sk timeout 60 "$SEND" "${SS[@]}" --compress=3 --streams $up --chunk-size 256K $S $rport key "$T/in" 2> "$T/serr"; src=$?
+    wait_exit $rp 30; rrc=$?
+    wait_exit $kp 30; krc=$?
+    if [ $src = 0 ] && [ $rrc = 0 ] && [ $krc = 0 ] && cmp -s "$T/in" "$T/out" &&
+       grep -Eq "^rdrecv: $n bytes as [0-9]+ on the wire \(ratio ([2-9]|[1-9][0-9]+)\." "$T/rerr"; then
+        pass "--compress through a relay between $up and $down QPs: 12 MiB of text byte-identical, the relay counts $n bytes"
+    else fail "--compress through a relay between $up and $down QPs" "rdsend $src, relay $rrc, sink $krc: $(cat "$T/serr" "$T/kerr" | tr '\n' '|') relay: $(tail -n 6 "$T/rerr" | tr '\n' '|')"; fi
+}
+
 # "${LOCKED[@]}" --memlock=BYTES -- CMD...: CMD without CAP_IPC_LOCK, under that ulimit -l
 # (each execs the next: CMD keeps the PID, so $! is its)
 LOCKED=(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock prlimit)
@@ -329,6 +351,9 @@ streams_cases() {
     relay_by_ref 1 1
     relay_by_ref 2 2
     relay_by_ref 2 1
+    relay_compress 1 1
+    relay_compress 2 2
+    relay_compress 2 1
     relay_memlock
     recv_memlock
 
