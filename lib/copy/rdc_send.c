@@ -67,6 +67,7 @@ struct snd {
     int fd;
     char *fpath;
     uint64_t size, pos, ext_end;
+    struct timespec mtime;     /* as the walk saw it: a file written meanwhile fails (end_file) */
     int sparse, hashed;        /* hashed: the end record carries the file's XXH3-128 */
     XXH3_state_t *hs;
     /* a big file's data read by the lanes: the reads not yet done, and how they went */
@@ -240,6 +241,7 @@ static int pseudo_copy(int fd, const char *fs, struct stat *st)
 static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *stp, int fd)
 {
     struct stat st = *stp;
+    struct timespec mtime = st.st_mtim;   /* what end_file compares with */
     if (rd_pseudo_file(fd)) {
         int m = pseudo_copy(fd, fs, &st);
         close(fd);
@@ -248,6 +250,9 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
             return;
         }
         fd = m;
+        struct stat ms;
+        if (fstat(fd, &ms) == 0)   /* the copy is what is read now, and nothing writes it */
+            mtime = ms.st_mtim;
     }
     if (st.st_nlink > 1) {
         struct link_ent *l = find_link(s, st.st_dev, st.st_ino);
@@ -320,6 +325,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     s->fd = fd;
     s->fpath = strdup(fs);
     s->size = size;
+    s->mtime = mtime;
     s->pos = start;
     s->ext_end = start;
     s->sparse = sparse;
@@ -438,6 +444,20 @@ static void walk(struct snd *s)
 
 static void end_file(struct snd *s, int failed)
 {
+    /* Written to while it was read (after the walk's stat, which gave the size the header
+     * names): the copy would be neither the old file nor the new one, or cut short of what it
+     * grew to. It fails, as one that shrank does: the receiver drops it (tar warns "file
+     * changed as we read it" and keeps it; cp and rsync say nothing). */
+    struct stat now;
+    if (!failed && fstat(s->fd, &now) == 0 &&
+        (now.st_mtim.tv_sec != s->mtime.tv_sec || now.st_mtim.tv_nsec != s->mtime.tv_nsec ||
+         (uint64_t)now.st_size != s->size)) {
+        char *p = rdc_shown(s->fpath);
+        rd_warn("source changed while being read: '%s'", p);
+        free(p);
+        s->errors++;
+        failed = 1;
+    }
     unsigned char h[16] = { 0 };
     if (s->hashed)
         rdc_hash_final(s->hs, h);

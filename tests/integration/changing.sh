@@ -78,3 +78,37 @@ for streams in 1 2; do
     [ "${old:-$MIB}" -lt $MIB ] 2>/dev/null || t_fail "every chunk was read before the rewrite: the case tested nothing"
     t_end
 done
+
+# rdcp: a file written to while it is read (after the walk stat'ed it and named its size) would
+# arrive as neither the old file nor the new one, or cut short of what it grew to: it fails
+# alone, one line, exit 23, nothing of it left at the destination; the other files copied. The
+# receiver is held (SIGSTOP) once the file's temporary is made, so the sender is held mid-file
+# while the file changes. (Before 2026-11-27 only a file that shrank failed; this one arrived
+# torn, with exit 0.)
+t_begin "rdcp: a file written to while it is read fails alone: one line, exit 23, nothing of it left"
+rm -rf "$C/src" "$C/dst"; mkdir -p "$C/src" "$C/dst"
+gen "$C/src/big" $((300 << 20)); echo hello > "$C/src/small"
+start CP /dev/null "$C/cpout" "$C/cperr" "$RD_BIN/rdcp" --no-sync -r "$C/src/" "$C/dst/"
+held=
+for _ in $(seq 400); do
+    if compgen -G "$C/dst/.rdcp.big.*" > /dev/null; then
+        held=$(pgrep -f -- "--tree-recv .*$C/dst/" | head -1)
+        [ -n "$held" ] && kill -STOP "$held"
+        break
+    fi
+    sleep 0.01
+done
+if [ -z "$held" ]; then
+    t_fail "never saw the receiver make big's temporary: $(cat "$C/cperr")"
+else
+    printf 'x' | dd of="$C/src/big" bs=1 seek=$((299 << 20)) conv=notrunc status=none
+    kill -CONT "$held"
+fi
+wait_pid "$CP" "$(lim 60)"; rc=$?
+expect_rc $rc 23 "rdcp of a file written to meanwhile" "$(head -c 400 "$C/cperr")"
+grep -q "source changed while being read: '$C/src/big'" "$C/cperr" ||
+    t_fail "rdcp does not name the file that changed: $(head -c 400 "$C/cperr")"
+[ -e "$C/dst/big" ] && t_fail "the changed file was copied ($(stat -c %s "$C/dst/big") bytes)"
+compgen -G "$C/dst/.rdcp.*" > /dev/null && t_fail "a temporary was left: $(ls -a "$C/dst")"
+[ "$(cat "$C/dst/small" 2>/dev/null)" = hello ] || t_fail "the other file was not copied: $(ls -a "$C/dst")"
+t_end
