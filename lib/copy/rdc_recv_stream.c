@@ -153,12 +153,10 @@ int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
 {
     struct rdc_rcv *r = ctx;
     const unsigned char *p = buf;
-    while (n > 0) {
+    while (n > 0 && !r->lost) {   /* lost: set where a record or data hashed a hole */
         if (r->data_left) {
             size_t k = n < r->data_left ? n : (size_t)r->data_left;
             rdc_rcv_data(r, p, k);
-            if (r->lost)
-                return rd_fail_after(RD_ESTREAM, "tree stream: the transfer failed while a hole was hashed");
             p += k;
             n -= k;
             continue;
@@ -168,8 +166,6 @@ int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
         ssize_t used;
         if (r->pend.len == 0) {
             used = record(r, p, n);
-            if (r->lost)
-                return rd_fail_after(RD_ESTREAM, "tree stream: the transfer failed while a hole was hashed");
             if (used > 0) {
                 p += used;
                 n -= (size_t)used;
@@ -185,8 +181,6 @@ int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
             add = RDC_MAX_HDR - old;
         rdc_put(&r->pend, p, add);
         used = record(r, r->pend.p, r->pend.len);
-        if (r->lost)
-            return rd_fail_after(RD_ESTREAM, "tree stream: the transfer failed while a hole was hashed");
         if (used < 0 || (used == 0 && r->pend.len >= RDC_MAX_HDR))
             return rd_fail(RD_ESTREAM, "tree stream: malformed record");
         if (used == 0) {
@@ -197,6 +191,8 @@ int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
         p += took;
         n -= took;
     }
+    if (r->lost)
+        return rd_fail_after(RD_ESTREAM, "tree stream: the transfer failed while a hole was hashed");
     rdc_flush_note(r->flush, r->bytes);
     return RD_OK;
 }
