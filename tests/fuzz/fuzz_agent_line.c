@@ -7,7 +7,8 @@
  *     seg line that names a role, rdr_role_argv (what the agent would start for it),
  *   - rdr_link_setup_line, the initiator's parser of the agent's replies (hello/port/...),
  *   - rdr_parse_segment (+ rdr_plan over the lines so far), the pipeline spec parser,
- *   - rdr_unhex on every word, with a rdr_hex round trip,
+ *   - rdr_unhex on every word, with a rdr_hex round trip, and rdr_unhex_text (what the
+ *     initiator shows of an agent's text: no control byte left),
  *   - rdc_manifest_parse on every word: rdcp --resume's manifest entries, which the
  *     destination sends and the source reads (rdc_tree.h), with a round trip through
  *     rdc_manifest_line.
@@ -71,6 +72,23 @@ static void hex_round_trip(const char *w)
             CHECK(again[i] == tolower((unsigned char)w[i]));
     }
     free(again);
+    /* shown to the user (rdr_unhex_text): no C0 or DEL byte, no C1 (0xc2 0x80-0x9f) and no
+     * lone 0x80-0x9f byte survives, and what is kept is the input's */
+    char *shown = rdr_unhex_text(w);
+    CHECK(shown != NULL);
+    if (shown) {
+        size_t k = strlen(shown);
+        CHECK(k <= 4 * n);
+        for (size_t i = 0; i < k; i++) {
+            unsigned char c = (unsigned char)shown[i];
+            CHECK(c >= 0x20 && c != 0x7f);
+            if (c >= 0x80 && c <= 0x9f)
+                CHECK(i > 0 && (unsigned char)shown[i - 1] != 0xc2);
+            if (c >= 0x80 && c <= 0xbf)
+                CHECK(i > 0 && (unsigned char)shown[i - 1] >= 0x80);   /* a continuation */
+        }
+        free(shown);
+    }
     free(bytes);
 }
 
