@@ -459,6 +459,40 @@ fi
 rm -rf "$S/dst" && mkdir "$S/dst"
 fi
 
+# A whole file of 4 MiB sent as 4 Mi data records of one byte each. The receiver lends a big
+# file's pieces to its workers out of the frames they came in, but not a piece under 64 KiB:
+# each one would cost an allocation and a queue entry, held until the workers catch up, so
+# such a stream makes the receiver hold far more than its ring (the build that lent every
+# piece: 38 MB at its peak against 16 MB for an honest 64 MiB file in 1 MiB records). Its
+# peak memory must stay within 8 MB of that honest stream's, and the file must arrive whole.
+if [ -z "${TREEGEN_NOHASH:-}" ]; then
+peak() {   # peak STREAM: sets rc and the receiver's peak RSS in KiB, rss
+    rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
+    (RDPIPE_KEY=hostile-key exec python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], pass_fds=(3,))
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$W/rss" timeout 120 "$BIN/rdcp" --tree-recv --ready-fd 3 "$S/dst" 3> "$W/port" 2> "$W/err") &
+    local pid=$! i
+    for i in $(seq 100); do grep -q '^[0-9]' "$W/port" 2>/dev/null && break; sleep 0.05; done
+    timeout 120 "$BIN/rdsend" 127.0.0.1 "$(grep '^[0-9]' "$W/port")" hostile-key "$1" 2> "$W/send.err"
+    wait $pid; rc=$?
+    rss=$(cat "$W/rss" 2>/dev/null || echo 0)
+}
+printf 'R 0 d 1 x\np big 67108864 1048576\nZ\n' | "$W/treegen" > "$W/stream"
+peak "$W/stream"; honest=$rss hrc=$rc
+printf 'R 0 d 1 x\np big 4194304 1\nZ\n' | "$W/treegen" > "$W/stream"
+peak "$W/stream"; tiny=$rss
+want=$(python3 -c 'import sys; sys.stdout.buffer.write(bytes(97 + i % 26 for i in range(4194304)))' | sha256sum)
+got=$(sha256sum < "$S/dst/big" 2>/dev/null)
+if [ $hrc = 0 ] && [ $rc = 0 ] && [ "$got" = "$want" ] && [ "$tiny" -le $((honest + 8192)) ]; then
+    ok "a big file in 1-byte data records: copied whole, peak memory $tiny KiB (honest records: $honest KiB)"
+else
+    bad "a big file in 1-byte data records: copied whole, peak memory within 8 MiB of honest records'" \
+        "exit $hrc and $rc, peak $tiny KiB against $honest KiB, file $([ "$got" = "$want" ] && echo whole || echo wrong)"
+fi
+rm -rf "$S/dst" && mkdir "$S/dst"
+fi
+
 # --resume: the manifest of DST (what it already holds) must not list what a symlink in DST
 # points to
 rm -rf "$S/dst" "$W/port" && mkdir -p "$S/dst/sub" && echo own > "$S/dst/sub/own" && ln -s "$CAN/dir" "$S/dst/out" && ln -s "$CAN" "$S/dst/sub/up"

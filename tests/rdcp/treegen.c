@@ -14,6 +14,8 @@
  *   H PATH SIZE                    a hashed sparse file of SIZE bytes, all of it a hole but
  *                                  its last byte (one data record), its end record with a
  *                                  zero hash
+ *   p PATH SIZE PIECE              file of SIZE bytes of a pattern, sent whole as rdcp sends it
+ *                                  (RDC_F_NOHASH, zero hash) in data records of PIECE bytes
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
@@ -197,6 +199,29 @@ int main(void)
             u64(strtoull(w[2], NULL, 10) - 1);
             u64(1);
             u8('z');
+            u8('e');
+            u8(0);
+            for (int i = 0; i < 16; i++)
+                u8(0);
+        } else if (c == 'p' && n == 4) {
+            uint64_t size = strtoull(w[2], NULL, 10), piece = strtoull(w[3], NULL, 10);
+            if (!piece)
+                piece = 1;
+            u8('f');
+            str(w[1], l[1]);
+            meta(0644, mtime);
+            u64(size);
+            u64(0);
+            u8(4);   /* RDC_F_NOHASH: the frames' tags cover it */
+            str("", 0);
+            for (uint64_t off = 0; off < size; off += piece) {
+                uint64_t k = size - off < piece ? size - off : piece;
+                u8('D');
+                u64(off);
+                u64(k);
+                for (uint64_t i = 0; i < k; i++)
+                    u8((unsigned)('a' + (off + i) % 26));
+            }
             u8('e');
             u8(0);
             for (int i = 0; i < 16; i++)
