@@ -551,7 +551,8 @@ int rdc_main(int argc, char **argv)
         r.e[i].l.wfd = r.e[i].l.rfd = -1;
     r.progress = -1;
     int c;
-    while ((c = getopt_long(argc, argv, "rpaXLvPH:hV", opts, NULL)) != -1) {
+    opterr = 0;   /* rdr_init_opt says what was refused, in one line */
+    while ((c = getopt_long(argc, argv, ":rpaXLvPH:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'r': r.recursive = 1; break;
         case 'p': r.preserve = 1; break;
@@ -564,6 +565,9 @@ int rdc_main(int argc, char **argv)
         case OPT_JSON: r.json = 1; break;
         case OPT_RESUME: r.resume = 1; break;
         case OPT_NO_SYNC: r.nosync = 1; break;
+        case '?':
+        case ':':
+            return rdr_opt_refused(c, argv, "rdcp");
         default: {
             int st = rdr_init_opt(&r.o, c, optarg, "rdcp", usage_text);
             if (st != RDR_OPT_TAKEN)

@@ -2,6 +2,7 @@
 #include "util/rd_clock.h"
 
 #include "util/rd_error.h"
+#include "util/rd_stdfd.h"
 #include "wire/rd_proto.h"
 
 #include <errno.h>
@@ -49,6 +50,8 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
     if (!path || strcmp(path, "-") == 0) {
         s->fd = STDIN_FILENO;
         snprintf(s->name, sizeof s->name, "stdin");
+        if (rd_stdfd_was_closed(STDIN_FILENO))   /* before connecting, as cat <&- fails */
+            return rd_fail(RD_EIO, "cannot read stdin: %s", strerror(EBADF));
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -286,6 +289,8 @@ int rd_sink_open(struct rd_sink *s, const char *path)
     if (!path || strcmp(path, "-") == 0) {
         s->fd = STDOUT_FILENO;
         snprintf(s->name, sizeof s->name, "stdout");
+        if (rd_stdfd_was_closed(STDOUT_FILENO))   /* before anyone connects */
+            return rd_fail(RD_EIO, "cannot write stdout: %s", strerror(EBADF));
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
         /* O_EXCL first: only a name this run created needs its directory synced */

@@ -478,10 +478,14 @@ int rdp_main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     rdr_init_opts_default(&r.o);
     int c;
-    while ((c = getopt_long(argc, argv, "+nvH:hV", opts, NULL)) != -1) {
+    opterr = 0;   /* rdr_init_opt says what was refused, in one line */
+    while ((c = getopt_long(argc, argv, "+:nvH:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'n': r.dry_run = 1; break;
         case 'v': r.verbose++; break;
+        case '?':
+        case ':':
+            return rdr_opt_refused(c, argv, "rdpipe");
         default: {
             int st = rdr_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
             if (st != RDR_OPT_TAKEN)

@@ -4,6 +4,7 @@
 #include "run/rd_cli.h"
 #include "run/rd_version.h"
 #include "remote/rdr_warn.h"
+#include "util/rd_opterr.h"
 #include "engine/rd_lanes.h"
 #include "transport/rd_session.h"
 #include "wire/rd_compress.h"
@@ -87,6 +88,14 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
     case 'V': rd_print_version(stdout, tool); return 0;
     default: rdr_warnx(tool, "try '%s --help'", tool); return 1;
     }
+}
+
+int rdr_opt_refused(int c, char *const argv[], const char *tool)
+{
+    char what[256];
+    rd_opt_refused(what, sizeof what, c, argv, optind, optopt);
+    rdr_warnx(tool, "%s (try '%s --help')", what, tool);
+    return 1;
 }
 
 int rdr_init_opts_check(const struct rdr_init_opts *o, const char *tool, int noperands, int min,

@@ -51,6 +51,9 @@ void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n);
  * stderr (a bad value, or an unknown option: "tool: try 'tool --help'"). */
 int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *tool,
                  const char *usage);
+/* '?' or ':' from getopt_long (opterr 0, optstring starting with ':'): one line naming what
+ * the user typed, and 1 (the usage exit code) */
+int rdr_opt_refused(int c, char *const argv[], const char *tool);
 /* After parsing: at least min operands (else "tool: missing (try 'tool --help')") and a
  * usable --ssh. 0, or 1 (the exit status) with the complaint on stderr. */
 int rdr_init_opts_check(const struct rdr_init_opts *o, const char *tool, int noperands, int min,

@@ -3,6 +3,7 @@
 #include "transport/rd_session.h"
 
 #include "util/rd_error.h"
+#include "util/rd_opterr.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
 #include "run/rd_version.h"
@@ -11,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdio_ext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,8 @@ static const char common_help[] =
     "      --gen-key          print a fresh random key (256 bits, hex) and exit\n"
     "      --timeout SECONDS  rdrecv: give up waiting for a sender; rdsend: give up connecting\n"
     "      --chunk-size SIZE  bytes per frame (K/M/G suffixes; default 4M on RDMA, 1M on TCP)\n"
-    "      --depth N          frames in flight (default 8, more for more lanes or streams)\n"
+    "      --depth N          frames in flight: rdsend asks (default 8, more for more lanes or\n"
+    "                         streams); rdrecv grants up to N (default 64)\n"
     "      --streams N        stripe the stream over N connections (TCP: a thread each; RDMA: a\n"
     "                         QP each); rdrecv grants up to N (default 16); rdsend asks, by\n"
     "                         default, one per port the receiver's RDMA ports pair with, else\n"
@@ -156,11 +159,14 @@ static int set_key(struct rd_opts *o, const char *k)
     return o->key ? RD_OK : rd_fail(RD_EIO, "out of memory");
 }
 
-static int valid_port(const char *p)
+/* digits only (strtol would take a sign and leading blanks); 0 lets rdrecv pick a free port,
+ * and is no port to connect to */
+static int valid_port(const char *p, int is_sender)
 {
-    char *end;
-    long v = strtol(p, &end, 10);
-    return *p && !*end && v >= 0 && v <= 65535;
+    if (!*p || strspn(p, "0123456789") != strlen(p))
+        return 0;
+    long v = strtol(p, NULL, 10);
+    return v <= 65535 && (v > 0 || !is_sender);
 }
 
 /* A key worth its name: 32 random bytes in hex, so it survives shells and key files. */
@@ -173,7 +179,12 @@ static int gen_key(void)
         printf("%02x", k[i]);
     printf("\n");
     memset(k, 0, sizeof k);
-    return fflush(stdout) ? rd_fail(RD_EIO, "cannot write the key: %s", strerror(errno)) : RD_CLI_EXIT_OK;
+    if (!fflush(stdout))
+        return RD_CLI_EXIT_OK;
+    int e = errno;
+    __fpurge(stdout);   /* said here, once; and no copy of the key left to write at exit */
+    clearerr(stdout);
+    return rd_fail(RD_EIO, "cannot write the key: %s", strerror(e));
 }
 
 /* RDPIPE_STREAM_KEY, 64 hex digits: rdpipe gives both ends of a relayed stream the key that
@@ -287,15 +298,11 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         case 'V':
             rd_print_version(stdout, is_sender ? "rdsend" : "rdrecv");
             return RD_CLI_EXIT_OK;
-        case ':':
-            return rd_fail(RD_EUSAGE, "option '%s' needs a value (try '%s --help')", argv[optind - 1],
-                           is_sender ? "rdsend" : "rdrecv");
-        default:
-            if (optopt)
-                return rd_fail(RD_EUSAGE, "unknown option '-%c' (try '%s --help')", optopt,
-                               is_sender ? "rdsend" : "rdrecv");
-            return rd_fail(RD_EUSAGE, "unknown option '%s' (try '%s --help')", argv[optind - 1],
-                           is_sender ? "rdsend" : "rdrecv");
+        default: {
+            char what[256];
+            rd_opt_refused(what, sizeof what, c, argv, optind, optopt);
+            return rd_fail(RD_EUSAGE, "%s (try '%s --help')", what, is_sender ? "rdsend" : "rdrecv");
+        }
         }
     }
     char **pos = argv + optind;
@@ -316,7 +323,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     if (is_sender)
         o->host = pos[i++];
     o->port = pos[i++];
-    if (!valid_port(o->port))
+    if (!valid_port(o->port, is_sender))
         return rd_fail(RD_EUSAGE, "invalid port '%s'", o->port);
     int rc;
     if (key_positional)
@@ -337,6 +344,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         return rc;
     if (i < npos)
         o->file = pos[i];
+    if (!is_sender && o->ready_fd == STDOUT_FILENO && o->relay_fd < 0 && (!o->file || strcmp(o->file, "-") == 0))
+        return rd_fail(RD_EUSAGE, "--ready-fd 1 is stdout, where the stream goes: give FILE, or another fd");
     if (o->progress < 0)
         o->progress = isatty(STDERR_FILENO);
     return RD_OK;

@@ -307,9 +307,13 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     if (o->verbose)
         rd_warn("listening on port %u (%s)", lis.lis[0]->local_port,
                 lis.count == 2 ? "tcp and rdma" : lis.lis[0]->ops->name);
-    if (o->ready_fd >= 0) {
-        dprintf(o->ready_fd, "%u\n", lis.lis[0]->local_port);
-        close(o->ready_fd);
+    if (o->ready_fd >= 0) {   /* whoever waits for the port must not wait forever */
+        if (dprintf(o->ready_fd, "%u\n", lis.lis[0]->local_port) < 0) {
+            rc = rd_fail(RD_EIO, "cannot write the port to --ready-fd %d: %s", o->ready_fd, strerror(errno));
+            goto close_listener;
+        }
+        if (o->ready_fd > STDERR_FILENO)   /* its end of file; 0-2 stay this tool's */
+            close(o->ready_fd);
     }
     struct handshake_arg ha = {
         .key = &key,
@@ -342,6 +346,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         if (tp)
             tp->ops->close(tp);
     }
+close_listener:
     explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
     rd_waiting_drop_early(&lis);   /* stripes that came early and were not taken */
     rd_listener_close(&lis);

@@ -58,6 +58,22 @@ t_begin "unknown option: exit 1 with one prefixed line"
 usage rdsend "unknown option '--no-such-option'" --no-such-option host 1234 key
 usage rdrecv "unknown option '-5'" -5 key
 usage rdrecv "option '--timeout' needs a value" 1234 key --timeout
+usage rdsend "option '--help' takes no value" --help=x host 1234 key
+usage rdrecv "option '--verbose' takes no value" --verbose=3 1234 key
+usage rdpipe "unknown option '--bogus'" --bogus 'cat'
+usage rdpipe "option '--ssh' needs a value" --ssh
+usage rdcp "unknown option '-Z'" -Z a b
+usage rdcp "option '--ssh' needs a value" --ssh
+usage rdcp "option '--no-sync' takes no value" --no-sync=1 a b
+t_end
+
+t_begin "ports: digits only, and 0 is no port to connect to"
+usage rdsend 'invalid port' host 0 key
+usage rdsend 'invalid port' host +1234 key
+usage rdsend 'invalid port' host ' 1234' key
+usage rdrecv 'invalid port' -- -1 key
+usage rdrecv 'invalid port' +1234 key
+usage rdrecv "--ready-fd 1 is stdout" --ready-fd 1 0 key
 t_end
 
 t_begin "a usage error does not create or truncate the output FILE"

@@ -1,0 +1,68 @@
+#!/bin/bash
+# closed_fds.sh - tools started with stdin, stdout or stderr closed (`<&-`, cron): the closed
+# number must never become the next file or socket a tool opens. Before 2026-11-27 rdrecv's
+# FILE took a closed stderr's number and got its messages (exit 0, a corrupt file), and
+# rdsend's connection took a closed stdin's and read itself (both ends hung).
+. "$(dirname "$0")/../lib.sh"
+
+t_begin "rdrecv FILE with stderr closed: the messages do not land in FILE (a wrong key first, -v)"
+gen "$C/in" 3000000
+port=$(free_port)
+( exec "$RDRECV" -v "$port" key "$C/out" 2>&- ) & rp=$!; RD_PIDS+=("$rp")
+wait_listen "$port" || t_fail "rdrecv not listening"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" wrong-key "$C/in" 2> "$C/serr1"
+expect_rc $? 3 "rdsend with the wrong key" "$(cat "$C/serr1")"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$C/in" 2> "$C/serr"
+expect_rc $? 0 rdsend "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv
+expect_same_file "$C/in" "$C/out" "FILE"
+t_end
+
+t_begin "rdsend with stdin closed: exit 5 'cannot read stdin' at once; the receiver waits on"
+gen "$C/in" 3000000
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key <&- 2> "$C/serr"
+expect_rc $? 5 "rdsend <&-"
+expect_err "$C/serr" rdsend "cannot read stdin: Bad file descriptor"
+kill -0 "$rp" 2>/dev/null || t_fail "rdrecv died: $(cat "$C/rerr")"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key < "$C/in" 2> "$C/serr"
+expect_rc $? 0 "rdsend after it" "$(cat "$C/serr")"
+wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_same_file "$C/in" "$C/out" "stdout"
+t_end
+
+t_begin "rdrecv with stdout closed and no FILE: exit 5 'cannot write stdout' before it listens"
+port=$(free_port)
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 0 key >&- 2> "$C/rerr" 3> "$C/port"
+expect_rc $? 5 "rdrecv >&-"
+expect_err "$C/rerr" rdrecv "cannot write stdout: Bad file descriptor"
+expect_empty "$C/port" "the port it listened on"
+t_end
+
+t_begin "rdpipe with stdin closed: its first command finds stdin closed too"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdpipe" 'wc -c' <&- > "$C/o" 2> "$C/e"
+expect_rc $? 1 "rdpipe 'wc -c' <&-"
+grep -q "^wc: .*Bad file descriptor" "$C/e" || t_fail "wc did not find stdin closed: $(head -c 400 "$C/e" | tr '\n' '|')"
+grep -q "^rdpipe: .*'wc -c' failed with exit status 1" "$C/e" || t_fail "rdpipe does not say wc failed: $(head -c 400 "$C/e" | tr '\n' '|')"
+t_end
+
+t_begin "--ready-fd that cannot be written: exit 5 with one line, not a silent wait"
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 9 0 key 9>&- 2> "$C/rerr" > /dev/null
+expect_rc $? 5 "rdrecv --ready-fd 9 (closed)"
+expect_err "$C/rerr" rdrecv "cannot write the port to --ready-fd 9: Bad file descriptor"
+t_end
+
+t_begin "stdout that cannot take --help, --version or --gen-key: exit 5 with one line"
+for tool in rdsend rdrecv rdpipe rdcp rdbench rdcheck; do
+    for opt in --help --version; do
+        timeout 5 "$RD_BIN/$tool" $opt > /dev/full 2> "$C/e"
+        expect_rc $? 5 "$tool $opt > /dev/full"
+        expect_err "$C/e" "$tool" "cannot write stdout: No space left on device"
+    done
+done
+timeout 5 "$RDSEND" --gen-key > /dev/full 2> "$C/e"
+expect_rc $? 5 "rdsend --gen-key > /dev/full"
+expect_err "$C/e" rdsend "cannot write the key: No space left on device"
+t_end
