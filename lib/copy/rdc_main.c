@@ -82,6 +82,8 @@ struct end {
     char *dest;        /* ssh destination, NULL = local */
     char *host;        /* for messages */
     struct rdr_link l; /* the control link to its agent */
+    char *said;        /* the last line its role said, shown as it came: its exit's reason, if
+                        * the same, is not shown twice */
 };
 
 struct run {
@@ -297,6 +299,8 @@ static void handle_line(void *ctx, int i, char **w, int n)
             const char *m = strncmp(t, "rdcp: ", 6) == 0 ? t + 6 : t;
             clear_progress(r);
             warnx("%s: %s", x->host, m);
+            free(x->said);
+            x->said = strdup(m);
         }
         free(t);
     } else if (strcmp(w[0], "stat") == 0 && n == 5) {
@@ -316,6 +320,8 @@ static void handle_line(void *ctx, int i, char **w, int n)
             } else if (code == 127 || code == 126) {
                 snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
                 fail(r, 5, 5, msg);
+            } else if (m && x->said && strcmp(m, x->said) == 0) {
+                fail(r, code > 128 ? 10 : code == 4 ? 30 : 20, code, "");   /* said above */
             } else {
                 snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host,
                          i == 0 ? "sending the tree" : "receiving the tree", code, m && *m ? ": " : "", m ? m : "");
@@ -629,6 +635,7 @@ int rdc_main(int argc, char **argv)
             rdr_link_free(&run.e[i].l);
             free(run.e[i].dest);
             free(run.e[i].host);
+            free(run.e[i].said);
         }
         free(run.dst);
         for (size_t k = 0; k < run.nman; k++)

@@ -132,3 +132,11 @@ wait_listen "$port" || t_fail "control rdrecv not listening"
 argv_of "$rp" | grep -q -- "$secret" || t_fail "control: positional key not found in ps output (check is blind)"
 kill_reap "$rp"
 t_end
+
+t_begin "rdcp into a directory that does not exist: exit 5, the reason once, in one line"
+printf 'x' > "$C/f"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --no-progress "$C/f" "$C/no-such-dir/sub/x" > "$C/o" 2> "$C/e"
+expect_rc $? 5 "rdcp"
+expect_err "$C/e" rdcp "localhost: cannot open the directory of destination '.*/no-such-dir/sub/x': No such file or directory"
+expect_empty "$C/o" "rdcp stdout"
+t_end
