@@ -330,6 +330,7 @@ void rd_sink_use_direct(struct rd_sink *s)
 
 int rd_sink_begin(struct rd_sink *s)
 {
+    s->begun = 1;
     if (s->is_regular && s->fd != STDOUT_FILENO && ftruncate(s->fd, 0))
         return rd_fail(RD_EIO, "cannot truncate %s: %s", s->name, strerror(errno));
     return RD_OK;

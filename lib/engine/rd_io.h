@@ -58,6 +58,7 @@ struct rd_sink {
     int fd;
     int fd_direct;       /* --direct on a regular file: the same file opened O_DIRECT, or -1 */
     int dir_fd;          /* a file this sink created: its directory, fsynced with it; or -1 */
+    int begun;           /* rd_sink_begin ran: a sender authenticated */
     int positioned;      /* every write is a pwrite at offset (--direct, rd_sink_parallel) */
     uint64_t offset;     /* with positioned: where the next byte goes */
     atomic_int direct_refused;   /* the file refused an O_DIRECT write: buffered from then on */

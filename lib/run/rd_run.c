@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The AEAD that encrypts the stream's chunks (--encrypt), else NULL. */
@@ -487,6 +488,17 @@ int rd_run_relay(const struct rd_opts *o)
     return accept_loop(o, serve_relay, NULL);
 }
 
+/* FILE that this run created and no sender ever wrote (a timeout, no sender with the key):
+ * gone again, so no empty file looks like an empty transfer. Only while the name is still
+ * that empty file. */
+static void unlink_untouched(const char *path, int fd)
+{
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+        S_ISREG(b.st_mode) && b.st_size == 0)
+        unlink(path);
+}
+
 int rd_run_recv(const struct rd_opts *o)
 {
     struct rd_sink dst;
@@ -501,6 +513,8 @@ int rd_run_recv(const struct rd_opts *o)
     if (o->direct)
         rd_sink_use_direct(&dst);
     rc = rd_recv_sink(o, &dst);
+    if (rc && dst.dir_fd >= 0 && !dst.begun)
+        unlink_untouched(o->file, dst.fd);
     rd_sink_close(&dst);
     return rc;
 }

@@ -140,3 +140,13 @@ expect_rc $? 5 "rdcp"
 expect_err "$C/e" rdcp "localhost: cannot open the directory of destination '.*/no-such-dir/sub/x': No such file or directory"
 expect_empty "$C/o" "rdcp stdout"
 t_end
+
+t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
+printf 'precious\n' > "$C/keep"
+timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/new" 2> "$C/e"
+expect_rc $? 2 "rdrecv --timeout 1 (new FILE)"; expect_err "$C/e" rdrecv "timed out waiting for a sender"
+[ -e "$C/new" ] && t_fail "the FILE it created is still there"
+timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/keep" 2> "$C/e"
+expect_rc $? 2 "rdrecv --timeout 1 (existing FILE)"
+[ "$(cat "$C/keep" 2>/dev/null)" = precious ] || t_fail "the existing FILE changed"
+t_end
