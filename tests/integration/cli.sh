@@ -65,6 +65,8 @@ usage rdpipe "option '--ssh' needs a value" --ssh
 usage rdcp "unknown option '-Z'" -Z a b
 usage rdcp "option '--ssh' needs a value" --ssh
 usage rdcp "option '--no-sync' takes no value" --no-sync=1 a b
+usage rdrecv "a level after --compress needs '=': --compress=3" --compress 3 20030 key
+usage rdsend "a level after --compress needs '=': --compress=-5" --compress -5 host 1234 key
 t_end
 
 t_begin "ports: digits only, and 0 is no port to connect to"
