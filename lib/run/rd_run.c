@@ -309,7 +309,9 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         rd_warn("listening on port %u (%s)", lis.lis[0]->local_port,
                 lis.count == 2 ? "tcp and rdma" : lis.lis[0]->ops->name);
     if (o->ready_fd >= 0) {   /* whoever waits for the port must not wait forever */
-        if (dprintf(o->ready_fd, "%u\n", lis.lis[0]->local_port) < 0) {
+        char line[16];
+        int n = snprintf(line, sizeof line, "%u\n", lis.lis[0]->local_port);
+        if (write(o->ready_fd, line, (size_t)n) != n) {
             rc = rd_fail(RD_EIO, "cannot write the port to --ready-fd %d: %s", o->ready_fd, strerror(errno));
             goto close_listener;
         }
