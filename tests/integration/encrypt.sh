@@ -51,9 +51,11 @@ for cipher in aes-256-ocb aes-256-gcm chacha20-poly1305; do
     t_end
 done
 
-# agree SENDER_CIPHER RECEIVER_CIPHER: the cipher rdsend -v names ("" = that end's default)
+# agree SENDER_CIPHER RECEIVER_CIPHER: AGREED = the cipher rdsend -v names ("" = that end's
+# default). Called directly, never in $(...): its t_fail calls must reach the case.
 agree() {
     local port
+    AGREED=""
     port=$(free_port)
     RDPIPE_CIPHER=$2 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt "$port" "$KEY" "$C/out"
     wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
@@ -61,7 +63,7 @@ agree() {
     expect_rc $? 0 "rdsend --encrypt (RDPIPE_CIPHER '$1' to '$2')" "$(cat "$C/serr")"
     wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt (RDPIPE_CIPHER '$2')" "$(cat "$C/rerr")"
     cmp -s "$C/in" "$C/out" || t_fail "RDPIPE_CIPHER '$1' to '$2': output differs"
-    sed -n 's/.*encrypted with \([a-z0-9-]*\).*/\1/p' "$C/serr" | head -1
+    AGREED=$(sed -n 's/.*encrypted with \([a-z0-9-]*\).*/\1/p' "$C/serr" | head -1)
 }
 
 t_begin "the ends agree on a cipher both run: OCB where both have AES and OCB, else GCM, else ChaCha20-Poly1305"
@@ -71,7 +73,7 @@ while read -r snd rcv want; do
     [ "$snd" = - ] && snd=
     [ "$rcv" = - ] && rcv=
     [ "$want" = best ] && want=$best
-    got=$(agree "$snd" "$rcv")
+    agree "$snd" "$rcv"; got=$AGREED
     [ "$got" = "$want" ] || t_fail "sender '${snd:-default}', receiver '${rcv:-default}': agreed on '$got', not $want"
 done <<'EOF'
 - - best
