@@ -49,18 +49,20 @@ head -c $((BIG_MB << 20)) /dev/urandom > "$T/big"
 # xfer NAME SIZE MODE [extra options for both sides]: MODE file|pipe (input and output alike)
 xfer() {
     local name=$1 size=$2 mode=$3; shift 3
-    next_port; head -c "$size" "$T/big" > "$T/in"; rm -f "$T/out"
-    local t0; t0=$(now)
+    next_port; head -c "$size" "$T/big" > "$T/in"; rm -f "$T/out" "$T/rrc"
+    local t0 rp src rrc; t0=$(now)
+    # with stdout to a pipe, $! is cat's: rdrecv's own status goes to $T/rrc
     if [ "$mode" = file ]; then
-        "$RECV" "${RS[@]}" "$@" $PORT key "$T/out" 2> "$T/rerr" & local rp=$!
-        "$SEND" "${SS[@]}" "$@" $S $PORT key "$T/in" 2> "$T/serr"; local src=$?
+        "$RECV" "${RS[@]}" "$@" $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+        "$SEND" "${SS[@]}" "$@" $S $PORT key "$T/in" 2> "$T/serr"; src=$?
+        wait_exit $rp 30; rrc=$?
     else
-        "$RECV" "${RS[@]}" "$@" $PORT key 2> "$T/rerr" | cat > "$T/out" & local rp=$!
-        cat "$T/in" | "$SEND" "${SS[@]}" "$@" $S $PORT key 2> "$T/serr"; local src=${PIPESTATUS[1]}
+        { "$RECV" "${RS[@]}" "$@" $PORT key 2> "$T/rerr"; echo $? > "$T/rrc"; } | cat > "$T/out" & rp=$!
+        cat "$T/in" | "$SEND" "${SS[@]}" "$@" $S $PORT key 2> "$T/serr"; src=${PIPESTATUS[1]}
+        wait_exit $rp 30 > /dev/null; rrc=$(cat "$T/rrc" 2> /dev/null || echo "none (hung)")
     fi
-    wait_exit $rp 30; local rrc=$?
     local dt; dt=$(since "$t0")
-    if [ $src != 0 ] || [ $rrc != 0 ]; then
+    if [ $src != 0 ] || [ "$rrc" != 0 ]; then
         fail "$name" "rdsend $src, rdrecv $rrc: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"
     elif [ "$(sha "$T/in")" != "$(sha "$T/out")" ]; then
         fail "$name" "output differs from input ($(stat -c %s "$T/out") bytes)"
