@@ -265,16 +265,31 @@ free_port() {
 }
 
 # ---- data ----
-# gen FILE SIZE: random bytes (urandom for small sizes, AES-CTR keystream for big ones)
+# gen FILE SIZE: random bytes (urandom for small sizes, AES-CTR keystream for big ones); says
+# so on stderr and returns 1 when FILE did not get SIZE bytes
 gen() {
     if [ "$2" -le $((64 << 20)) ]; then head -c "$2" /dev/urandom > "$1"
     else gen_stream "$2" > "$1"; fi
+    local n; n=$(stat -c %s "$1" 2>/dev/null || echo none)
+    [ "$n" = "$2" ] || { echo "gen: $1 has $n bytes, not $2" >&2; return 1; }
 }
-# gen_stream SIZE [SEED_HEX32]: SIZE pseudo-random bytes on stdout, fast (~1 GB/s per core)
+# gen_stream SIZE [SEED_HEX32]: SIZE pseudo-random bytes on stdout, fast (~1 GB/s per core).
+# When openssl is missing or cannot run the keystream, it says why on stderr, writes nothing
+# and returns 1 (callers that need the bytes still count them: a short stream is no stream).
 gen_stream() {
-    local seed=${2:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
+    local seed=${2:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')} probe rc
+    if ! command -v openssl > /dev/null; then
+        echo "gen_stream: no openssl (apt-get install openssl): no data generated" >&2; return 1
+    fi
+    probe=$(openssl enc -aes-128-ctr -K "$seed" -iv 00000000000000000000000000000000 < /dev/null 2>&1 > /dev/null); rc=$?
+    if [ $rc != 0 ]; then
+        echo "gen_stream: openssl enc -aes-128-ctr fails (exit $rc): $(echo "$probe" | head -c 300 | tr '\n' ' ')" >&2
+        return 1
+    fi
     openssl enc -aes-128-ctr -K "$seed" -iv 00000000000000000000000000000000 < /dev/zero 2>/dev/null |
         head -c "$1"
+    rc=${PIPESTATUS[1]}
+    [ "$rc" = 0 ] || { echo "gen_stream: head -c $1 failed (exit $rc)" >&2; return 1; }
 }
 sha() { sha256sum "$@" | cut -d' ' -f1; }
 
