@@ -758,15 +758,22 @@ else
 fi
 
 # strangers: rping (rdma_cm connect without our private data) and a TCP connection to the
-# same port number; rdrecv must keep serving
+# same port number; rdrecv must keep serving. It listens on both (auto: TCP and RDMA on one
+# port; with --transport rdma nothing would take the TCP connection), and the strangers must
+# have reached it: its -v names the refused rping, and the TCP connection was accepted
 next_port; head -c 300000 "$T/big" > "$T/in"
-"$RECV" "${RS[@]}" --timeout 60 $PORT key "$T/out" 2> "$T/rerr" & rp=$!
+"$RECV" -v --bind "$S" --timeout 60 $PORT key "$T/out" 2> "$T/rerr" & rp=$!
 sleep 0.5
 timeout 10 rping -c -a $S -I $C -p $PORT -C 1 > "$T/rping.log" 2>&1
-(exec 3<>/dev/tcp/$S/$PORT && echo "GET / HTTP/1.0" >&3) 2>/dev/null
+tcp=refused; (exec 3<>/dev/tcp/$S/$PORT && echo "GET / HTTP/1.0" >&3) 2>/dev/null && tcp=accepted
 "$SEND" "${SS[@]}" $S $PORT key "$T/in" 2> "$T/serr"; src=$?; wait_exit $rp 20; rrc=$?
-if [ $src = 0 ] && [ $rrc = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ]; then pass "rping and TCP garbage at the port: rdrecv keeps serving"
-else fail "strangers at the port" "$src/$rrc $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+why=""
+grep -q "rdma: refused a connection from .*(not an rdpipe peer)" "$T/rerr" ||
+    why+="rping never reached rdrecv (its -v names no refused connection; rping: $(tr '\n' '|' < "$T/rping.log")) "
+[ $tcp = accepted ] || why+="the TCP connection to port $PORT was refused: the garbage never reached rdrecv "
+if [ $src = 0 ] && [ $rrc = 0 ] && [ "$(sha "$T/in")" = "$(sha "$T/out")" ] && [ -z "$why" ]; then
+    pass "rping and TCP garbage at the port reach rdrecv, which keeps serving"
+else fail "strangers at the port" "$src/$rrc $why$(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
 
 # sender SIGKILLed mid-stream at random points: rdrecv exits 4 within a few seconds
 worst=0; bad=""
