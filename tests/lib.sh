@@ -112,8 +112,8 @@ timeout() {
 }
 
 # ---- cases ----
-_rd_case=""; _rd_errs=(); _rd_t0=0; _rd_bug=""; _rd_note=""
-t_begin() { _rd_case=$1; _rd_errs=(); _rd_bug=""; _rd_note=""; _rd_t0=$EPOCHREALTIME;
+_rd_case=""; _rd_errs=(); _rd_t0=0; _rd_bug=""; _rd_note=""; _rd_open=0
+t_begin() { _rd_case=$1; _rd_errs=(); _rd_bug=""; _rd_note=""; _rd_t0=$EPOCHREALTIME; _rd_open=1
             rm -rf "$RD_T/c"; mkdir -p "$RD_T/c"; C=$RD_T/c; }
 t_fail() { _rd_errs+=("$*"); }
 t_note() { _rd_note="${_rd_note:+$_rd_note; }$*"; }
@@ -122,6 +122,9 @@ t_note() { _rd_note="${_rd_note:+$_rd_note; }$*"; }
 t_known_bug() { _rd_bug=$*; }
 t_end() {
     local verdict=ok dt line e
+    # the case was closed by t_skip: nothing more to say, unless something failed after it
+    [ "$_rd_open" = 0 ] && [ ${#_rd_errs[@]} = 0 ] && return 0
+    _rd_open=0
     dt=$(elapsed "$_rd_t0")
     [ ${#_rd_errs[@]} -gt 0 ] && verdict=FAIL
     line=$(printf '%-4s %s/%s (%ss)' "$verdict" "$RD_GROUP" "$_rd_case" "$dt")
@@ -133,11 +136,20 @@ t_end() {
         [ -s "$C/stacks" ] && { echo "       stacks at the time limit:"; head -300 "$C/stacks" | sed 's/^/         /'; }
     fi
     [ -n "${RD_RESULTS:-}" ] && echo "$verdict $RD_GROUP/$_rd_case" >> "$RD_RESULTS"
+    _rd_errs=()
     return 0
 }
-t_skip() {   # t_skip NAME REASON
-    echo "skip $RD_GROUP/$1 ($2)"
-    [ -n "${RD_RESULTS:-}" ] && echo "skip $RD_GROUP/$1" >> "$RD_RESULTS"
+# t_skip NAME REASON outside a case; inside one (after t_begin) t_skip [NAME] REASON skips that
+# case: it is reported and counted as a skip only (never also as ok), under t_begin's name, and
+# closes it (a t_end after it does nothing). A case that already failed is reported FAIL.
+t_skip() {
+    local name=$1 why=${2:-$1}
+    if [ "$_rd_open" = 1 ]; then
+        if [ ${#_rd_errs[@]} -gt 0 ]; then t_note "skipped: $why"; t_end; return 0; fi
+        name=$_rd_case; _rd_open=0; _rd_errs=()
+    fi
+    echo "skip $RD_GROUP/$name ($why)"
+    [ -n "${RD_RESULTS:-}" ] && echo "skip $RD_GROUP/$name" >> "$RD_RESULTS"
     return 0
 }
 
@@ -253,16 +265,31 @@ free_port() {
 }
 
 # ---- data ----
-# gen FILE SIZE: random bytes (urandom for small sizes, AES-CTR keystream for big ones)
+# gen FILE SIZE: random bytes (urandom for small sizes, AES-CTR keystream for big ones); says
+# so on stderr and returns 1 when FILE did not get SIZE bytes
 gen() {
     if [ "$2" -le $((64 << 20)) ]; then head -c "$2" /dev/urandom > "$1"
     else gen_stream "$2" > "$1"; fi
+    local n; n=$(stat -c %s "$1" 2>/dev/null || echo none)
+    [ "$n" = "$2" ] || { echo "gen: $1 has $n bytes, not $2" >&2; return 1; }
 }
-# gen_stream SIZE [SEED_HEX32]: SIZE pseudo-random bytes on stdout, fast (~1 GB/s per core)
+# gen_stream SIZE [SEED_HEX32]: SIZE pseudo-random bytes on stdout, fast (~1 GB/s per core).
+# When openssl is missing or cannot run the keystream, it says why on stderr, writes nothing
+# and returns 1 (callers that need the bytes still count them: a short stream is no stream).
 gen_stream() {
-    local seed=${2:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
+    local seed=${2:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')} probe rc
+    if ! command -v openssl > /dev/null; then
+        echo "gen_stream: no openssl (apt-get install openssl): no data generated" >&2; return 1
+    fi
+    probe=$(openssl enc -aes-128-ctr -K "$seed" -iv 00000000000000000000000000000000 < /dev/null 2>&1 > /dev/null); rc=$?
+    if [ $rc != 0 ]; then
+        echo "gen_stream: openssl enc -aes-128-ctr fails (exit $rc): $(echo "$probe" | head -c 300 | tr '\n' ' ')" >&2
+        return 1
+    fi
     openssl enc -aes-128-ctr -K "$seed" -iv 00000000000000000000000000000000 < /dev/zero 2>/dev/null |
         head -c "$1"
+    rc=${PIPESTATUS[1]}
+    [ "$rc" = 0 ] || { echo "gen_stream: head -c $1 failed (exit $rc)" >&2; return 1; }
 }
 sha() { sha256sum "$@" | cut -d' ' -f1; }
 

@@ -22,14 +22,17 @@ done | head -c $N > "$RD_T/mixed"
 
 # roundtrip CORPUS SIZE LEVEL FROM(file|pipe) TO(file|pipe) LANES [EXTRA...]
 roundtrip() {
-    local corpus=$1 size=$2 level=$3 from=$4 to=$5 lanes=$6 port out=$C/out
+    local corpus=$1 size=$2 level=$3 from=$4 to=$5 lanes=$6 port rc out=$C/out
     shift 6
     head -c "$size" "$RD_T/$corpus" > "$C/in"
     port=$(free_port)
     if [ "$to" = file ]; then
         start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --compress -v "$@" --lanes "$lanes" "$port" "$KEY" "$out"
     else
-        start RP /dev/null "$out" "$C/rerr" sh -c "\"\$0\" -v $* --lanes $lanes $port $KEY | cat" "$RDRECV"
+        # stdout a pipe (into cat); rdrecv's own status in $C/rrc (sh's would be cat's)
+        rm -f "$C/rrc"
+        start RP /dev/null "$out" "$C/rerr" sh -c 'r=$1; shift; { "$@"; echo $? > "$r"; } | cat' \
+            sh "$C/rrc" "$RDRECV" -v "$@" --lanes "$lanes" "$port" "$KEY"
     fi
     wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
     if [ "$from" = file ]; then
@@ -40,7 +43,9 @@ roundtrip() {
             --chunk-size $CHUNK 127.0.0.1 "$port" "$KEY" 2> "$C/serr"
     fi
     expect_rc $? 0 "rdsend --compress=$level ($corpus, $size bytes, $from)" "$(cat "$C/serr")"
-    wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv ($to)" "$(cat "$C/rerr")"
+    wait_pid "$RP" "$(lim 20)"; rc=$?
+    [ "$to" = pipe ] && [ $rc = 0 ] && rc=$(cat "$C/rrc" 2>/dev/null || echo "none (no status written)")
+    expect_rc "$rc" 0 "rdrecv ($to)" "$(cat "$C/rerr")"
     cmp -s "$C/in" "$out" ||
         t_fail "$corpus, $size bytes, level $level, $from -> $to, lanes $lanes: output differs ($(stat -c %s "$out") bytes)"
     [ "$size" -gt 0 ] && { grep -q "bytes as [0-9]* on the wire (ratio" "$C/serr" ||

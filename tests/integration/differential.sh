@@ -72,7 +72,10 @@ run_case() {
     local port in=$RD_T/in.$id sopts=() ropts=() sfile=() rfile=() rout sin=/dev/null
     local feedp="" hashp="" sp rp src rrc want got replay
     replay="RDPIPE_SEED=$SEED RDPIPE_DIFF_CASE=$id"
-    gen_stream "$size" "$(printf '%016x%016x' "$SEED" "$id")" > "$in"
+    gen_stream "$size" "$(printf '%016x%016x' "$SEED" "$id")" > "$in" 2> "$C/gen.err" ||
+        t_fail "gen_stream: $(head -c 300 "$C/gen.err") ($replay)"
+    # the input must be the size the case names: an empty one would pass on empty output
+    [ "$(stat -c %s "$in")" = "$size" ] || { t_fail "the input has $(stat -c %s "$in") bytes, not $size ($replay)"; return; }
     want=$(sha "$in")
     case $who in   # the chunk and depth asked by the sender, capped by the receiver, or both
         send) sopts+=(--chunk-size "$chunk" --depth "$depth") ;;

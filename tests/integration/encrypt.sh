@@ -13,13 +13,16 @@ CHUNK=65536
 
 # roundtrip NAME SIZE CIPHER FROM(file|pipe) TO(file|pipe) [LANES]
 roundtrip() {
-    local size=$2 cipher=$3 from=$4 to=$5 lanes=${6:-2} port out=$C/out
+    local size=$2 cipher=$3 from=$4 to=$5 lanes=${6:-2} port rc out=$C/out
     head -c "$size" "$RD_T/src" > "$C/in"
     port=$(free_port)
     if [ "$to" = file ]; then
         start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt --lanes "$lanes" "$port" "$KEY" "$out"
     else
-        start RP /dev/null "$out" "$C/rerr" sh -c "\"\$0\" --encrypt --lanes $lanes $port $KEY | cat" "$RDRECV"
+        # stdout a pipe (into cat); rdrecv's own status in $C/rrc (sh's would be cat's)
+        rm -f "$C/rrc"
+        start RP /dev/null "$out" "$C/rerr" sh -c '{ "$0" --encrypt --lanes "$1" "$2" "$3"; echo $? > "$4"; } | cat' \
+            "$RDRECV" "$lanes" "$port" "$KEY" "$C/rrc"
     fi
     wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
     if [ "$from" = file ]; then
@@ -30,7 +33,9 @@ roundtrip() {
             --lanes "$lanes" --chunk-size $CHUNK 127.0.0.1 "$port" "$KEY" 2> "$C/serr"
     fi
     expect_rc $? 0 "rdsend --encrypt ($cipher, $size bytes, $from)" "$(cat "$C/serr")"
-    wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt ($to)" "$(cat "$C/rerr")"
+    wait_pid "$RP" "$(lim 20)"; rc=$?
+    [ "$to" = pipe ] && [ $rc = 0 ] && rc=$(cat "$C/rrc" 2>/dev/null || echo "none (no status written)")
+    expect_rc "$rc" 0 "rdrecv --encrypt ($to)" "$(cat "$C/rerr")"
     cmp -s "$C/in" "$out" || t_fail "$cipher, $size bytes, $from -> $to: output differs ($(stat -c %s "$out") bytes)"
     grep -q "encrypted with $cipher" "$C/serr" || t_fail "rdsend -v does not name the cipher $cipher: $(cat "$C/serr")"
 }
@@ -51,9 +56,11 @@ for cipher in aes-256-ocb aes-256-gcm chacha20-poly1305; do
     t_end
 done
 
-# agree SENDER_CIPHER RECEIVER_CIPHER: the cipher rdsend -v names ("" = that end's default)
+# agree SENDER_CIPHER RECEIVER_CIPHER: AGREED = the cipher rdsend -v names ("" = that end's
+# default). Called directly, never in $(...): its t_fail calls must reach the case.
 agree() {
     local port
+    AGREED=""
     port=$(free_port)
     RDPIPE_CIPHER=$2 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt "$port" "$KEY" "$C/out"
     wait_listen "$port" || { t_fail "rdrecv did not listen: $(cat "$C/rerr")"; return; }
@@ -61,7 +68,7 @@ agree() {
     expect_rc $? 0 "rdsend --encrypt (RDPIPE_CIPHER '$1' to '$2')" "$(cat "$C/serr")"
     wait_pid "$RP" "$(lim 20)"; expect_rc $? 0 "rdrecv --encrypt (RDPIPE_CIPHER '$2')" "$(cat "$C/rerr")"
     cmp -s "$C/in" "$C/out" || t_fail "RDPIPE_CIPHER '$1' to '$2': output differs"
-    sed -n 's/.*encrypted with \([a-z0-9-]*\).*/\1/p' "$C/serr" | head -1
+    AGREED=$(sed -n 's/.*encrypted with \([a-z0-9-]*\).*/\1/p' "$C/serr" | head -1)
 }
 
 t_begin "the ends agree on a cipher both run: OCB where both have AES and OCB, else GCM, else ChaCha20-Poly1305"
@@ -71,7 +78,7 @@ while read -r snd rcv want; do
     [ "$snd" = - ] && snd=
     [ "$rcv" = - ] && rcv=
     [ "$want" = best ] && want=$best
-    got=$(agree "$snd" "$rcv")
+    agree "$snd" "$rcv"; got=$AGREED
     [ "$got" = "$want" ] || t_fail "sender '${snd:-default}', receiver '${rcv:-default}': agreed on '$got', not $want"
 done <<'EOF'
 - - best

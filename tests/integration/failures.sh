@@ -82,19 +82,21 @@ frame_data_first() { # a DATA frame instead of HELLO
 t_begin "port scan and garbage: nc -z, random bytes, HTTP, huge length, wrong version, bad checksum, DATA first"
 port=$(free_port)
 rdrecv_bg "$port" "$port" key
-probe() {   # probe NAME < bytes : one connection sending those bytes, then half-close
+probe() {   # probe NAME < bytes : one connection sending those bytes, then half-close. Its stdin
+            # is a redirection, never a pipe: in a pipeline it would run in a subshell and
+            # its t_fail would be lost
     timeout -k 1 "$(lim 10)" nc -N 127.0.0.1 "$port" > "$C/reply.$1" 2>/dev/null
     sleep 0.1
     alive || t_fail "rdrecv exited after the '$1' connection: $(cat "$C/rerr")"
 }
 timeout 5 nc -z 127.0.0.1 "$port"; sleep 0.1; alive || t_fail "rdrecv exited after nc -z"
-head -c 100 /dev/urandom | probe random100
-head -c 100000 /dev/urandom | probe random100k
-printf 'GET / HTTP/1.0\r\n\r\n' | probe http
-printf '\xff\xff\xff\x7fRDP\xb1' | probe hugelen
-frame_v2_hello | probe version2
-frame_bad_sum | probe badsum
-frame_data_first | probe datafirst
+probe random100 < <(head -c 100 /dev/urandom)
+probe random100k < <(head -c 100000 /dev/urandom)
+probe http < <(printf 'GET / HTTP/1.0\r\n\r\n')
+probe hugelen < <(printf '\xff\xff\xff\x7fRDP\xb1')
+probe version2 < <(frame_v2_hello)
+probe badsum < <(frame_bad_sum)
+probe datafirst < <(frame_data_first)
 for i in 1 2 3; do timeout 5 nc -z 127.0.0.1 "$port"; done
 sleep 0.2
 alive || t_fail "rdrecv exited after the garbage"
@@ -117,6 +119,13 @@ mkfifo "$C/idle"
 ( exec sleep "$(lim 20)" ) > "$C/idle" & ip1=$!; RD_PIDS+=("$ip1")
 start n1 "$C/idle" /dev/null /dev/null nc 127.0.0.1 "$port"
 start n2 "$C/idle" /dev/null /dev/null nc 127.0.0.1 "$port"
+# both must be connected (else the case shows nothing): 2 established client ends to the port
+for i in $(seq 40); do
+    nidle=$(ss -Htn state established "dport = :$port" 2>/dev/null | wc -l)
+    [ "$nidle" = 2 ] && break; sleep 0.05
+done
+[ "$nidle" = 2 ] || t_fail "$nidle idle connections established to port $port, not 2: $(ss -Htn "( sport = :$port or dport = :$port )" | tr '\n' '|')"
+kill -0 "$n1" 2>/dev/null && kill -0 "$n2" 2>/dev/null || t_fail "an idle nc exited before the sender"
 sleep 0.3
 t0=$(now)
 timeout -k 2 "$(lim 30)" "$RDSEND" 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr.ok"; rc=$?

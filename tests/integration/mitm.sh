@@ -14,7 +14,9 @@ if ! $PY -c 'import xxhash' 2>/dev/null; then
 fi
 gen "$RD_T/in" 1500000   # 23 frames of 64 KiB
 
-# attack MODE RDSEND_RC RDRECV_RC SENDER_PATTERN RECEIVER_PATTERN [RECORD]
+# attack MODE RDSEND_RC RDRECV_RC SENDER_PATTERN RECEIVER_PATTERN [RECORD]: the patterns (grep
+# -Ei) name what failed; "" where that end cannot know (the pass-through; the receiver whose
+# sender got a forged CONFIRM)
 attack() {
     local mode=$1 src=$2 rrc=$3 spat=$4 rpat=$5 rec=${6:-}
     local rport pport
@@ -47,25 +49,25 @@ attack flip 4 4 "authentication tag|receiver" "chunk 1 .*fails its authenticatio
 t_end
 
 t_begin "a replaced payload, END recomputed to match, fails its tag"
-attack replace 4 4 "" "chunk 1 .*fails its authentication tag"
+attack replace 4 4 "^rdsend: receiver: stream corrupt: chunk 1 .*fails its authentication tag" "chunk 1 .*fails its authentication tag"
 t_end
 
 t_begin "a replayed DATA frame is out of order"
-attack replay 4 4 "" "out of order"
+attack replay 4 4 "^rdsend: receiver: protocol error from sender .*: frame out of order" "out of order"
 t_end
 
 t_begin "two swapped DATA frames are out of order"
-attack reorder 4 4 "" "out of order"
+attack reorder 4 4 "^rdsend: receiver: protocol error from sender .*: frame out of order" "out of order"
 t_end
 
 t_begin "the last frame dropped, END's totals and hash recomputed: END fails its tag"
-attack truncate 4 4 "" "END from sender .* fails its authentication tag"
+attack truncate 4 4 "^rdsend: receiver: stream corrupt: END from sender .* fails its authentication tag" "END from sender .* fails its authentication tag"
 t_end
 
 t_begin "a frame spliced in from an earlier session with the same key fails its tag"
 attack record 0 0 "" "" "$RD_T/recorded"
 expect_same_file "$RD_T/in" "$C/out" "the recorded session"
-attack splice 4 4 "" "chunk 1 .*fails its authentication tag" "$RD_T/recorded"
+attack splice 4 4 "^rdsend: receiver: stream corrupt: chunk 1 .*fails its authentication tag" "chunk 1 .*fails its authentication tag" "$RD_T/recorded"
 t_end
 
 t_begin "a CONFIRM forged from the END the attacker saw: rdsend exits 4, not 0"
@@ -77,6 +79,6 @@ attack reflect 4 4 "CONFIRM that fails its authentication tag" ""
 t_end
 
 t_begin "an injected ABORT without the hop key's tag is refused as a forgery"
-attack abort 4 4 "" "authentication tag|bad frame|protocol error"
+attack abort 4 4 "^rdsend: receiver: .*(authentication tag|bad frame|protocol error)" "authentication tag|bad frame|protocol error"
 grep -q "mitm says stop" "$C/rerr" && t_fail "rdrecv believed the forged ABORT's reason: $(cat "$C/rerr")"
 t_end

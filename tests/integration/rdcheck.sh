@@ -60,7 +60,7 @@ t_end
 
 t_begin "no RDMA device here: ✗ naming modprobe rdma_rxe and rdma link add, exit 1"
 if [ "$HAS_RDMA" = 1 ]; then
-    t_note "this host has RDMA devices: the VM suite (tests/rxe/bench_tests.sh) checks them"
+    t_skip "this host has RDMA devices: the VM suite (tests/rxe/bench_tests.sh) checks them"
 else
     timeout 20 "$RDCHECK" > "$C/o" 2> "$C/e"; expect_rc $? 1 "rdcheck without an RDMA device"
     expect_empty "$C/e" "rdcheck stderr"
@@ -77,11 +77,11 @@ t_end
 # The kernel's settings seen through a private mount namespace: the real sysfs file stays.
 t_begin "huge pages: transparent ones off and none reserved: ✗ naming both fixes; madvise: ✓"
 if [ "$RD_IS_ROOT" != 1 ] || ! command -v unshare > /dev/null; then
-    t_note "needs root and unshare (a private mount namespace): skipped"
+    t_skip "needs root and unshare (a private mount namespace)"
 elif ! [ -e /sys/kernel/mm/transparent_hugepage/enabled ]; then
-    t_note "this kernel has no transparent huge pages: skipped"
+    t_skip "this kernel has no transparent huge pages"
 elif [ "$(awk '/HugePages_Free/{print $2}' /proc/meminfo)" != 0 ]; then
-    t_note "this host has free reserved huge pages: the ✗ case cannot arise here"
+    t_skip "this host has free reserved huge pages: the ✗ case cannot arise here"
 else
     for v in "always madvise [never]" "always [madvise] never"; do
         echo "$v" > "$C/thp"
@@ -106,7 +106,9 @@ if [ "$RD_IS_ROOT" = 1 ]; then
     if command -v setpriv > /dev/null; then drop=(setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock --); fi
 fi
 if [ "$RD_IS_ROOT" = 1 ] && [ ${#drop[@]} = 0 ]; then
-    t_note "no setpriv: CAP_IPC_LOCK cannot be dropped, only its line is checked"
+    t_skip "no setpriv: CAP_IPC_LOCK cannot be dropped (apt-get install util-linux)"
+    # what can be checked as root with the capability: its own line, a case of its own
+    t_begin "locked memory below what rdsend pins, as root with CAP_IPC_LOCK: ✓ naming the capability"
     (ulimit -l 64; timeout 20 "$RDCHECK") > "$C/o" 2> "$C/e"
     grep -q '^✓ locked memory: limit 64 KiB (ulimit -l) is below the .* but this process has CAP_IPC_LOCK' "$C/o" ||
         t_fail "root's line: $(grep 'locked' "$C/o")"
@@ -196,9 +198,9 @@ t_end
 # would get through such a firewall.
 t_begin "a port the firewall drops: ✗ names the port range to open, exit 1"
 if [ "$RD_IS_ROOT" != 1 ] || [ "$RD_QUICK" = 1 ]; then
-    t_note "skipped: needs root and no --quick"
+    t_skip "needs root and no --quick"
 elif ! command -v nft > /dev/null; then
-    t_note "skipped: no nft (apt-get install nftables)"
+    t_skip "no nft (apt-get install nftables)"
 elif ! ns_setup; then
     t_fail "cannot set up the network namespaces"
 else

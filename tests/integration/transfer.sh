@@ -261,10 +261,13 @@ else
     port=$(free_port); seed=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'); size=$((3 << 30))
     mkfifo "$C/tx" "$C/rx" "$C/txh"
     start rp /dev/null "$C/rx" "$C/rerr" "$RDRECV" "$port" key
-    sha256sum < "$C/rx" > "$C/rx.sha" & hr=$!
-    sha256sum < "$C/txh" > "$C/tx.sha" & ht=$!
+    # hashed and counted on both sides (dd's count on its stderr): the same hash of no bytes
+    # on both sides is no transfer
+    LC_ALL=C dd if="$C/rx" bs=1M 2> "$C/rx.dd" | sha256sum > "$C/rx.sha" & hr=$!
+    LC_ALL=C dd if="$C/txh" bs=1M 2> "$C/tx.dd" | sha256sum > "$C/tx.sha" & ht=$!
     wait_listen "$port" || t_fail "rdrecv not listening"
-    ( gen_stream "$size" "$seed" | tee "$C/txh" > "$C/tx" ) & gp=$!; RD_PIDS+=("$gp")
+    ( gen_stream "$size" "$seed" 2> "$C/gen.err" | tee "$C/txh" > "$C/tx"; echo "${PIPESTATUS[0]}" > "$C/gen.rc" ) &
+    gp=$!; RD_PIDS+=("$gp")
     t0=$(now)
     start sp "$C/tx" /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key
     wait_pid "$sp" "$(lim 300)"; expect_rc $? 0 rdsend "$(cat "$C/serr")"
@@ -272,6 +275,10 @@ else
     dt=$(elapsed "$t0")
     wait_pid "$gp" 10; wait_pid "$ht" 10; wait_pid "$hr" 10
     expect_empty "$C/serr" "rdsend stderr"; expect_empty "$C/rerr" "rdrecv stderr"
+    [ "$(cat "$C/gen.rc" 2>/dev/null)" = 0 ] || t_fail "gen_stream failed: $(head -c 300 "$C/gen.err")"
+    ntx=$(sed -n 's/^\([0-9]*\) bytes.*/\1/p' "$C/tx.dd"); nrx=$(sed -n 's/^\([0-9]*\) bytes.*/\1/p' "$C/rx.dd")
+    [ "$ntx" = "$size" ] || t_fail "sent ${ntx:-no} bytes, not $size: $(tr '\n' ' ' < "$C/tx.dd")"
+    [ "$nrx" = "$size" ] || t_fail "received ${nrx:-no} bytes, not $size: $(tr '\n' ' ' < "$C/rx.dd")"
     tx=$(cut -d' ' -f1 "$C/tx.sha"); rx=$(cut -d' ' -f1 "$C/rx.sha")
     [ -n "$tx" ] && [ "$tx" = "$rx" ] || t_fail "sha256 differs: sent $tx, received $rx (seed $seed)"
     t_note "$(awk -v s="$size" -v t="$dt" 'BEGIN{printf "%.0f MB/s incl. generation and hashing", s/t/1e6}')"

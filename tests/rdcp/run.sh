@@ -8,7 +8,8 @@
 #   RDPIPE_BIN=dir              binaries to test (default: bin/ of the repo)
 #   RDPIPE_KEEP=1               keep the scratch directory
 #
-# One line per case, then "N passed, N failed"; exit 0 iff all passed, 77 if it cannot run.
+# One line per case ("skip NAME: why" for one that cannot run here), then "N passed, N failed"
+# (", N skipped" when some were); exit 0 iff none failed, 77 if it cannot run at all.
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -18,9 +19,10 @@ case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 
 . "$ROOT/tests/rdpipe/lib.sh"
 
-PASS=0 FAILN=0
+PASS=0 FAILN=0 SKIPN=0
 ok() { echo "ok   $1"; PASS=$((PASS + 1)); }
 bad() { echo "FAIL $1: $2"; FAILN=$((FAILN + 1)); }
+skip_case() { echo "skip $1: $2"; SKIPN=$((SKIPN + 1)); }
 check() {   # check NAME CONDITION-RESULT(0/1) DETAIL: also verifies that nothing was left running
     local s
     if [ "$2" != 0 ]; then bad "$1" "$3"; return; fi
@@ -627,18 +629,35 @@ check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ') $(find "$T/full2" -na
 # a hostile source against the receiver (no hosts needed; see the script): its streams as
 # they are, then with every file flagged as rdcp's sender flags a whole file (RDC_F_NOHASH),
 # which the receiver writes on its worker pool
-while IFS= read -r line; do
-    case $line in
-        "ok   "*) ok "hostile: ${line#ok   }" ;;
-        "FAIL "*) bad "hostile: ${line#FAIL }" "" ;;
-    esac
-done < <(RDPIPE_BIN=$BIN "$ROOT/tests/rdcp/hostile.sh" 2>&1)
-while IFS= read -r line; do
-    case $line in
-        "ok   "*) ok "hostile (workers): ${line#ok   }" ;;
-        "FAIL "*) bad "hostile (workers): ${line#FAIL }" "" ;;
-    esac
-done < <(TREEGEN_NOHASH=1 RDPIPE_BIN=$BIN "$ROOT/tests/rdcp/hostile.sh" 2>&1)
+# hostile LABEL [VAR=VALUE...]: its cases as ours; its exit status and last line checked too:
+# 77 (it cannot run: treegen does not build...) is a skip, another non-zero status without a
+# failing case, or a summary that is not what its lines said (it stopped midway), a failure
+hostile() {
+    local label=$1 line rc p=0 f=0 s=0 want got; shift
+    env "$@" RDPIPE_BIN="$BIN" "$ROOT/tests/rdcp/hostile.sh" > "$T/hostile.out" 2>&1; rc=$?
+    while IFS= read -r line; do
+        case $line in
+            "ok   "*) ok "$label: ${line#ok   }"; p=$((p + 1)) ;;
+            "FAIL "*) bad "$label: ${line#FAIL }" ""; f=$((f + 1)) ;;
+            "skip: "*) ;;
+            "skip "*) line=${line#skip }; skip_case "$label: ${line%%: *}" "${line#*: }"; s=$((s + 1)) ;;
+        esac
+    done < "$T/hostile.out"
+    if [ $rc = 77 ]; then
+        line=$(tail -1 "$T/hostile.out"); skip_case "$label" "${line#skip: }"; return
+    fi
+    want="$p passed, $f failed"; [ $s != 0 ] && want="$want, $s skipped"
+    got=$(tail -1 "$T/hostile.out")
+    if [ "$got" != "$want" ]; then
+        bad "$label" "exit $rc, its last line '$got', not '$want' (what its case lines say): it stopped midway? $(tail -3 "$T/hostile.out" | tr '\n' '|')"
+    elif [ $rc != 0 ] && [ $f = 0 ]; then
+        bad "$label" "exit $rc without a failing case: $(tail -3 "$T/hostile.out" | tr '\n' '|')"
+    elif [ $rc = 0 ] && [ $f != 0 ]; then
+        bad "$label" "exit 0 with $f failing cases"
+    fi
+}
+hostile hostile
+hostile "hostile (workers)" TREEGEN_NOHASH=1
 
-echo "$PASS passed, $FAILN failed"
+if [ $SKIPN != 0 ]; then echo "$PASS passed, $FAILN failed, $SKIPN skipped"; else echo "$PASS passed, $FAILN failed"; fi
 [ $FAILN = 0 ]

@@ -304,8 +304,10 @@ head -c $big /dev/urandom > "$T/rnd"
 sha256sum < "$T/rnd" | cut -d' ' -f1 > "$T/want" &   # hashed while the pipeline runs
 hp=$!
 t0=$(date +%s.%N)
-got=$(rdpipe_h0 h1:'cat' h2:'cat' h3:'cat' < "$T/rnd" 2>"$T/err" | sha256sum | cut -d' ' -f1)
+# not in $(...): PIPESTATUS after got=$(...) would be the assignment's, never rdpipe's
+rdpipe_h0 h1:'cat' h2:'cat' h3:'cat' < "$T/rnd" 2>"$T/err" | sha256sum | cut -d' ' -f1 > "$T/got"
 rc=${PIPESTATUS[0]}
+got=$(cat "$T/got")
 t1=$(date +%s.%N)
 wait $hp
 want=$(cat "$T/want")

@@ -2,7 +2,7 @@
 # run.sh - the RDMA (Soft-RoCE) test suite, from the host: build, two host-side checks, then ONE
 # VM boot (tests/rxe/run-in-vm.sh) that runs the verbs smoke test and tests/rxe/tests.sh.
 # Exit 0 = all passed, 1 = failures, 77 = this host cannot run the VM (the reason is printed).
-# Last line: "N passed, N failed".   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1,
+# Last line: "N passed, N failed" (", N skipped" when cases in the VM could not run: SKIP lines).   env: RXE_* (see run-in-vm.sh), RXE_KILLS, RXE_BIG_MB, SAN=1,
 # RXE_ONLY=streams (only tests.sh's --streams and multi-rail cases, to iterate quickly),
 # RXE_ONLY=measure (1 stream against 2, small against huge pages; RXE_MEASURE_MB, _ROUNDS),
 # RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
@@ -63,11 +63,11 @@ RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "
     "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} RXE_MEASURE_CHUNK=${RXE_MEASURE_CHUNK:-4M} bash $HERE/tests.sh" \
     | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
-vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG")
+vp=$(grep -c '^PASS ' "$VMLOG"); vf=$(grep -c '^FAIL ' "$VMLOG"); vs=$(grep -c '^SKIP ' "$VMLOG")
 rm -f "$VMLOG"
 npass=$((npass + vp)); nfail=$((nfail + vf))
 if [ "$vmrc" = 125 ]; then fail "vm" "the VM did not boot or set up rxe (exit 125)"
 elif [ "$vmrc" = 124 ]; then fail "vm" "timed out inside the VM"
 elif [ "$vf" = 0 ] && [ "$vmrc" != 0 ]; then fail "vm" "tests.sh exited $vmrc"; fi
-echo "$npass passed, $nfail failed"
+if [ "$vs" != 0 ]; then echo "$npass passed, $nfail failed, $vs skipped"; else echo "$npass passed, $nfail failed"; fi
 [ $nfail = 0 ]

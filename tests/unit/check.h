@@ -4,10 +4,15 @@
  *   int main(void) { RUN(t_something); ...; return check_summary(); }
  *
  * A case passes when none of its CHECKs failed. Each case prints exactly one line,
- * "ok NAME" or "FAIL NAME: file:line: why" (the first failure; later ones follow on
- * indented "also" lines), and check_summary() prints "N passed, N failed" and returns the exit
- * status (non-zero if anything failed). A failed CHECK does not abort the case: the case
+ * "ok NAME", "FAIL NAME: file:line: why" (the first failure; later ones follow on
+ * indented "also" lines) or "skip NAME: why", and check_summary() prints "N passed, N failed"
+ * (", N skipped" when some were) and returns the exit status: 1 if anything failed or no case
+ * ran, 77 if every case skipped, else 0. A failed CHECK does not abort the case: the case
  * keeps going so cleanup still runs; use CHECK_OR(cond, action) to bail out early.
+ *
+ * A case that cannot run here calls CHECK_SKIP("why", ...) and returns: it is counted as
+ * skipped, never as passed (a case that failed before it still fails). A case must assert
+ * something: one that only measures (a speed) checks that what it timed succeeded.
  */
 #ifndef RD_TEST_CHECK_H
 #define RD_TEST_CHECK_H
@@ -20,8 +25,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-static int check_passed, check_failed;
+static int check_passed, check_failed, check_skipped;
 static int check_case_failures;             /* failures inside the current case */
+static char check_skip_why[480];            /* set by CHECK_SKIP: the current case skipped */
 static const char *check_case_name = "?";   /* also read by watchdogs (signal handlers) */
 static char check_first_why[600];
 static char check_more[4096];               /* later failures of the case, printed after it */
@@ -116,6 +122,19 @@ static void check_fail_at(const char *file, int line, const char *fmt, ...)
                           #a, #b);                                                       \
     } while (0)
 
+/* The current case cannot run here: counted and reported as a skip, with why. */
+__attribute__((format(printf, 1, 2), unused))
+static void check_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(check_skip_why, sizeof check_skip_why, fmt, ap);
+    va_end(ap);
+    if (!check_skip_why[0])
+        snprintf(check_skip_why, sizeof check_skip_why, "(no reason given)");
+}
+#define CHECK_SKIP(...) check_skip(__VA_ARGS__)
+
 /* Optional per-case hooks (e.g. rd_error_clear before each case). */
 static void (*check_before_each)(void);
 
@@ -148,12 +167,16 @@ static void check_run(const char *name, void (*fn)(void))
     check_case_failures = 0;
     check_first_why[0] = '\0';
     check_more[0] = '\0';
+    check_skip_why[0] = '\0';
     if (check_before_each)
         check_before_each();
     alarm(check_timeout_s);
     fn();
     alarm(0);
-    if (check_case_failures == 0) {
+    if (check_case_failures == 0 && check_skip_why[0]) {
+        check_skipped++;
+        fprintf(stdout, "skip %s: %s\n", name, check_skip_why);
+    } else if (check_case_failures == 0) {
         check_passed++;
         fprintf(stdout, "ok %s\n", name);
     } else {
@@ -168,9 +191,16 @@ static void check_run(const char *name, void (*fn)(void))
 __attribute__((unused))
 static int check_summary(void)
 {
-    fprintf(stdout, "%d passed, %d failed\n", check_passed, check_failed);
+    if (check_skipped)
+        fprintf(stdout, "%d passed, %d failed, %d skipped\n", check_passed, check_failed, check_skipped);
+    else
+        fprintf(stdout, "%d passed, %d failed\n", check_passed, check_failed);
+    if (check_passed + check_failed + check_skipped == 0)
+        fprintf(stdout, "no case ran\n");
     fflush(stdout);
-    return check_failed ? 1 : 0;
+    if (check_failed || check_passed + check_failed + check_skipped == 0)
+        return 1;
+    return check_passed == 0 ? 77 : 0;   /* all skipped: tests/run reports a skip */
 }
 
 #endif

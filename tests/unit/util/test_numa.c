@@ -101,7 +101,7 @@ static int report(void *ctx, unsigned lane, void *job)
 static void t_lanes_run_on_their_node(void)
 {
     if (numa_available() < 0 || numa_max_node() == 0) {
-        printf("skip t_lanes_run_on_their_node: one NUMA node here, every CPU is on it\n");
+        CHECK_SKIP("one NUMA node here, every CPU is on it");
         return;
     }
     cpu_set_t all;
