@@ -48,8 +48,14 @@ RD_T=$(mktemp -d "${RDPIPE_TMP:-/tmp}/rdpipe-test.XXXXXX")
 RD_CLEANUP=()          # commands run at exit, last first
 RD_PIDS=()             # background processes we started (killed at exit if still alive)
 rd_at_exit() { RD_CLEANUP+=("$1"); }
+# A background subshell that is signalled before it has set its own traps (the watchdog of
+# timeout() below, killed the moment a quick command returns) runs this shell's INT/TERM and
+# EXIT traps as its own (bash): without this check it removed the test directory and killed
+# the processes of the case still running in the main shell.
+RD_MAIN_PID=$BASHPID
 _rd_exit() {
     local i p
+    [ "$BASHPID" = "$RD_MAIN_PID" ] || return 0
     for p in "${RD_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     for p in "${RD_PIDS[@]}"; do wait "$p" 2>/dev/null; done
     for ((i = ${#RD_CLEANUP[@]} - 1; i >= 0; i--)); do eval "${RD_CLEANUP[i]}" >/dev/null 2>&1; done

@@ -18,7 +18,7 @@ BIN=${RDPIPE_BIN:-$ROOT/bin}
 case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 [ -x "$BIN/rdcp" ] && [ -x "$BIN/rdsend" ] || { echo "skip: no $BIN/rdcp or rdsend (run make)"; exit 77; }
 W=$(mktemp -d /tmp/rdcp-hostile.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+trap '[ "$BASHPID" = '$$' ] && rm -rf "$W"' EXIT   # not in a subshell that inherited it (bash)
 cc -O2 -o "$W/treegen" "$ROOT/tests/rdcp/treegen.c" -lxxhash 2> "$W/cc.err" ||
     { echo "skip: cannot build treegen: $(head -1 "$W/cc.err")"; exit 77; }
 S=$W/scene   # the canary and DST, nothing else

@@ -25,7 +25,9 @@ declare -A ADDR=([h0]=10.99.0.10 [h1]=10.99.0.11 [h2]=10.99.0.12 [h3]=10.99.0.13
 CFG=$T/ssh_config
 SSH="ssh -F $CFG"
 
+RDP_MAIN_PID=$BASHPID   # a subshell signalled before it set its own traps runs ours (bash)
 cleanup() {
+    [ "$BASHPID" = "$RDP_MAIN_PID" ] || return 0
     for h in $HOSTS; do
         [ -s "$T/sshd-$h.pid" ] && kill "$(cat "$T/sshd-$h.pid")" 2>/dev/null
     done

@@ -98,7 +98,8 @@ timeout -k 5 "$TIMEOUT" bash $C/cmd.sh > $C/out.log 2>&1 < /dev/null; echo $? > 
 sync; echo o > /proc/sysrq-trigger; sleep 60
 EOF
 QPID=; TPID=
-cleanup() { [ -n "$QPID" ] && kill "$QPID" 2>/dev/null; [ -n "$TPID" ] && kill "$TPID" 2>/dev/null
+MAIN_PID=$BASHPID   # a subshell signalled before it set its own traps runs ours (bash)
+cleanup() { [ "$BASHPID" = "$MAIN_PID" ] || return 0; [ -n "$QPID" ] && kill "$QPID" 2>/dev/null; [ -n "$TPID" ] && kill "$TPID" 2>/dev/null
   [ "${RXE_KEEP:-0}" = 1 ] && echo "run dir kept: $RUN" >&2 || rm -rf "$RUN"; }
 trap cleanup EXIT; trap 'exit 130' INT TERM
 timeout $((TIMEOUT + 180)) qemu-system-x86_64 $ACCEL -smp "$CPUS" -m "$MEM" \
