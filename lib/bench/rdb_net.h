@@ -25,6 +25,7 @@
 #define RDB_LAT_SAMPLES (1u << 17)   /* latencies kept per point for the percentiles */
 #define RDB_ANSWER_MS 30000          /* an answer that takes longer is a dead peer */
 #define RDB_IDLE_MS 60000            /* server: a client silent this long is dropped */
+#define RDB_SEND_MS 30000            /* server: a send blocked this long: the client stopped reading */
 
 struct rdb_conn {
     struct rd_transport *tp;
@@ -72,9 +73,11 @@ struct rdb_server_cfg {
                               * --check's stdin, the ssh channel of the rdcheck that started it */
 };
 
-/* Serve one authenticated connection: *bye = 1 when it ended with BYE. */
+struct rdb_guard;
+/* Serve one authenticated connection: *bye = 1 when it ended with BYE. guard (may be NULL)
+ * is told of every send, so that it can end one the client blocks (rdb_guard.h). */
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
-                   const struct rdb_server_cfg *cfg, int *bye);
+                   const struct rdb_server_cfg *cfg, struct rdb_guard *guard, int *bye);
 /* Listen and serve clients one after another, until timeout_s (-1: forever) or, with
  * cfg->once, the first BYE. Wrong keys and broken clients cost one line on stderr each. */
 int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg);

@@ -1,10 +1,11 @@
-/* rdb_server.c - the answering side (rdb_net.h): rdbench --server and rdrecv --check.
- * Where it sits: over rd_select (listen, accept) and rd_session (the same authentication
- * as rdrecv); every message a client sends after it
- * is parsed by rdb_msg.c and bounded by what the session agreed. */
+/* rdb_server.c - the answering side (rdb_net.h) on one authenticated connection: rdbench
+ * --server and rdrecv --check (and rdb_serve: accept, authenticate). Every message a
+ * client sends is parsed by rdb_msg.c and bounded by what the session agreed; every send is
+ * shown to the guard (rdb_guard.h), which ends one that a client that stopped reading blocks. */
 #include "bench/rdb_net.h"
 
 #include "bench/rdb_dev.h"
+#include "bench/rdb_guard.h"
 #include "bench/rdb_io.h"
 #include "run/rd_cli.h"
 #include "util/rd_clock.h"
@@ -39,9 +40,18 @@ void rdb_local_info(const struct rd_transport *tp, const struct rdb_server_cfg *
     }
 }
 
+/* One message to the client, under the guard's eye: a send that blocks too long is ended. */
+static int say(struct rd_transport *tp, struct rdb_guard *g, const struct rdb_hdr *h, const void *payload)
+{
+    rdb_guard_sending(g, 1);
+    int rc = rdb_send_msg(tp, h, payload);
+    rdb_guard_sending(g, 0);
+    return rc;
+}
+
 /* ERR with a line of text, best effort; returns the error recorded for it. */
-__attribute__((format(printf, 3, 4)))
-static int refuse(struct rd_transport *tp, int code, const char *fmt, ...)
+__attribute__((format(printf, 4, 5)))
+static int refuse(struct rd_transport *tp, struct rdb_guard *g, int code, const char *fmt, ...)
 {
     char text[256];
     va_list ap;
@@ -50,12 +60,12 @@ static int refuse(struct rd_transport *tp, int code, const char *fmt, ...)
     va_end(ap);
     int rc = rd_fail(code, "client %s: %s", tp->peer, text);
     struct rdb_hdr h = { .type = RDB_ERR, .len = (uint32_t)strlen(text) };
-    rdb_send_msg(tp, &h, text);
+    say(tp, g, &h, text);
     return rc;
 }
 
 /* REVERSE: send for ms, keeping depth messages of size unanswered, then END. */
-static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, unsigned ms)
+static int reverse_run(struct rd_transport *tp, struct rdb_guard *g, uint32_t size, unsigned depth, unsigned ms)
 {
     uint64_t next = 0, acked = 0;
     double t0 = rd_now(), until = t0 + ms / 1000.0;
@@ -67,7 +77,7 @@ static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, u
                 break;
             }
             struct rdb_hdr h = { .type = RDB_DATA, .len = size, .seq = next };
-            if ((rc = rdb_send_msg(tp, &h, NULL)))
+            if ((rc = say(tp, g, &h, NULL)))
                 return rc;
             next++;
         }
@@ -79,21 +89,21 @@ static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, u
             return rc;
         tp->ops->release(tp, b);
         if (h.type != RDB_ACK || h.seq != acked)
-            return refuse(tp, RD_ESTREAM, "expected ACK %llu, got %s %llu", (unsigned long long)acked,
+            return refuse(tp, g, RD_ESTREAM, "expected ACK %llu, got %s %llu", (unsigned long long)acked,
                           rdb_type_name(h.type), (unsigned long long)h.seq);
         acked++;
         if (rd_now() >= until)
             stopping = 1;
     }
     struct rdb_hdr end = { .type = RDB_END, .seq = next };
-    return rdb_send_msg(tp, &end, NULL);
+    return say(tp, g, &end, NULL);
 }
 
-static int answer_io(struct rd_transport *tp, const struct rdb_server_cfg *cfg, uint64_t want)
+static int answer_io(struct rd_transport *tp, struct rdb_guard *g, const struct rdb_server_cfg *cfg, uint64_t want)
 {
     struct rdb_hdr h = { .type = RDB_IO };
     if (!cfg->io_dir)
-        return rdb_send_msg(tp, &h, NULL);   /* len 0: nothing to measure here */
+        return say(tp, g, &h, NULL);   /* len 0: nothing to measure here */
     struct rdb_io io;
     uint64_t bytes = want < cfg->io_size ? want : cfg->io_size;
     if (bytes < RDB_IO_MIN)
@@ -103,15 +113,15 @@ static int answer_io(struct rd_transport *tp, const struct rdb_server_cfg *cfg, 
         snprintf(msg, sizeof msg, "cannot measure --io %s: %s", cfg->io_dir, rd_error_msg());
         rd_report();   /* our own problem: say it here too */
         rd_error_clear();
-        return refuse(tp, RD_EIO, "%s", msg);
+        return refuse(tp, g, RD_EIO, "%s", msg);
     }
     uint8_t out[RDB_IO_LEN];
     h.len = (uint32_t)rdb_io_encode(&io, out);
-    return rdb_send_msg(tp, &h, out);
+    return say(tp, g, &h, out);
 }
 
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
-                   const struct rdb_server_cfg *cfg, int *bye)
+                   const struct rdb_server_cfg *cfg, struct rdb_guard *g, int *bye)
 {
     int send_ring = 0, rc;
     *bye = 0;
@@ -125,16 +135,18 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
         tp->ops->release(tp, b);   /* only the header matters, and it is in h now */
         if (pe == RDB_P_MAGIC) {
             /* most likely rdsend: tell it in its own protocol */
+            rdb_guard_sending(g, 1);
             rd_send_reason(tp, RD_ABORT, RD_ESTREAM, "this is an rdbench server (rdbench --server or "
                            "rdrecv --check), not rdrecv");
+            rdb_guard_sending(g, 0);
             return rd_fail(RD_ESTREAM, "client %s does not speak rdbench (an rdsend?)", tp->peer);
         }
         if (pe)
-            return refuse(tp, RD_ESTREAM, "bad message: %s", rdb_perr_str(pe));
+            return refuse(tp, g, RD_ESTREAM, "bad message: %s", rdb_perr_str(pe));
         switch (h.type) {
         case RDB_DATA: {
             struct rdb_hdr a = { .type = RDB_ACK, .seq = h.seq };
-            if ((rc = rdb_send_msg(tp, &a, NULL)))
+            if ((rc = say(tp, g, &a, NULL)))
                 return rc;
             break;
         }
@@ -143,17 +155,17 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
             char text[RDB_TEXT_MAX];
             rdb_local_info(tp, cfg, &info);
             struct rdb_hdr a = { .type = RDB_INFO, .len = (uint32_t)rdb_info_encode(&info, text, sizeof text) };
-            if ((rc = rdb_send_msg(tp, &a, text)))
+            if ((rc = say(tp, g, &a, text)))
                 return rc;
             break;
         }
         case RDB_IO_REQ:
-            if ((rc = answer_io(tp, cfg, h.b)))
+            if ((rc = answer_io(tp, g, cfg, h.b)))
                 return rc;
             break;
         case RDB_REVERSE:
             if (h.a == 0 || h.a > agreed->depth || h.b > agreed->chunk_size || h.seq > RDB_REVERSE_MAX_MS)
-                return refuse(tp, RD_ESTREAM, "REVERSE %u x %llu for %llu ms is outside %u x %u, %u ms",
+                return refuse(tp, g, RD_ESTREAM, "REVERSE %u x %llu for %llu ms is outside %u x %u, %u ms",
                               h.a, (unsigned long long)h.b, (unsigned long long)h.seq, agreed->depth,
                               agreed->chunk_size, RDB_REVERSE_MAX_MS);
             if (!send_ring) {
@@ -162,14 +174,14 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
                     return rc;
                 send_ring = 1;
             }
-            if ((rc = reverse_run(tp, (uint32_t)h.b, h.a, (unsigned)h.seq)))
+            if ((rc = reverse_run(tp, g, (uint32_t)h.b, h.a, (unsigned)h.seq)))
                 return rc;
             break;
         case RDB_BYE:
             *bye = 1;
             return RD_OK;
         default:
-            return refuse(tp, RD_ESTREAM, "%s out of turn", rdb_type_name(h.type));
+            return refuse(tp, g, RD_ESTREAM, "%s out of turn", rdb_type_name(h.type));
         }
     }
 }
@@ -270,7 +282,7 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
                 rd_warn("client %s over %s (messages up to %u bytes, depth %u)", tp->peer, tp->desc,
                         agreed.chunk_size, agreed.depth);
             served++;
-            rc = rdb_serve_conn(tp, &agreed, cfg, &bye);
+            rc = rdb_serve_conn(tp, &agreed, cfg, NULL, &bye);
         }
         tp->ops->close(tp);
         if (rc) {

@@ -7,12 +7,14 @@
 #include "check.h"
 #include "mem_transport.h"
 
+#include "bench/rdb_guard.h"
 #include "bench/rdb_model.h"
 #include "bench/rdb_msg.h"
 #include "bench/rdb_net.h"
 #include "bench/rdb_svg.h"
 #include "run/rd_cli.h"
 #include "transport/rd_session.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "wire/rd_auth.h"
 #include "wire/rd_proto.h"
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CASE_TIMEOUT_S 60
 
@@ -418,7 +421,7 @@ static void *server_main(void *arg)
     rd_key_derive(&k, secret, strlen(secret));
     s->rc = rd_session_receiver(s->tp, &k, &limits, &agreed);
     if (!s->rc)
-        s->rc = rdb_serve_conn(s->tp, &agreed, &s->cfg, &s->bye);
+        s->rc = rdb_serve_conn(s->tp, &agreed, &s->cfg, NULL, &s->bye);
     rd_key_wipe(&k);
     s->tp->ops->close(s->tp);
     return NULL;
@@ -556,6 +559,118 @@ out:
     CHECK_EQ_I(s.rc, RD_ESTREAM);
 }
 
+/* ---- the guard over a served client ---- */
+
+/* A server that serves one client under a guard, in a thread with an error context of its
+ * own (pthread_create), so that its error is its own to read. */
+struct guarded {
+    struct rd_transport *tp;
+    double in_s;        /* serving deadline, seconds after the handshake; < 0: none */
+    int send_ms, watch_fd;
+    int rc, why, bye;
+    double took;        /* seconds serving took */
+    char msg[512];
+};
+
+static void *guarded_main(void *arg)
+{
+    struct guarded *s = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rdb_server_cfg cfg = { .watch_fd = -1 };
+    struct rdb_guard g;
+    rd_key_derive(&k, secret, strlen(secret));
+    s->rc = rd_session_receiver(s->tp, &k, &limits, &agreed);
+    rd_key_wipe(&k);
+    double t0 = rd_now();
+    if (!s->rc)
+        s->rc = rdb_guard_start(&g, s->tp, s->in_s < 0 ? -1 : t0 + s->in_s, s->send_ms, s->watch_fd);
+    if (!s->rc) {
+        s->rc = rdb_serve_conn(s->tp, &agreed, &cfg, &g, &s->bye);
+        s->why = rdb_guard_stop(&g);
+        s->rc = rdb_guard_explain(&g, s->rc);
+    }
+    s->took = rd_now() - t0;
+    rd_error_copy(s->msg, sizeof s->msg);
+    s->tp->ops->close(s->tp);
+    return NULL;
+}
+
+static int guarded_open(struct rdb_conn *c, struct guarded *s, pthread_t *th)
+{
+    struct rd_key k;
+    memset(c, 0, sizeof *c);
+    if (mem_pair(&c->tp, &s->tp) != RD_OK || pthread_create(th, NULL, guarded_main, s))
+        return -1;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c->tp, &k, &want, &c->agreed);
+    rd_key_wipe(&k);
+    return rc;
+}
+
+/* A client that proved the key and then sits there: served until the deadline, not the
+ * per-message idle limit (RDB_IDLE_MS, a minute) */
+static void t_guard_deadline(void)
+{
+    struct rdb_conn c;
+    struct guarded s = { .in_s = 0.3, .send_ms = RDB_SEND_MS, .watch_fd = -1 };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, return);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_DEADLINE);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "still being served when --timeout ran out: cut off");
+    CHECK(s.took >= 0.29 && s.took < 5);
+    rdb_close(&c, 0);
+}
+
+/* A client that sends DATA and never reads the ACKs: the server's send blocks (the in-memory
+ * transport's receive pool of 4 frames is full), and the guard ends it */
+static void t_guard_send(void)
+{
+    struct rdb_conn c;
+    struct guarded s = { .in_s = -1, .send_ms = 300, .watch_fd = -1 };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, return);
+    for (uint64_t i = 0; i < 6; i++) {   /* 4 ACKs fill the pool, the 5th blocks; 2 more fit the ring */
+        struct rdb_hdr h = { .type = RDB_DATA, .len = 16, .seq = i };
+        CHECK_EQ_I(rdb_send_msg(c.tp, &h, NULL), RD_OK);
+    }
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_SEND);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "read nothing for 0 s (a send to it was blocked): dropped");
+    CHECK(s.took >= 0.29 && s.took < 5);
+    rdb_close(&c, 0);
+}
+
+/* rdrecv --check: the ssh channel of the rdcheck that started it closes while a client is
+ * served; the server stops serving at once */
+static void t_guard_watch(void)
+{
+    struct rdb_conn c;
+    int p[2];
+    CHECK_OR(pipe(p) == 0, return);
+    struct guarded s = { .in_s = -1, .send_ms = RDB_SEND_MS, .watch_fd = p[0] };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, goto out);
+    CHECK_EQ_I((int)write(p[1], "x", 1), 1);   /* what it says besides is no reason to stop */
+    usleep(100000);
+    close(p[1]);
+    p[1] = -1;
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_GONE);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "rdcheck went away");
+    CHECK(s.took >= 0.09 && s.took < 5);
+    rdb_close(&c, 0);
+out:
+    close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+}
+
 static void before(void)
 {
     rd_error_clear();
@@ -582,5 +697,8 @@ int main(void)
     RUN(t_client_server);
     RUN(t_server_refuses);
     RUN(t_server_tells_rdsend);
+    RUN(t_guard_deadline);
+    RUN(t_guard_send);
+    RUN(t_guard_watch);
     return check_summary();
 }
