@@ -79,7 +79,9 @@ struct rdb_guard;
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
                    const struct rdb_server_cfg *cfg, struct rdb_guard *guard, int *bye);
 /* Listen and serve clients one after another, until timeout_s (-1: forever) or, with
- * cfg->once, the first BYE. Wrong keys and broken clients cost one line on stderr each. */
+ * cfg->once, the first BYE. The handshakes of every connection run at once (rd_waiting), and
+ * the first to complete is served, so connections that stall cost the client nothing; wrong
+ * keys and broken clients cost one line on stderr each. */
 int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg);
 
 /* ---- shared by the client and server files ---- */

@@ -1,5 +1,5 @@
 /* rdb_server.c - the answering side (rdb_net.h) on one authenticated connection: rdbench
- * --server and rdrecv --check (and rdb_serve: accept, authenticate). Every message a
+ * --server and rdrecv --check (rdb_listen.c accepts and authenticates). Every message a
  * client sends is parsed by rdb_msg.c and bounded by what the session agreed; every send is
  * shown to the guard (rdb_guard.h), which ends one that a client that stopped reading blocks. */
 #include "bench/rdb_net.h"
@@ -11,8 +11,6 @@
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -184,114 +182,4 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
             return refuse(tp, g, RD_ESTREAM, "%s out of turn", rdb_type_name(h.type));
         }
     }
-}
-
-/* The next connection, like rd_accept_any; with watch_fd >= 0 also watch it, and when it reaches
- * its end set *gone (rdcheck's ssh channel closed: nobody is coming any more). */
-static int accept_watching(struct rd_listener *l, int watch_fd, int timeout_ms, struct rd_transport **out,
-                           int *gone)
-{
-    if (watch_fd < 0)
-        return rd_accept_any(l, out, timeout_ms);
-    double until = timeout_ms >= 0 ? rd_now() + timeout_ms / 1000.0 : -1;
-    for (;;) {
-        struct pollfd pfd[3];
-        int n = l->count, left = -1;
-        for (int i = 0; i < n; i++)
-            pfd[i] = (struct pollfd){ .fd = l->lis[i]->ops->listen_fd(l->lis[i]), .events = POLLIN };
-        pfd[n] = (struct pollfd){ .fd = watch_fd, .events = POLLIN };
-        if (until >= 0) {
-            double d = until - rd_now();
-            left = d > 0 ? (int)(d * 1000) + 1 : 0;
-        }
-        int rc = poll(pfd, (nfds_t)n + 1, left);
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc < 0)
-            return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
-        if (rc == 0)
-            return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
-        if (pfd[n].revents) {
-            char buf[256];
-            ssize_t r = read(watch_fd, buf, sizeof buf);
-            if (r <= 0 && !(r < 0 && errno == EINTR)) {
-                *gone = 1;
-                return RD_OK;
-            }
-        }
-        for (int i = 0; i < n; i++)
-            if (pfd[i].revents)
-                return l->lis[i]->ops->accept(l->lis[i], out, 0);
-    }
-}
-
-int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg)
-{
-    struct rd_listener lis;
-    int rc = rd_listen_any(reach, &lis), served = 0, done = 0;
-    if (rc)
-        return rc;
-    unsigned port = lis.lis[0]->local_port;
-    const char *kinds = lis.count == 2 ? "tcp,rdma" : lis.lis[0]->ops->name;
-    if (cfg->ready_line) {
-        char range[32];
-        rdb_port_range(range, sizeof range);
-        printf(cfg->ready_line, port, kinds, range[0] ? range : "?");
-        fflush(stdout);
-    }
-    if (cfg->verbose)
-        rd_warn("listening on port %u (%s)", port, kinds);
-    double deadline = reach->timeout_s >= 0 ? rd_now() + reach->timeout_s : -1;
-    while (!done) {
-        int left_ms = -1;
-        if (deadline >= 0) {
-            double left = deadline - rd_now();
-            left_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
-        }
-        struct rd_transport *tp;
-        /* one client at a time; the handshake's own limits (RD_HELLO_MS, RD_HANDSHAKE_MS)
-         * bound what a silent or stalled connection costs */
-        int gone = 0;
-        rc = accept_watching(&lis, cfg->watch_fd, left_ms, &tp, &gone);
-        if (!rc && gone) {
-            rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
-            break;
-        }
-        if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline - 0.002) {
-            /* a server that served someone ran its time; one that never did timed out */
-            if (served && !cfg->once) {
-                rd_error_clear();
-                rc = RD_OK;
-            } else {
-                rc = rd_fail_instead(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
-                                     cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
-            }
-            break;
-        }
-        if (rc) {
-            rd_report();
-            rd_error_clear();
-            continue;
-        }
-        struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 },
-                         agreed = { 0 };
-        rc = rd_session_receiver(tp, key, &limits, &agreed);
-        int bye = 0;
-        if (!rc) {
-            if (cfg->verbose)
-                rd_warn("client %s over %s (messages up to %u bytes, depth %u)", tp->peer, tp->desc,
-                        agreed.chunk_size, agreed.depth);
-            served++;
-            rc = rdb_serve_conn(tp, &agreed, cfg, NULL, &bye);
-        }
-        tp->ops->close(tp);
-        if (rc) {
-            rd_report();   /* one line, and keep serving */
-            rd_error_clear();
-        }
-        done = cfg->once && bye;
-        rc = RD_OK;
-    }
-    rd_listener_close(&lis);
-    return rc;
 }

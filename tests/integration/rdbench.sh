@@ -208,6 +208,30 @@ kill -0 "$SPID" 2> /dev/null || t_fail "the server died"
 stop_server
 t_end
 
+# Strangers who stall in the handshake must cost the client nothing: the server runs every
+# connection's handshake at once and serves the first to complete. A server that took them one
+# at a time (before 2026-11-28) dropped each stalled one first (3 s a silent one, more one that
+# announced a HELLO), so the client could only be served once they were gone.
+t_begin "connections that stall in the handshake do not hold up the client: served while they stay open"
+server
+stalled=()
+for i in 1 2 3 4 5 6; do
+    exec {fd}<>"/dev/tcp/127.0.0.1/$SPORT" || t_fail "cannot open stalled connection $i"
+    stalled+=("$fd")
+    [ "$i" -gt 3 ] && printf 'P\0\0\0' >&"$fd"   # a HELLO's length prefix, then nothing
+done
+t0=$(now)
+timeout "$(lim 10)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; dt=$(elapsed "$t0")
+open=$(ss -Htn state established "( dport = :$SPORT )" | wc -l)
+expect_rc $rc 0 "rdbench behind 6 stalled connections" "$(head -c 300 "$C/e")"
+[ "$open" = 6 ] || t_fail "$open of the 6 stalled connections were still open when the client was done: it waited for the others to be dropped"
+for fd in "${stalled[@]}"; do exec {fd}>&-; done
+t_note "client took ${dt}s"
+stop_server
+t_end
+
 t_begin "rdsend at rdbench --server, rdbench at rdrecv: each is told what the other is (exit 4)"
 server
 head -c 5000 /dev/urandom > "$C/in"
@@ -257,6 +281,22 @@ server --timeout 3
 timeout 20 "$RDBENCH" --sizes 4K-4K --depths 1-1 --point-time 0.01 127.0.0.1 "$SPORT" "$KEY" > /dev/null 2>&1 ||
     t_fail "the client failed"
 wait_pid "$SPID" 10; expect_rc $? 0 "rdbench --server --timeout 3 after a client"
+t_end
+
+# --timeout bounds serving too: a client that holds the key cannot keep the server past it
+# (each message it sends resets only the per-message limit, a minute)
+t_begin "server --timeout cuts off a client still being served: one line, the server exits 0"
+server --timeout 2
+t0=$(now)
+timeout "$(lim 30)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 6 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; dt=$(elapsed "$t0")
+[ "$rc" = 0 ] && t_fail "the client's 6 s point was measured whole: the server served past its --timeout 2"
+expect_rc "$rc" 4 "rdbench cut off by the server's --timeout" "$(head -c 300 "$C/e")"
+wait_pid "$SPID" "$(lim 10)"; expect_rc $? 0 "rdbench --server --timeout 2 that served a client"
+grep -q "^rdbench: client 127\.0\.0\.1:[0-9]*: still being served when --timeout ran out: cut off$" "$C/serr" ||
+    t_fail "the server did not say why it cut the client off: $(cat "$C/serr")"
+t_note "client cut off after ${dt}s"
 t_end
 
 t_begin "--io DIR alone: every measurement, the scratch file removed"
