@@ -93,7 +93,9 @@ int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t
     if (rc)
         return rc;
     rc = rd_session_sender(c->tp, key, &want, &c->agreed);
-    if (!rc && (c->agreed.chunk_size < want_size || c->agreed.depth < want_depth))
+    /* a smaller depth is the server's limit on what it holds (the caller measures what fits);
+     * a smaller message is no point at all */
+    if (!rc && (c->agreed.chunk_size < want_size || c->agreed.depth < 1))
         rc = rd_fail(RD_ESTREAM, "server %s grants messages of %u bytes at depth %u, not %u at %u",
                      c->tp->peer, c->agreed.chunk_size, c->agreed.depth, want_size, want_depth);
     if (rc) {

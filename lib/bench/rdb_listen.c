@@ -97,7 +97,8 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
     rd_throttle_init(&throttle);
     struct handshake_arg ha = {
         .key = key,
-        .limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 },
+        .limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
+                    .max_inflight = RDB_SERVER_INFLIGHT },
     };
     struct rd_params agreed = { 0 };
     struct rd_waiting_cfg wcfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,

@@ -26,6 +26,8 @@
 #define RDB_ANSWER_MS 30000          /* an answer that takes longer is a dead peer */
 #define RDB_IDLE_MS 60000            /* server: a client silent this long is dropped */
 #define RDB_SEND_MS 30000            /* server: a send blocked this long: the client stopped reading */
+#define RDB_SERVER_INFLIGHT (256u << 20)   /* server: chunk x depth it grants a client at most
+                                            * (each ring; rdbench's default --max-inflight) */
 
 struct rdb_conn {
     struct rd_transport *tp;
@@ -43,7 +45,9 @@ struct rdb_result {
     double p50, p99;         /* latency, seconds */
 };
 
-/* Connect and authenticate; want_size/want_depth: the largest message and depth to come. */
+/* Connect and authenticate; want_size/want_depth: the largest message and depth to come. The
+ * server may grant a smaller depth (it holds chunk x depth at most RDB_SERVER_INFLIGHT):
+ * c->agreed.depth says how deep this connection goes. */
 int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t want_size,
                 uint32_t want_depth, struct rdb_conn *c);
 /* Measure messages of size bytes at depth: at least min_s seconds and min_ops answers after

@@ -78,6 +78,10 @@ static int one_size(const struct rdb_bench_cfg *cfg, struct rd_reach *reach, str
     int rc = rdb_connect(reach, cfg->key, size, dmax, &c);
     if (rc)
         return rc;
+    for (unsigned di = 0; di < cfg->ndepths; di++)   /* what the server will not hold is not measured */
+        if (pts[di].depth > c.agreed.depth && !pts[di].measured && !pts[di].skipped[0])
+            snprintf(pts[di].skipped, sizeof pts[di].skipped, "depth x size above the server's limit (%u MiB in flight)",
+                     (unsigned)((uint64_t)size * c.agreed.depth >> 20));
     if (reach->transport == RD_T_AUTO)   /* every size over the transport the first one got */
         reach->transport = strcmp(c.tp->ops->name, "rdma") ? RD_T_TCP : RD_T_RDMA;
     if (!run->transport[0]) {

@@ -271,6 +271,23 @@ timeout 30 "$RDBENCH" --timeout 1 --json "$C/gone.json" --svg "$C/gone.svg" 127.
 [ -e "$C/gone.json" ] || [ -e "$C/gone.svg" ] && t_fail "a failed run left its output files"
 t_end
 
+# Whatever a client asks (and a key holder may ask for 64 MiB x 64, 4 GiB), the server holds
+# at most 256 MiB in flight: the depths above it are skipped and named, the rest measured.
+t_begin "the server holds at most 256 MiB in flight: a client's deeper points are skipped, named"
+server
+timeout "$(lim 60)" "$RDBENCH" --max-inflight 1G --sizes 64M-64M --depths 4-8 --passes 1 --point-time 0.01 \
+    --no-progress --json "$C/m.json" 127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdbench --max-inflight 1G --sizes 64M-64M --depths 4-8" "$(head -c 300 "$C/e")"
+res=$(python3 -c '
+import json, sys
+pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
+print(" ".join("%dx%d:%s" % (p["size"] >> 20, p["depth"], "measured" if p["measured"] else p["skipped"]) for p in pts))' "$C/m.json")
+[ "$res" = "64x4:measured 64x8:depth x size above the server's limit (256 MiB in flight)" ] || t_fail "points: $res"
+grep -q "^(1 points skipped: depth x size above the server's limit (256 MiB in flight))$" "$C/o" ||
+    t_fail "the table does not name the skipped point: $(grep skipped "$C/o")"
+stop_server
+t_end
+
 t_begin "server --timeout: exits 2 when no client came, 0 after serving one"
 port=$(free_port)
 t0=$(now)

@@ -411,13 +411,15 @@ struct srv {
     struct rd_transport *tp;
     int rc, bye;
     struct rdb_server_cfg cfg;
+    uint64_t inflight;   /* the server's limit on chunk x depth (0: rdb_serve's) */
 };
 
 static void *server_main(void *arg)
 {
     struct srv *s = arg;
     struct rd_key k;
-    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
+                                .max_inflight = s->inflight ? s->inflight : RDB_SERVER_INFLIGHT }, agreed;
     rd_key_derive(&k, secret, strlen(secret));
     s->rc = rd_session_receiver(s->tp, &k, &limits, &agreed);
     if (!s->rc)
@@ -427,11 +429,13 @@ static void *server_main(void *arg)
     return NULL;
 }
 
-static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth)
+static int client_open_limited(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth,
+                               uint64_t inflight)
 {
     struct rd_key k;
     memset(c, 0, sizeof *c);
     memset(s, 0, sizeof *s);
+    s->inflight = inflight;
     if (mem_pair(&c->tp, &s->tp) != RD_OK || rd_thread_create(th, NULL, server_main, s))
         return -1;
     rd_key_derive(&k, secret, strlen(secret));
@@ -439,6 +443,11 @@ static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_
     int rc = rd_session_sender(c->tp, &k, &want, &c->agreed);
     rd_key_wipe(&k);
     return rc;
+}
+
+static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth)
+{
+    return client_open_limited(c, s, th, size, depth, 0);
 }
 
 static void t_client_server(void)
@@ -478,6 +487,29 @@ static void t_client_server(void)
     pthread_join(th, NULL);
     CHECK_EQ_I(s.rc, RD_OK);
     CHECK_EQ_I(s.bye, 1);
+}
+
+/* The server holds chunk x depth at most its limit (rdbench's --max-inflight, 256 MiB): a
+ * client that asks for more gets a smaller depth, never less than 1, and can use that. */
+static void t_server_inflight(void)
+{
+    struct rdb_conn c;
+    struct srv s;
+    pthread_t th;
+    struct rdb_result r;
+    CHECK_OR(client_open_limited(&c, &s, &th, 16384, 64, 65536) == RD_OK, return);
+    CHECK_EQ_U(c.agreed.chunk_size, 16384);
+    CHECK_EQ_U(c.agreed.depth, 4);
+    CHECK_EQ_I(rdb_point(&c, 16384, 4, 0.01, 2, 3, &r), RD_OK);
+    CHECK_EQ_I(rdb_point(&c, 16384, 5, 0.01, 2, 3, &r), RD_EUSAGE);
+    rd_error_clear();
+    rdb_close(&c, 1);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.rc, RD_OK);
+    CHECK_OR(client_open_limited(&c, &s, &th, 131072, 2, 65536) == RD_OK, return);   /* one message over it */
+    CHECK_EQ_U(c.agreed.depth, 1);
+    rdb_close(&c, 1);
+    pthread_join(th, NULL);
 }
 
 /* The next frame from the server, raw: both ends share this process's one error, so what
@@ -697,6 +729,7 @@ int main(void)
     RUN(t_client_server);
     RUN(t_server_refuses);
     RUN(t_server_tells_rdsend);
+    RUN(t_server_inflight);
     RUN(t_guard_deadline);
     RUN(t_guard_send);
     RUN(t_guard_watch);
