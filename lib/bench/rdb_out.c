@@ -147,8 +147,11 @@ static void print_run(FILE *f, const struct rdb_run *r, unsigned passes)
         fmt_bytes(p->size, a, sizeof a);
         fmt_time(p->r.p50, c, sizeof c);
         fmt_time(p->r.p99, d, sizeof d);
-        fprintf(f, "%10s %6u %11s %11s %11.0f %9.3f %11.3f %6.0f%%\n", a, p->depth, c, d, p->r.ops_per_s,
-                p->r.bps / 1e9, p->model_bps / 1e9, p->r.bps > 0 ? (p->model_bps / p->r.bps - 1) * 100 : 0);
+        fprintf(f, "%10s %6u %11s %11s %11.0f %9.3f", a, p->depth, c, d, p->r.ops_per_s, p->r.bps / 1e9);
+        if (r->fit.ok && p->r.bps > 0)
+            fprintf(f, " %11.3f %6.0f%%\n", p->model_bps / 1e9, (p->model_bps / p->r.bps - 1) * 100);
+        else   /* no model: nothing to compare, not a 0 that reads like one */
+            fprintf(f, " %11s %7s\n", "-", "-");
     }
     if (skipped) {
         const char *why = "";
@@ -240,6 +243,14 @@ static void jnum(FILE *f, double v)
         fputs("null", f);
 }
 
+static void jnum_or_null(FILE *f, int known, double v)
+{
+    if (known)
+        jnum(f, v);
+    else
+        fputs("null", f);
+}
+
 static void json_io(FILE *f, const struct rdb_io *io)
 {
     fprintf(f, "{\"bytes\":%llu,\"lanes\":%u", (unsigned long long)io->bytes, io->lanes);
@@ -303,13 +314,14 @@ static void json_run(FILE *f, const struct rdb_run *r)
             fputs(",\"skipped\":", f);
             jstr(f, p->skipped);
         }
+        /* no model (too few points): null, never a 0 that reads like a result */
         fputs(",\"model_gbps\":", f);
-        jnum(f, p->model_bps / 1e9);
+        jnum_or_null(f, r->fit.ok, p->model_bps / 1e9);
         fputs(",\"model_latency_us\":", f);
-        jnum(f, p->model_lat * 1e6);
+        jnum_or_null(f, r->fit.ok, p->model_lat * 1e6);
         if (p->measured) {
             fputs(",\"model_error\":", f);
-            jnum(f, p->r.bps > 0 ? p->model_bps / p->r.bps - 1 : 0);
+            jnum_or_null(f, r->fit.ok && p->r.bps > 0, p->r.bps > 0 ? p->model_bps / p->r.bps - 1 : 0);
         }
         fputc('}', f);
     }
