@@ -42,6 +42,15 @@ static int is_finite(double v)
     return v == v && v - v == 0;
 }
 
+/* The fitted op rate in words: a number only where the points constrain it (rdb_model.h). */
+static void op_rate_text(const struct rdb_fit *fit, char *out, size_t n)
+{
+    if (fit->op_rate > 0)
+        snprintf(out, n, "at most %.0f messages/s", fit->op_rate);
+    else
+        snprintf(out, n, "no limit on messages/s seen");
+}
+
 static const char *server_name(const struct rdb_bench *b)
 {
     for (unsigned i = 0; i < b->nruns; i++)
@@ -165,10 +174,11 @@ static void print_run(FILE *f, const struct rdb_run *r, unsigned passes)
     }
     fmt_time(r->fit.latency, a, sizeof a);
     fmt_bytes(r->fit.n_half, c, sizeof c);
-    fprintf(f, "model: latency %s, bandwidth %.3f GB/s, at most %.0f messages/s; n½ %s (the size that\n"
+    char ops[64];
+    op_rate_text(&r->fit, ops, sizeof ops);
+    fprintf(f, "model: latency %s, bandwidth %.3f GB/s, %s; n½ %s (the size that\n"
             "       gets half the bandwidth at depth 1); fit over %zu points: median error %.0f%%, max %.0f%%\n",
-            a, r->fit.bandwidth / 1e9, r->fit.op_rate, c, r->fit.points, r->fit.err_median * 100,
-            r->fit.err_max * 100);
+            a, r->fit.bandwidth / 1e9, ops, c, r->fit.points, r->fit.err_median * 100, r->fit.err_max * 100);
     fprintf(f, "depth for 90%% of the link:");
     uint32_t seen[64];
     unsigned ns = 0;
@@ -331,8 +341,8 @@ static void json_run(FILE *f, const struct rdb_run *r)
         jnum(f, r->fit.latency * 1e6);
         fputs(",\"bandwidth_gbps\":", f);
         jnum(f, r->fit.bandwidth / 1e9);
-        fputs(",\"op_rate_per_s\":", f);
-        jnum(f, r->fit.op_rate);
+        fputs(",\"op_rate_per_s\":", f);   /* null: no limit seen */
+        jnum_or_null(f, r->fit.op_rate > 0, r->fit.op_rate);
         fputs(",\"n_half_bytes\":", f);
         jnum(f, r->fit.n_half);
         fputs(",\"median_error\":", f);
@@ -566,13 +576,16 @@ int rdb_write_svg(FILE *f, const struct rdb_bench *b)
     sub[0] = '\0';
     for (unsigned i = 0; i < b->nruns && used < sizeof sub; i++) {
         const struct rdb_run *r = &b->runs[i];
-        char lat[32], nh[32];
+        char lat[32], nh[32], ops[64];
         fmt_time(r->fit.latency, lat, sizeof lat);
         fmt_bytes(r->fit.n_half, nh, sizeof nh);
+        if (r->fit.op_rate > 0)
+            snprintf(ops, sizeof ops, "%.0fk messages/s", r->fit.op_rate / 1e3);
+        else
+            op_rate_text(&r->fit, ops, sizeof ops);
         int k = r->fit.ok
             ? snprintf(sub + used, sizeof sub - used, "%s model: latency %s, bandwidth %.2f GB/s, "
-                       "%.0fk messages/s, n½ %s · ", r->transport, lat, r->fit.bandwidth / 1e9,
-                       r->fit.op_rate / 1e3, nh)
+                       "%s, n½ %s · ", r->transport, lat, r->fit.bandwidth / 1e9, ops, nh)
             : snprintf(sub + used, sizeof sub - used, "%s: too few points for a model · ", r->transport);
         if (k > 0)
             used += (size_t)k;

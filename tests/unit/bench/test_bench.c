@@ -119,6 +119,9 @@ static void t_fit_no_op_limit(void)
     CHECK(rel(f.latency, 2e-6) < 0.02);
     CHECK(rel(f.bandwidth, 12e9) < 0.02);
     CHECK(f.err_max < 0.03);
+    /* no point is held back by an op rate: the fit names none (it drifted to 1e19 before) */
+    CHECK(f.op_rate == 0);
+    CHECK(rel(rdb_model_bps(&f, 64 << 20, 64), 12e9) < 0.02);   /* the busy link: the bandwidth */
 }
 
 static void t_fit_noisy(void)

@@ -1,6 +1,7 @@
 /* test_out.c - what rdbench prints, writes and draws (lib/bench/rdb_out.c) for runs made up
  * here, compared with the exact text: the model's columns when there is no model (fewer than
- * 2 points: "-" and null, never a 0 that reads like a result). */
+ * 2 points: "-" and null, never a 0 that reads like a result), and the op rate when the points
+ * do not constrain it ("no limit ... seen" and null, never a number like 1e19). */
 #include "check.h"
 
 #include "bench/rdb_bench.h"
@@ -99,9 +100,72 @@ static void t_one_point_no_model(void)
     free(s);
 }
 
+/* Points of a link with no per-message limit to speak of (latency 20 µs, 2 GB/s, 1e15
+ * messages/s): the fit finds no op rate in them. */
+static void t_op_rate_not_seen(void)
+{
+    struct rdb_fit truth = { .ok = 1, .latency = 20e-6, .bandwidth = 2e9, .op_rate = 1e15 };
+    static const uint32_t sizes[] = { 4096, 65536, 1 << 20, 16 << 20 };
+    static const unsigned depths[] = { 1, 2 };
+    struct rdb_pt pts[8];
+    size_t n = 0;
+    for (unsigned i = 0; i < 4; i++)
+        for (unsigned d = 0; d < 2; d++) {
+            double bps = rdb_model_bps(&truth, sizes[i], depths[d]);
+            pts[n++] = point(sizes[i], depths[d], bps / sizes[i], depths[d] * sizes[i] / bps);
+        }
+    struct rdb_bench b;
+    make_run(&b, pts, n);
+    CHECK_OR(b.runs[0].fit.ok, return);
+    CHECK(b.runs[0].fit.op_rate == 0);
+    char *t = output(rdb_print_table, &b);
+    CHECK_OR(t != NULL, return);
+    CHECK_HAS(t, "\nmodel: latency 20.0 µs, bandwidth 2.000 GB/s, no limit on messages/s seen; n½ 39.1 KiB (the size that\n");
+    CHECK_HAS(t, "\ndepth for 90% of the link: 4 KiB: 10, 64 KiB: 2, 1 MiB: 1, 16 MiB: 1\n");
+    free(t);
+    char *j = output(rdb_write_json, &b);
+    CHECK_OR(j != NULL, return);
+    CHECK_HAS(j, ",\"latency_us\":20,\"bandwidth_gbps\":2,\"op_rate_per_s\":null,\"n_half_bytes\":40000,");
+    free(j);
+    char *s = output(rdb_write_svg, &b);
+    CHECK_OR(s != NULL, return);
+    CHECK_HAS(s, "tcp model: latency 20.0 µs, bandwidth 2.00 GB/s, no limit on messages/s seen, n½ 39.1 KiB · ");
+    free(s);
+}
+
+/* ... and one whose busy link handles 50,000 messages a second: that is named */
+static void t_op_rate_seen(void)
+{
+    struct rdb_fit truth = { .ok = 1, .latency = 40e-6, .bandwidth = 2e9, .op_rate = 50000 };
+    static const uint32_t sizes[] = { 4096, 65536, 1 << 20 };
+    static const unsigned depths[] = { 1, 8 };
+    struct rdb_pt pts[6];
+    size_t n = 0;
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned d = 0; d < 2; d++) {
+            double bps = rdb_model_bps(&truth, sizes[i], depths[d]);
+            pts[n++] = point(sizes[i], depths[d], bps / sizes[i], depths[d] * sizes[i] / bps);
+        }
+    struct rdb_bench b;
+    make_run(&b, pts, n);
+    CHECK_OR(b.runs[0].fit.ok, return);
+    CHECK(b.runs[0].fit.op_rate > 49000 && b.runs[0].fit.op_rate < 51000);
+    char *t = output(rdb_print_table, &b);
+    CHECK_OR(t != NULL, return);
+    CHECK_HAS(t, ", at most 5");   /* 50000 give or take the fit's last digits */
+    CHECK_HAS(t, " messages/s; n½ ");
+    free(t);
+    char *s = output(rdb_write_svg, &b);
+    CHECK_OR(s != NULL, return);
+    CHECK_HAS(s, "k messages/s, n½ ");
+    free(s);
+}
+
 int main(void)
 {
     check_watchdog(CASE_TIMEOUT_S);
     RUN(t_one_point_no_model);
+    RUN(t_op_rate_not_seen);
+    RUN(t_op_rate_seen);
     return check_summary();
 }
