@@ -7,6 +7,7 @@
 #include "check.h"
 #include "mem_transport.h"
 
+#include "bench/rdb_bench.h"
 #include "bench/rdb_guard.h"
 #include "bench/rdb_model.h"
 #include "bench/rdb_msg.h"
@@ -406,6 +407,29 @@ static void t_msg_io(void)
     CHECK_STR_EQ(rdb_io_name(RDB_IO_COUNT), "?");
 }
 
+/* ---- the grid ---- */
+
+/* A range ends at its MAX, on the grid or not (it was dropped before: 8K-64K measured 8K, 32K) */
+static void t_steps(void)
+{
+    uint32_t s[RDB_MAX_SIZES];
+    unsigned d[RDB_MAX_DEPTHS];
+    CHECK_EQ_U(rdb_size_steps(8192, 65536, 4, s, RDB_MAX_SIZES), 3);
+    CHECK(s[0] == 8192 && s[1] == 32768 && s[2] == 65536);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 4, s, RDB_MAX_SIZES), 8);   /* the default: on the grid */
+    CHECK(s[0] == 4096 && s[7] == 64u << 20);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 16, s, RDB_MAX_SIZES), 5);  /* --quick's x16 up to 64M */
+    CHECK(s[3] == 16u << 20 && s[4] == 64u << 20);
+    CHECK_EQ_U(rdb_size_steps(65536, 65536, 4, s, RDB_MAX_SIZES), 1);
+    CHECK_EQ_U(s[0], 65536);
+    CHECK_EQ_U(rdb_depth_steps(1, 8, 4, d, RDB_MAX_DEPTHS), 3);           /* --quick's x4 */
+    CHECK(d[0] == 1 && d[1] == 4 && d[2] == 8);
+    CHECK_EQ_U(rdb_depth_steps(1, 64, 2, d, RDB_MAX_DEPTHS), 7);
+    CHECK(d[6] == 64);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 2, s, 4), 4);               /* cut short: MAX still last */
+    CHECK(s[0] == 4096 && s[2] == 16384 && s[3] == 64u << 20);
+}
+
 /* ---- client and server over the in-memory transport ---- */
 
 static const char secret[] = "bench unit test key 0123456789";
@@ -722,6 +746,7 @@ int main(void)
     RUN(t_fit_noisy);
     RUN(t_fit_degenerate);
     RUN(t_percentile_ln);
+    RUN(t_steps);
     RUN(t_svg_ticks);
     RUN(t_svg_document);
     RUN(t_svg_write_error);
