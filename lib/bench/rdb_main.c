@@ -221,16 +221,18 @@ static int parse(int argc, char **argv, struct opts *o)
 }
 
 /* The key as rdsend takes it (KEY, --key-file, RDPIPE_KEY), by rdsend's own parser, so the
- * rules and messages stay the same. */
+ * rules and messages stay the same. "--" before the positionals: a key may start with '-'
+ * (rdbench's own parse took it after a "--" already). */
 static int load_key(const char *key_file, char *pos_key, struct rd_key *k)
 {
-    char *av[6];
+    char *av[7];
     int ac = 0;
     av[ac++] = (char *)"rdbench";
     if (key_file) {
         av[ac++] = (char *)"--key-file";
         av[ac++] = (char *)key_file;
     }
+    av[ac++] = (char *)"--";
     av[ac++] = (char *)"0";
     if (pos_key)
         av[ac++] = pos_key;

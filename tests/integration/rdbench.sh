@@ -253,6 +253,17 @@ t_note "client took ${dt}s"
 stop_server
 t_end
 
+t_begin "a key that starts with '-' (after --) works at both ends"
+port=$(free_port)
+start sp /dev/null "$C/sout" "$C/serr" "$RDBENCH" --server --timeout "$(lim 20)" "$port" -- "-$KEY"
+wait_listen "$port" "" 10 || t_fail "rdbench --server PORT -- -KEY did not listen: $(cat "$C/serr")"
+timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$port" -- "-$KEY" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdbench HOST PORT -- -KEY" "$(cat "$C/e" "$C/serr" | head -c 300)"
+grep -q rdrecv "$C/e" "$C/serr" && t_fail "a message names rdrecv: $(cat "$C/e" "$C/serr")"
+kill_reap "$sp"
+t_end
+
 t_begin "rdsend at rdbench --server, rdbench at rdrecv: each is told what the other is (exit 4)"
 server
 head -c 5000 /dev/urandom > "$C/in"
