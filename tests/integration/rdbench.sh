@@ -147,7 +147,6 @@ u "^rdbench: unknown option '--frobnicate' \(try 'rdbench --help'\)$" --frobnica
 u "^rdbench: option '--json' needs a value" h 1 "$KEY" --json
 u "^rdbench: --server measures nothing itself" --server --json x 5000 "$KEY"
 u "^rdbench: missing PORT" --server
-u "^rdbench: --io $C/none: not a directory$" --io "$C/none"
 u "^rdbench: --svg draws the link sweep: give HOST and PORT too$" --io "$C" --svg "$C/x.svg"
 [ -e "$C/x.svg" ] && t_fail "a usage error left $C/x.svg behind"
 t_end
@@ -366,6 +365,37 @@ assert d["runs"] == [] and d["host"] is None and d["io"]["remote"] is None, d
 assert io["bytes"] == 16 << 20 and io["lanes"] == 2, io
 assert io["write_1_gbps"] > 0 and io["pipe_gbps"] > 0 and io["read_cached_gbps"] > 0, io' "$C/io.json" ||
     t_fail "--io JSON: $(head -c 300 "$C/io.json")"
+t_end
+
+# A read or write that fails is the run's error (exit 5, one line); only a measurement the
+# filesystem does not offer (O_DIRECT: EINVAL) is "-". io_fault.so makes O_DIRECT calls fail.
+t_begin "--io: EIO and ENOSPC are errors (exit 5), O_DIRECT not offered is '-'; a missing DIR is 5"
+mkdir -p "$C/io"
+for args in "" "127.0.0.1 5000 $KEY" "--server 5000 $KEY"; do   # alone, client, server
+    timeout 10 "$RDBENCH" --io "$C/none" $args > "$C/o" 2> "$C/e"
+    expect_rc $? 5 "rdbench --io to a missing directory ${args:+($args)}"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/none: No such file or directory$"
+done
+if cc -shared -fPIC -o "$C/io_fault.so" "$RD_ROOT/tests/integration/io_fault.c" -ldl 2> "$C/cc.err"; then
+    # an ASan build wants its runtime first; the shim only forwards to it
+    fault() { RDB_IO_FAULT=$1 LD_PRELOAD=$C/io_fault.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+              timeout "$(lim 60)" "$RDBENCH" --io "$C/io" --io-size 16M --io-lanes 2 > "$C/o" 2> "$C/e"; }
+    fault pread:EIO
+    expect_rc $? 5 "rdbench --io with O_DIRECT reads failing (EIO)"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/io: reading \(O_DIRECT\) a scratch file there: Input/output error$"
+    expect_empty "$C/o" "stdout of rdbench --io that failed"
+    fault pwrite:ENOSPC
+    expect_rc $? 5 "rdbench --io with O_DIRECT writes failing (ENOSPC)"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/io: writing \(O_DIRECT\) a scratch file there: No space left on device$"
+    fault pwrite:EINVAL
+    expect_rc $? 0 "rdbench --io where O_DIRECT writes are not offered (EINVAL)"
+    expect_empty "$C/e" "stderr of rdbench --io without O_DIRECT writes"
+    grep -Eq '^  write, O_DIRECT, 1 lane +- +\(the filesystem cannot do this: tmpfs\?\)$' "$C/o" || t_fail "no '-' row: $(cat "$C/o")"
+    grep -Eq '^  read, not cached, 1 lane +[0-9]+\.[0-9]{3} GB/s$' "$C/o" || t_fail "the reads after it were not measured: $(cat "$C/o")"
+    [ -z "$(ls -A "$C/io")" ] || t_fail "scratch file left: $(ls -A "$C/io")"
+else
+    t_note "no cc for the shim: $(head -1 "$C/cc.err")"
+fi
 t_end
 
 t_begin "--io at both ends: the server measures its directory, the part that limits is named"
