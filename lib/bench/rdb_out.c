@@ -228,7 +228,9 @@ int rdb_print_table(FILE *f, const struct rdb_bench *b)
     return fflush(f) || ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON ---- */
+/* ---- JSON ----
+ * Rates are in GB/s (10^9 bytes a second), in keys ending _gb_per_s as rdsend's gb_per_s: its
+ * link_gbps is a link's Gb/s. */
 
 static void jstr(FILE *f, const char *s)
 {
@@ -265,7 +267,7 @@ static void json_io(FILE *f, const struct rdb_io *io)
 {
     fprintf(f, "{\"bytes\":%llu,\"lanes\":%u", (unsigned long long)io->bytes, io->lanes);
     for (unsigned k = 0; k < RDB_IO_COUNT; k++) {
-        fprintf(f, ",\"%s_gbps\":", rdb_io_key(k));
+        fprintf(f, ",\"%s_gb_per_s\":", rdb_io_key(k));
         if (io->bps[k])
             jnum(f, io->bps[k] / 1e9);
         else
@@ -314,7 +316,7 @@ static void json_run(FILE *f, const struct rdb_run *r)
             jnum(f, p->r.seconds);
             fputs(",\"ops_per_s\":", f);
             jnum(f, p->r.ops_per_s);
-            fputs(",\"gbps\":", f);
+            fputs(",\"gb_per_s\":", f);
             jnum(f, p->r.bps / 1e9);
             fputs(",\"latency_p50_us\":", f);
             jnum(f, p->r.p50 * 1e6);
@@ -325,7 +327,7 @@ static void json_run(FILE *f, const struct rdb_run *r)
             jstr(f, p->skipped);
         }
         /* no model (too few points): null, never a 0 that reads like a result */
-        fputs(",\"model_gbps\":", f);
+        fputs(",\"model_gb_per_s\":", f);
         jnum_or_null(f, r->fit.ok, p->model_bps / 1e9);
         fputs(",\"model_latency_us\":", f);
         jnum_or_null(f, r->fit.ok, p->model_lat * 1e6);
@@ -339,7 +341,7 @@ static void json_run(FILE *f, const struct rdb_run *r)
     if (r->fit.ok) {
         fputs(",\"latency_us\":", f);
         jnum(f, r->fit.latency * 1e6);
-        fputs(",\"bandwidth_gbps\":", f);
+        fputs(",\"bandwidth_gb_per_s\":", f);
         jnum(f, r->fit.bandwidth / 1e9);
         fputs(",\"op_rate_per_s\":", f);   /* null: no limit seen */
         jnum_or_null(f, r->fit.op_rate > 0, r->fit.op_rate);
@@ -422,7 +424,7 @@ int rdb_write_json(FILE *f, const struct rdb_bench *b)
     if (b->nruns && l.n >= 2) {
         fputs("{", f);
         for (int i = 0; i < 3; i++) {
-            static const char *const keys[3] = { "read_here_gbps", "link_gbps", "write_there_gbps" };
+            static const char *const keys[3] = { "read_here_gb_per_s", "link_gb_per_s", "write_there_gb_per_s" };
             fprintf(f, "\"%s\":", keys[i]);
             if (l.part[i] > 0)
                 jnum(f, l.part[i] / 1e9);

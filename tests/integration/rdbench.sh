@@ -55,19 +55,19 @@ for p in r["points"]:
         continue
     measured += 1
     if not 1 <= p.get("pass", 0) <= d["passes"]: fail("point %s x %s: pass %r" % (p["size"], p["depth"], p.get("pass")))
-    for k in ("ops", "seconds", "ops_per_s", "gbps", "latency_p50_us", "latency_p99_us", "model_gbps", "model_latency_us", "model_error"):
+    for k in ("ops", "seconds", "ops_per_s", "gb_per_s", "latency_p50_us", "latency_p99_us", "model_gb_per_s", "model_latency_us", "model_error"):
         if k not in p or p[k] is None or not math.isfinite(p[k]): fail("point %s x %s: %s is %r" % (p["size"], p["depth"], k, p.get(k)))
-    if p["ops"] < 3 or p["seconds"] <= 0 or p["gbps"] <= 0: fail("point %s: nothing measured" % p)
-    if abs(p["ops_per_s"] * p["size"] / 1e9 / p["gbps"] - 1) > 1e-3: fail("point %s: GB/s != ops/s x size" % p)
+    if p["ops"] < 3 or p["seconds"] <= 0 or p["gb_per_s"] <= 0: fail("point %s: nothing measured" % p)
+    if abs(p["ops_per_s"] * p["size"] / 1e9 / p["gb_per_s"] - 1) > 1e-3: fail("point %s: GB/s != ops/s x size" % p)
     if abs(p["ops"] / p["seconds"] / p["ops_per_s"] - 1) > 1e-3: fail("point %s: ops/s != ops / seconds" % p)
     if not 0 < p["latency_p50_us"] <= p["latency_p99_us"]: fail("point %s: p50 > p99" % p)
-    if abs(p["model_gbps"] / p["gbps"] - 1 - p["model_error"]) > 1e-3: fail("point %s: model_error" % p)
+    if abs(p["model_gb_per_s"] / p["gb_per_s"] - 1 - p["model_error"]) > 1e-3: fail("point %s: model_error" % p)
 m = r["model"]
 if not m["fitted"]: fail("no model")
-for k in ("latency_us", "bandwidth_gbps", "op_rate_per_s", "n_half_bytes", "median_error", "max_error", "depth_for_90pct", "points"):
+for k in ("latency_us", "bandwidth_gb_per_s", "op_rate_per_s", "n_half_bytes", "median_error", "max_error", "depth_for_90pct", "points"):
     if k not in m: fail("model has no %r" % k)
 if m["points"] != measured: fail("model fitted to %d points, %d measured" % (m["points"], measured))
-if abs(m["n_half_bytes"] / (m["latency_us"] * 1e-6 * m["bandwidth_gbps"] * 1e9) - 1) > 1e-3: fail("n_half != latency x bandwidth")
+if abs(m["n_half_bytes"] / (m["latency_us"] * 1e-6 * m["bandwidth_gb_per_s"] * 1e9) - 1) > 1e-3: fail("n_half != latency x bandwidth")
 if [x["size"] for x in m["depth_for_90pct"]] != sizes: fail("depth_for_90pct sizes")
 errs = sorted(abs(p["model_error"]) for p in r["points"] if p["measured"])
 med = errs[(len(errs) + 1) // 2 - 1]
@@ -76,10 +76,22 @@ if want_io:
     io = d["io"]
     if not io or not io["local"] or not io["remote"]: fail("io: %r" % io)
     for side in ("local", "remote"):
-        for k in ("write_1_gbps", "write_n_gbps", "read_cached_gbps", "pipe_gbps"):
+        for k in ("write_1_gb_per_s", "write_n_gb_per_s", "read_cached_gb_per_s", "pipe_gb_per_s"):
             if not io[side][k] or io[side][k] <= 0: fail("io %s %s: %r" % (side, k, io[side][k]))
     lim = d["limits"]
     if not lim or lim["limit"] not in ("read here", "link", "write there") or lim["factor"] < 1: fail("limits: %r" % lim)
+    if sorted(k for k in lim if k.endswith("_gb_per_s")) != ["link_gb_per_s", "read_here_gb_per_s", "write_there_gb_per_s"]:
+        fail("limits keys: %r" % sorted(lim))
+# rates are GB/s and say so (_gb_per_s); rdsend's link_gbps is Gb/s, and no rdbench key reads like it
+def keys(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield k
+            yield from keys(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from keys(v)
+if any(k.endswith("gbps") for k in keys(d)): fail("keys in _gbps: %r" % sorted(set(k for k in keys(d) if k.endswith("gbps"))))
 print("median=%.3f within25=%d/%d" % (med, sum(e <= 0.25 for e in errs), len(errs)))
 EOF
 }
@@ -363,7 +375,7 @@ d = json.load(open(sys.argv[1]))
 io = d["io"]["local"]
 assert d["runs"] == [] and d["host"] is None and d["io"]["remote"] is None, d
 assert io["bytes"] == 16 << 20 and io["lanes"] == 2, io
-assert io["write_1_gbps"] > 0 and io["pipe_gbps"] > 0 and io["read_cached_gbps"] > 0, io' "$C/io.json" ||
+assert io["write_1_gb_per_s"] > 0 and io["pipe_gb_per_s"] > 0 and io["read_cached_gb_per_s"] > 0, io' "$C/io.json" ||
     t_fail "--io JSON: $(head -c 300 "$C/io.json")"
 t_end
 
@@ -409,6 +421,10 @@ grep -q '^limits of a transfer from here to .* over tcp:$' "$C/o" || t_fail "no 
 [ "$(grep -c '<- the limit$' "$C/o")" = 1 ] || t_fail "not exactly one part named as the limit"
 grep -Eq '^the (read here|link|write there) limits it, [0-9.]+x below the next part$' "$C/o" || t_fail "no verdict line"
 res=$(check_json "$C/b.json" 262144,1048576 8 io) || t_fail "JSON: $res"
+# the link's GB/s in the table and in the JSON are one number
+link=$(awk '$1 == "link" && $3 == "GB/s" {print $2}' "$C/o")
+json_link=$(python3 -c 'import json, sys; print("%.3f" % json.load(open(sys.argv[1]))["limits"]["link_gb_per_s"])' "$C/b.json")
+[ -n "$link" ] && [ "$link" = "$json_link" ] || t_fail "link: table '$link' GB/s, JSON link_gb_per_s $json_link"
 [ -z "$(ls -A "$C/sio" "$C/cio" | grep -v '^/\|^$')" ] || t_fail "scratch files left: $(ls -A "$C/sio" "$C/cio")"
 stop_server
 # a server without --io says so, and the client says what is missing

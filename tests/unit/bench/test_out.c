@@ -90,8 +90,8 @@ static void t_one_point_no_model(void)
     char *j = output(rdb_write_json, &b);
     CHECK_OR(j != NULL, return);
     CHECK_HAS(j, "\n{\"size\":4096,\"depth\":1,\"measured\":true,\"pass\":1,\"ops\":100,\"seconds\":0.01,"
-                 "\"ops_per_s\":10000,\"gbps\":0.04096,\"latency_p50_us\":100,\"latency_p99_us\":200,"
-                 "\"model_gbps\":null,\"model_latency_us\":null,\"model_error\":null}],\n"
+                 "\"ops_per_s\":10000,\"gb_per_s\":0.04096,\"latency_p50_us\":100,\"latency_p99_us\":200,"
+                 "\"model_gb_per_s\":null,\"model_latency_us\":null,\"model_error\":null}],\n"
                  "\"model\":{\"fitted\":false,\"points\":1}}");
     free(j);
     char *s = output(rdb_write_svg, &b);
@@ -125,7 +125,7 @@ static void t_op_rate_not_seen(void)
     free(t);
     char *j = output(rdb_write_json, &b);
     CHECK_OR(j != NULL, return);
-    CHECK_HAS(j, ",\"latency_us\":20,\"bandwidth_gbps\":2,\"op_rate_per_s\":null,\"n_half_bytes\":40000,");
+    CHECK_HAS(j, ",\"latency_us\":20,\"bandwidth_gb_per_s\":2,\"op_rate_per_s\":null,\"n_half_bytes\":40000,");
     free(j);
     char *s = output(rdb_write_svg, &b);
     CHECK_OR(s != NULL, return);
