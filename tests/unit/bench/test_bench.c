@@ -407,6 +407,32 @@ static void t_msg_io(void)
     CHECK_STR_EQ(rdb_io_name(RDB_IO_COUNT), "?");
 }
 
+/* ---- the agent's ready line ---- */
+
+static void t_ready_line(void)
+{
+    struct rdb_ready r;
+    CHECK_EQ_I(rdb_ready_parse("ready 35141 tcp,rdma 32768-60999", &r), 0);
+    CHECK_STR_EQ(r.port, "35141");
+    CHECK_STR_EQ(r.kinds, "tcp,rdma");
+    CHECK_STR_EQ(r.range, "32768-60999");
+    CHECK_EQ_I(rdb_ready_parse("ready 1 rdma ?", &r), 0);
+    CHECK_STR_EQ(r.kinds, "rdma");
+    CHECK_STR_EQ(r.range, "?");
+    CHECK_EQ_I(rdb_ready_parse("ready 65535 tcp 1-65535", &r), 0);
+    /* a port that is not a number would be looked up as a service: ssh is 22 */
+    static const char *const bad[] = {
+        "ready ssh tcp 1-2", "ready 22x tcp 1-2", "ready 0 tcp 1-2", "ready 65536 tcp 1-2", "ready 022 tcp 1-2",
+        "ready -1 tcp 1-2", "ready 5 udp 1-2", "ready 5 tcp,rdma,x 1-2", "ready 5 tcp 2-1", "ready 5 tcp 1-",
+        "ready 5 tcp 1-2 x", "ready 5 tcp \033[2J", "ready 5 tcp", "ready  5 tcp 1-2", "ready 5", "",
+        "rdrecv: cannot listen", "ready 5 tcp 99999-100000",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ_I(rdb_ready_parse(bad[i], &r), -1);
+        CHECK_STR_EQ(r.port, "");
+    }
+}
+
 /* ---- the grid ---- */
 
 /* A range ends at its MAX, on the grid or not (it was dropped before: 8K-64K measured 8K, 32K) */
@@ -747,6 +773,7 @@ int main(void)
     RUN(t_fit_degenerate);
     RUN(t_percentile_ln);
     RUN(t_steps);
+    RUN(t_ready_line);
     RUN(t_svg_ticks);
     RUN(t_svg_document);
     RUN(t_svg_write_error);
