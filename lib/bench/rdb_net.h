@@ -34,6 +34,8 @@ struct rdb_conn {
     struct rd_params agreed;
     uint64_t seq;            /* next DATA number */
     int reverse_ring;        /* the receive ring for REVERSE is set up */
+    int answer_ms;           /* an answer that takes longer is a dead server (0:
+                              * RDB_ANSWER_MS); also what a REVERSE run may overrun its time */
 };
 
 /* What one point measured. */
@@ -54,7 +56,8 @@ int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t
  * a warm-up of `depth` answers, at most max_s seconds in all. */
 int rdb_point(struct rdb_conn *c, uint32_t size, unsigned depth, double min_s, double max_s,
               unsigned min_ops, struct rdb_result *r);
-/* The server sends for ms milliseconds, size bytes at depth; r gets what arrived. */
+/* The server sends for ms milliseconds, size bytes at depth; r gets what arrived. A server
+ * whose END has not come c->answer_ms after those ms is not running it: RD_ESTREAM. */
 int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, struct rdb_result *r);
 int rdb_get_info(struct rdb_conn *c, struct rdb_info *info);
 /* The server measures its --io directory (bytes: scratch-file size wanted); *has = 0 when

@@ -644,6 +644,63 @@ out:
     CHECK_EQ_I(s.rc, RD_ESTREAM);
 }
 
+/* A server that answers REVERSE with DATA, in order and in time, and never its END: the
+ * client gives up answer_ms after the run's time, not never. */
+static void *endless_main(void *arg)
+{
+    struct rd_transport *tp = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rd_buf *b;
+    struct rdb_hdr h;
+    rd_key_derive(&k, secret, strlen(secret));
+    int rc = rd_session_receiver(tp, &k, &limits, &agreed);
+    rd_key_wipe(&k);
+    if (!rc)
+        rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
+    if (!rc) {
+        tp->ops->release(tp, b);
+        rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed.chunk_size, agreed.depth);
+    }
+    for (uint64_t seq = 0; !rc; seq++) {   /* until the client hangs up */
+        struct rdb_hdr d = { .type = RDB_DATA, .len = 4096, .seq = seq };
+        rc = rdb_send_msg(tp, &d, NULL);
+        if (!rc)
+            rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
+        if (!rc)
+            tp->ops->release(tp, b);
+    }
+    tp->ops->close(tp);
+    return NULL;
+}
+
+static void t_reverse_deadline(void)
+{
+    struct rdb_conn c;
+    struct rd_transport *stp;
+    pthread_t th;
+    struct rd_key k;
+    memset(&c, 0, sizeof c);
+    CHECK_OR(mem_pair(&c.tp, &stp) == RD_OK, return);
+    CHECK_OR(pthread_create(&th, NULL, endless_main, stp) == 0, return);
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c.tp, &k, &want, &c.agreed);
+    rd_key_wipe(&k);
+    CHECK_OR(rc == RD_OK, goto out);
+    c.answer_ms = 300;
+    struct rdb_result r;
+    double t0 = rd_now();
+    CHECK_EQ_I(rdb_reverse(&c, 4096, 1, 100, &r), RD_ESTREAM);
+    double took = rd_now() - t0;
+    CHECK_HAS(rd_error_msg(), "did not end its 100 ms REVERSE run within 0.3 s more");
+    CHECK(took >= 0.39 && took < 5);
+    rd_error_clear();
+out:
+    rdb_close(&c, 0);
+    pthread_join(th, NULL);
+}
+
 /* ---- the guard over a served client ---- */
 
 /* A server that serves one client under a guard, in a thread with an error context of its
@@ -785,6 +842,7 @@ int main(void)
     RUN(t_server_refuses);
     RUN(t_server_tells_rdsend);
     RUN(t_server_inflight);
+    RUN(t_reverse_deadline);
     RUN(t_guard_deadline);
     RUN(t_guard_send);
     RUN(t_guard_watch);
