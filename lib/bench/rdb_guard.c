@@ -72,8 +72,9 @@ int rdb_guard_start(struct rdb_guard *g, struct rd_transport *tp, double deadlin
     atomic_init(&g->quit, 0);
     if (pipe2(g->stop, O_CLOEXEC))
         return rd_fail(RD_EIO, "pipe: %s", strerror(errno));
-    /* its own error context (plain pthread_create): it records nothing, the server explains */
-    int e = pthread_create(&g->th, NULL, guard_main, g);
+    /* it works for the served connection (its error context, though it records nothing: the
+     * server explains what it did, rdb_guard_explain) */
+    int e = rd_thread_create(&g->th, NULL, guard_main, g);
     if (e) {
         close(g->stop[0]);
         close(g->stop[1]);
