@@ -31,7 +31,8 @@ rows = []
 for i in range(1, runs + 1):
     m = json.load(open("%s/run%d.json" % (out, i)))["runs"][0]["model"]
     wall = float(open("%s/run%d.wall" % (out, i)).read())
-    rows.append((m["latency_us"], m["bandwidth_gbps"], m["op_rate_per_s"], m["n_half_bytes"] / 1024,
+    ops = m["op_rate_per_s"] or 0   # null: no limit on messages/s seen
+    rows.append((m["latency_us"], m["bandwidth_gb_per_s"], ops, m["n_half_bytes"] / 1024,
                  100 * m["median_error"], 100 * m["max_error"], wall))
 print("%-6s %12s %12s %14s %10s %10s %9s %8s" % ("run", "latency us", "GB/s", "messages/s", "n_half KiB",
                                                  "median err", "max err", "wall s"))

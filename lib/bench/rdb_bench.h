@@ -69,7 +69,8 @@ struct rdb_bench {
     double seconds;
 };
 
-/* Sizes from..to in steps of `factor` (sizes: powers of two, x4 or x16), depths likewise. */
+/* Sizes from..to in steps of `factor` (sizes: powers of two, x4 or x16), depths likewise;
+ * `to` is always the last, on the grid or not. */
 unsigned rdb_size_steps(uint32_t from, uint32_t to, unsigned factor, uint32_t *out, unsigned cap);
 unsigned rdb_depth_steps(unsigned from, unsigned to, unsigned factor, unsigned *out, unsigned cap);
 

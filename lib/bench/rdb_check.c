@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define AGENT_START_MS 30000    /* ssh login and the agent's start */
+#define READY_FORM "ready PORT TRANSPORTS PORT-RANGE"   /* what rdrecv --check says once it listens */
 #define AGENT_TIMEOUT_S 60      /* the agent gives up on its own after this */
 #define CONNECT_S 5             /* a port that does not answer by then is blocked */
 
@@ -441,14 +442,22 @@ static int agent_start(const struct copts *o, const char *key, struct agent *a)
     }
     dprintf(a->in, "%s\n", key);   /* the key goes over the channel, never into an argv */
     char l[256];
-    if (!read_line_fd(a->out, l, sizeof l, rd_now() + AGENT_START_MS / 1000.0) ||
-        sscanf(l, "ready %15s %31s %31s", a->port, a->kinds, a->range) != 3) {
+    struct rdb_ready r;
+    if (!read_line_fd(a->out, l, sizeof l, rd_now() + AGENT_START_MS / 1000.0) || rdb_ready_parse(l, &r)) {
         read_err(a);
-        if (!a->errtext[0])
-            snprintf(a->errtext, sizeof a->errtext, "%s", l[0] ? l : "no answer within 30 s");
+        if (!a->errtext[0] && l[0]) {   /* what it said is shown, so made printable first */
+            char said[200];
+            rdb_text_clean((const uint8_t *)l, strlen(l), said, sizeof said);
+            snprintf(a->errtext, sizeof a->errtext, "it said '%s', not '%s'", said, READY_FORM);
+        } else if (!a->errtext[0]) {
+            snprintf(a->errtext, sizeof a->errtext, "no answer within 30 s");
+        }
         agent_stop(a);
         return -1;
     }
+    snprintf(a->port, sizeof a->port, "%s", r.port);
+    snprintf(a->kinds, sizeof a->kinds, "%s", r.kinds);
+    snprintf(a->range, sizeof a->range, "%s", r.range);
     return 0;
 }
 
@@ -611,7 +620,7 @@ static void check_host(const struct copts *o, const struct rdb_port *ports, size
     struct agent ag;
     if (agent_start(o, key, &ag)) {
         const char *e = ag.errtext;
-        if (!strncmp(e, "rdrecv: ", 8))   /* it ran, and said why it cannot serve */
+        if (!strncmp(e, "rdrecv: ", 8) || strstr(e, READY_FORM))   /* it ran, and said why it cannot serve */
             snprintf(fix, sizeof fix, "see rdrecv's message; rdcheck needs the rdrecv of the same rdpipe "
                      "version on %s", o->host);
         else if (strstr(e, "not found") || strstr(e, "No such file"))

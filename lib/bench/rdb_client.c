@@ -72,6 +72,11 @@ int rdb_recv_msg(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, st
     return RD_OK;
 }
 
+static int answer_ms(const struct rdb_conn *c)
+{
+    return c->answer_ms > 0 ? c->answer_ms : RDB_ANSWER_MS;
+}
+
 static int unexpected(struct rd_transport *tp, struct rd_buf *b, const struct rdb_hdr *h, const char *want)
 {
     int rc = rd_fail(RD_ESTREAM, "protocol error: expected %s from %s, got %s", want, tp->peer,
@@ -93,7 +98,9 @@ int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t
     if (rc)
         return rc;
     rc = rd_session_sender(c->tp, key, &want, &c->agreed);
-    if (!rc && (c->agreed.chunk_size < want_size || c->agreed.depth < want_depth))
+    /* a smaller depth is the server's limit on what it holds (the caller measures what fits);
+     * a smaller message is no point at all */
+    if (!rc && (c->agreed.chunk_size < want_size || c->agreed.depth < 1))
         rc = rd_fail(RD_ESTREAM, "server %s grants messages of %u bytes at depth %u, not %u at %u",
                      c->tp->peer, c->agreed.chunk_size, c->agreed.depth, want_size, want_depth);
     if (rc) {
@@ -151,7 +158,7 @@ int rdb_point(struct rdb_conn *c, uint32_t size, unsigned depth, double min_s, d
             break;
         struct rd_buf *b;
         struct rdb_hdr h;
-        if ((rc = rdb_recv_msg(tp, RDB_ANSWER_MS, &b, &h, "server")))
+        if ((rc = rdb_recv_msg(tp, answer_ms(c), &b, &h, "server")))
             goto out;
         if (h.type != RDB_ACK) {
             rc = unexpected(tp, b, &h, "ACK");
@@ -220,9 +227,19 @@ int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, 
         return rc;
     uint64_t got = 0, bytes = 0, expect = 0;
     double t0 = 0, t1 = 0;
+    /* the run's end: a server that keeps sending past it (every message in time) is not
+     * running our REVERSE, and would keep us here forever */
+    int answer = answer_ms(c);
+    double until = rd_now() + (ms + (double)answer) / 1000;
     for (;;) {
         struct rd_buf *b;
-        if ((rc = rdb_recv_msg(tp, RDB_ANSWER_MS, &b, &h, "server")))
+        double left = until - rd_now();
+        rc = left > 0 ? rdb_recv_msg(tp, left * 1000 < answer ? (int)(left * 1000) + 1 : answer, &b, &h, "server")
+                      : RD_ECONNECT;
+        if (rc == RD_ECONNECT && rd_now() >= until)
+            return rd_fail_instead(RD_ESTREAM, "server %s did not end its %u ms REVERSE run within %.1f s more",
+                                   tp->peer, ms, answer / 1000.0);
+        if (rc)
             return rc;
         if (h.type == RDB_END) {
             tp->ops->release(tp, b);
@@ -265,7 +282,7 @@ int rdb_get_info(struct rdb_conn *c, struct rdb_info *info)
     struct rd_buf *b;
     int rc = rdb_send_msg(c->tp, &h, NULL);
     if (!rc)
-        rc = rdb_recv_msg(c->tp, RDB_ANSWER_MS, &b, &h, "server");
+        rc = rdb_recv_msg(c->tp, answer_ms(c), &b, &h, "server");
     if (rc)
         return rc;
     if (h.type != RDB_INFO)

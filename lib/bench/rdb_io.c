@@ -135,18 +135,23 @@ static void *pipe_writer(void *arg)
     return NULL;
 }
 
-/* Bytes per second through a pipe: one thread writes 1 MiB at a time, this one reads. */
-static double pipe_rate(uint64_t bytes, uint8_t *wbuf, uint8_t *rbuf)
+/* Bytes per second through a pipe: one thread writes 1 MiB at a time, this one reads; 0 with
+ * *err set when the pipe or the thread cannot be had, or the bytes did not all come through. */
+static double pipe_rate(uint64_t bytes, uint8_t *wbuf, uint8_t *rbuf, int *err)
 {
     int p[2];
-    if (pipe2(p, O_CLOEXEC))
+    *err = 0;
+    if (pipe2(p, O_CLOEXEC)) {
+        *err = errno;
         return 0;
+    }
     struct pipe_job j = { .fd = p[1], .bytes = bytes, .buf = wbuf };
     pthread_t th;
     double t0 = rd_now();
     if (rd_thread_create(&th, NULL, pipe_writer, &j)) {
         close(p[0]);
         close(p[1]);
+        *err = EAGAIN;
         return 0;
     }
     uint64_t got = 0;
@@ -154,6 +159,8 @@ static double pipe_rate(uint64_t bytes, uint8_t *wbuf, uint8_t *rbuf)
         ssize_t r = read(p[0], rbuf, RDB_IO_BLOCK);
         if (r < 0 && errno == EINTR)
             continue;
+        if (r < 0)
+            *err = errno;
         if (r <= 0)
             break;
         got += (uint64_t)r;
@@ -161,7 +168,22 @@ static double pipe_rate(uint64_t bytes, uint8_t *wbuf, uint8_t *rbuf)
     double dt = rd_now() - t0;
     close(p[0]);
     pthread_join(th, NULL);
-    return got == bytes && !j.err && dt > 0 ? (double)bytes / dt : 0;
+    if (!*err)
+        *err = j.err ? j.err : got != bytes ? EIO : 0;
+    return !*err && dt > 0 ? (double)bytes / dt : 0;
+}
+
+/* What the filesystem does not offer: O_DIRECT on tmpfs (EINVAL before Linux 6.6) and
+ * elsewhere (EOPNOTSUPP). Such a measurement stays 0 ("-"); any other failure (EIO, ENOSPC)
+ * is the disk's or ours, and is the run's error. */
+static int not_offered(int err)
+{
+    return err == EINVAL || err == EOPNOTSUPP;
+}
+
+static int io_fail(const char *what, const char *dir, int err)
+{
+    return rd_fail(RD_EIO, "--io %s: %s a scratch file there: %s", dir, what, strerror(err));
 }
 
 int rdb_io_measure(const char *dir, uint64_t bytes, unsigned lanes, struct rdb_io *out)
@@ -191,7 +213,7 @@ int rdb_io_measure(const char *dir, uint64_t bytes, unsigned lanes, struct rdb_i
     if (fd < 0)
         return rd_fail(RD_EIO, "cannot create a scratch file in %s: %s", dir, strerror(errno));
     uint8_t *bufs[MAX_LANES] = { 0 };
-    int rc = RD_OK, err;
+    int rc = RD_OK, err, dfd = -1;
     for (unsigned i = 0; i < lanes; i++) {
         if (posix_memalign((void **)&bufs[i], 4096, RDB_IO_BLOCK)) {
             rc = rd_fail(RD_EIO, "out of memory");
@@ -215,25 +237,57 @@ int rdb_io_measure(const char *dir, uint64_t bytes, unsigned lanes, struct rdb_i
                      dir, strerror(err));
         goto out;
     }
-    int dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);   /* EINVAL on tmpfs: not measured */
+    dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+    if (dfd < 0 && !not_offered(errno)) {
+        rc = io_fail("opening (O_DIRECT)", dir, errno);
+        goto out;
+    }
     if (dfd >= 0) {
         out->bps[RDB_IO_WRITE_DIRECT_1] = (uint64_t)pass(dfd, 1, bytes, 1, bufs, 1, &err);
-        out->bps[RDB_IO_WRITE_DIRECT_N] = (uint64_t)pass(dfd, 1, bytes, lanes, bufs, 1, &err);
+        if (!err)
+            out->bps[RDB_IO_WRITE_DIRECT_N] = (uint64_t)pass(dfd, 1, bytes, lanes, bufs, 1, &err);
+        if (err && !not_offered(err)) {
+            rc = io_fail("writing (O_DIRECT)", dir, err);
+            goto out;
+        }
+        if (err)   /* not offered, and the pass emptied the file first: fill it for the reads */
+            pass(fd, 1, bytes, lanes, bufs, 1, &err);
+        if (err) {
+            rc = io_fail("writing", dir, err);
+            goto out;
+        }
     }
-    if (evict(fd, bytes))
+    if (evict(fd, bytes))   /* a file that will not leave the cache (tmpfs) is not read "not cached" */
         out->bps[RDB_IO_READ_COLD_1] = (uint64_t)pass(fd, 0, bytes, 1, bufs, 0, &err);
-    if (evict(fd, bytes))
+    if (!err && evict(fd, bytes))
         out->bps[RDB_IO_READ_COLD_N] = (uint64_t)pass(fd, 0, bytes, lanes, bufs, 0, &err);
-    pass(fd, 0, bytes, lanes, bufs, 0, &err);   /* bring it all in */
-    out->bps[RDB_IO_READ_CACHED] = (uint64_t)pass(fd, 0, bytes, 1, bufs, 0, &err);
+    if (!err)
+        pass(fd, 0, bytes, lanes, bufs, 0, &err);   /* bring it all in */
+    if (!err)
+        out->bps[RDB_IO_READ_CACHED] = (uint64_t)pass(fd, 0, bytes, 1, bufs, 0, &err);
+    if (err) {
+        rc = io_fail("reading", dir, err);
+        goto out;
+    }
     if (dfd >= 0) {
         out->bps[RDB_IO_READ_DIRECT_1] = (uint64_t)pass(dfd, 0, bytes, 1, bufs, 0, &err);
-        out->bps[RDB_IO_READ_DIRECT_N] = (uint64_t)pass(dfd, 0, bytes, lanes, bufs, 0, &err);
-        close(dfd);
+        if (!err)
+            out->bps[RDB_IO_READ_DIRECT_N] = (uint64_t)pass(dfd, 0, bytes, lanes, bufs, 0, &err);
+        if (err && !not_offered(err)) {
+            rc = io_fail("reading (O_DIRECT)", dir, err);
+            goto out;
+        }
     }
-    if (lanes >= 2 || (bufs[1] = malloc(RDB_IO_BLOCK)) != NULL)
-        out->bps[RDB_IO_PIPE] = (uint64_t)pipe_rate(bytes < (1ull << 30) ? bytes : (1ull << 30), bufs[0], bufs[1]);
+    if (lanes < 2 && !(bufs[1] = malloc(RDB_IO_BLOCK))) {
+        rc = rd_fail(RD_EIO, "out of memory");
+        goto out;
+    }
+    out->bps[RDB_IO_PIPE] = (uint64_t)pipe_rate(bytes < (1ull << 30) ? bytes : (1ull << 30), bufs[0], bufs[1], &err);
+    if (err)
+        rc = rd_fail(RD_EIO, "--io: a pipe between two threads: %s", strerror(err));
 out:
+    if (dfd >= 0)
+        close(dfd);
     close(fd);
     unlink(path);
     for (unsigned i = 0; i < MAX_LANES; i++)

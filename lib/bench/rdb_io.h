@@ -13,8 +13,9 @@
 #define RDB_IO_MIN (16u << 20)
 #define RDB_IO_BLOCK (1u << 20)
 
-/* RD_OK, or RD_EIO with the reason recorded (DIR missing, not writable, disk full). A
- * measurement the filesystem cannot do (O_DIRECT on tmpfs, evicting a tmpfs file) is 0. */
+/* RD_OK, or RD_EIO with the reason recorded (DIR missing, not writable, disk full, a read or
+ * write that failed, O_DIRECT's included). A measurement the filesystem does not offer
+ * (O_DIRECT on tmpfs: EINVAL or EOPNOTSUPP; evicting a tmpfs file) is 0. */
 int rdb_io_measure(const char *dir, uint64_t bytes, unsigned lanes, struct rdb_io *out);
 
 #endif

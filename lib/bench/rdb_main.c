@@ -221,16 +221,18 @@ static int parse(int argc, char **argv, struct opts *o)
 }
 
 /* The key as rdsend takes it (KEY, --key-file, RDPIPE_KEY), by rdsend's own parser, so the
- * rules and messages stay the same. */
+ * rules and messages stay the same. "--" before the positionals: a key may start with '-'
+ * (rdbench's own parse took it after a "--" already). */
 static int load_key(const char *key_file, char *pos_key, struct rd_key *k)
 {
-    char *av[6];
+    char *av[7];
     int ac = 0;
     av[ac++] = (char *)"rdbench";
     if (key_file) {
         av[ac++] = (char *)"--key-file";
         av[ac++] = (char *)key_file;
     }
+    av[ac++] = (char *)"--";
     av[ac++] = (char *)"0";
     if (pos_key)
         av[ac++] = pos_key;
@@ -287,9 +289,19 @@ static int write_out(const char *path, int (*fn)(FILE *, const struct rdb_bench 
     return bad ? rd_fail(RD_EIO, "cannot write '%s': %s", path, strerror(errno)) : RD_OK;
 }
 
+/* --io DIR must be a directory before anything is measured: a local IO error (5), as an
+ * unwritable --json is */
+static int io_dir_ok(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st))
+        return rd_fail(RD_EIO, "--io %s: %s", dir, strerror(errno));
+    return S_ISDIR(st.st_mode) ? RD_OK : rd_fail(RD_EIO, "--io %s: not a directory", dir);
+}
+
 static int run_server(const struct opts *o)
 {
-    int need = 1 + key_positional(o);
+    int rc, need = 1 + key_positional(o);
     if (o->npos < need)
         return rd_fail(RD_EUSAGE, "missing %s (try 'rdbench --help')", o->npos == 0 ? "PORT" : "KEY");
     if (o->npos > need)
@@ -300,13 +312,10 @@ static int run_server(const struct opts *o)
         o->passes_set)
         return rd_fail(RD_EUSAGE, "--server measures nothing itself: --json, --svg, --quick, --sizes, "
                        "--depths, --point-time, --passes, --max-inflight and --transport all are the client's");
-    if (o->io_dir) {
-        struct stat st;
-        if (stat(o->io_dir, &st) || !S_ISDIR(st.st_mode))
-            return rd_fail(RD_EUSAGE, "--io %s: not a directory", o->io_dir);
-    }
+    if (o->io_dir && (rc = io_dir_ok(o->io_dir)))
+        return rc;
     struct rd_key key;
-    int rc = load_key(o->key_file, need > 1 ? o->pos[1] : NULL, &key);
+    rc = load_key(o->key_file, need > 1 ? o->pos[1] : NULL, &key);
     if (rc)
         return rc;
     struct rd_reach reach = { .port = o->pos[0], .bind = o->bind, .device = o->device,
@@ -343,7 +352,7 @@ static int set_steps(const struct opts *o, struct rdb_bench_cfg *cfg)
 
 static int run_client(const struct opts *o)
 {
-    int io_only = o->io_dir && o->npos == 0;
+    int rc, io_only = o->io_dir && o->npos == 0;
     int need = io_only ? 0 : 2 + key_positional(o);
     if (o->npos < need) {
         static const char *const names[] = { "HOST", "PORT", "KEY" };
@@ -353,11 +362,8 @@ static int run_client(const struct opts *o)
         return rd_fail(RD_EUSAGE, "too many arguments: '%s' (try 'rdbench --help')", o->pos[need]);
     if (!io_only && !valid_port(o->pos[1]))
         return rd_fail(RD_EUSAGE, "invalid port '%s'", o->pos[1]);
-    if (o->io_dir) {
-        struct stat st;
-        if (stat(o->io_dir, &st) || !S_ISDIR(st.st_mode))
-            return rd_fail(RD_EUSAGE, "--io %s: not a directory", o->io_dir);
-    }
+    if (o->io_dir && (rc = io_dir_ok(o->io_dir)))
+        return rc;
     if (io_only && o->svg)
         return rd_fail(RD_EUSAGE, "--svg draws the link sweep: give HOST and PORT too");
     struct rdb_bench_cfg cfg = {
@@ -372,7 +378,7 @@ static int run_client(const struct opts *o)
         .io_size = o->io_size_set ? o->io_size : o->quick ? (256u << 20) : (1ull << 30),
         .io_lanes = o->io_lanes,
     };
-    int rc = set_steps(o, &cfg);
+    rc = set_steps(o, &cfg);
     if (rc)
         return rc;
     int json_new = 0, svg_new = 0;

@@ -52,10 +52,10 @@ static double ceil_d(double x)
     return t < x ? t + 1 : t;
 }
 
-/* the busy link: size / (1 / op_rate + size / bandwidth) */
+/* the busy link: size / (1 / op_rate + size / bandwidth); op_rate 0: no per-message cost seen */
 static double busy(const struct rdb_fit *f, double size)
 {
-    return size / (1 / f->op_rate + size / f->bandwidth);
+    return size / ((f->op_rate > 0 ? 1 / f->op_rate : 0) + size / f->bandwidth);
 }
 
 double rdb_model_bps(const struct rdb_fit *f, double size, double depth)
@@ -150,6 +150,16 @@ static void start(const struct rdb_sample *s, size_t n, double *lat, double *bw,
     }
 }
 
+/* The most messages per second of any point. */
+static double most_ops(const struct rdb_sample *s, size_t n)
+{
+    double most = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].bps > 0 && s[i].size > 0 && s[i].bps / s[i].size > most)
+            most = s[i].bps / s[i].size;
+    return most;
+}
+
 void rdb_fit(const struct rdb_sample *s, size_t n, struct rdb_fit *out)
 {
     size_t used = 0;
@@ -183,7 +193,7 @@ void rdb_fit(const struct rdb_sample *s, size_t n, struct rdb_fit *out)
     out->ok = 1;
     out->latency = p[0];
     out->bandwidth = p[1];
-    out->op_rate = p[2];
+    out->op_rate = p[2] > RDB_OP_SEEN * most_ops(s, n) ? 0 : p[2];
     out->n_half = out->latency * out->bandwidth;
     double *err = malloc(used * sizeof *err);
     size_t m = 0;

@@ -34,7 +34,8 @@ struct rdb_fit {
     int ok;              /* 0: too few points to fit */
     double latency;      /* seconds */
     double bandwidth;    /* bytes per second */
-    double op_rate;      /* messages per second the busy link handles at most (size -> 0) */
+    double op_rate;      /* messages per second the busy link handles at most (size -> 0);
+                          * 0: no such limit seen (RDB_OP_SEEN) */
     double n_half;       /* bytes */
     double err_median;   /* |predicted / measured - 1| over the points */
     double err_max;
@@ -47,6 +48,11 @@ double rdb_model_latency(const struct rdb_fit *f, double size, double depth);
 /* Depth needed to reach `fraction` (0 < f < 1) of the bandwidth with messages of size; 0
  * when no depth does (the op rate caps that size below it). */
 unsigned rdb_depth_for(const struct rdb_fit *f, double size, double fraction);
+
+/* An op rate above this many times the most messages per second any point measured changes
+ * no prediction by more than about 1%: the points do not constrain it, and the fit, which
+ * then only drifts upwards, reports none (op_rate 0) rather than a number like 1e19. */
+#define RDB_OP_SEEN 100.0
 
 /* Fit latency, bandwidth and op rate to n samples (those with bps <= 0 are ignored). */
 void rdb_fit(const struct rdb_sample *s, size_t n, struct rdb_fit *out);

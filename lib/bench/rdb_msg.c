@@ -103,6 +103,49 @@ void rdb_text_clean(const uint8_t *p, size_t n, char *out, size_t cap)
     out[o] = '\0';
 }
 
+/* ---- the agent's ready line ---- */
+
+/* A port: 1-5 digits, no leading 0, at most 65535; *end past it. */
+static int ready_port(const char *s, const char **end, unsigned *v)
+{
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n > 5 || s[0] == '0')
+        return -1;
+    unsigned x = 0;
+    for (size_t i = 0; i < n; i++)
+        x = x * 10 + (unsigned)(s[i] - '0');
+    *end = s + n;
+    *v = x;
+    return x <= 65535 ? 0 : -1;
+}
+
+int rdb_ready_parse(const char *line, struct rdb_ready *r)
+{
+    memset(r, 0, sizeof *r);
+    const char *p, *q;
+    unsigned port, lo, hi;
+    if (strncmp(line, "ready ", 6) || ready_port(line + 6, &p, &port) || *p != ' ')
+        return -1;
+    p++;
+    static const char *const kinds[] = { "tcp ", "rdma ", "tcp,rdma " };
+    size_t k = 0;
+    while (k < 3 && strncmp(p, kinds[k], strlen(kinds[k])))
+        k++;
+    if (k == 3)
+        return -1;
+    p += strlen(kinds[k]);
+    if (!strcmp(p, "?")) {
+        snprintf(r->range, sizeof r->range, "?");
+    } else {
+        if (ready_port(p, &q, &lo) || *q != '-' || ready_port(q + 1, &q, &hi) || *q || lo > hi)
+            return -1;
+        snprintf(r->range, sizeof r->range, "%u-%u", lo, hi);
+    }
+    snprintf(r->port, sizeof r->port, "%u", port);
+    snprintf(r->kinds, sizeof r->kinds, "%.*s", (int)strlen(kinds[k]) - 1, kinds[k]);
+    return 0;
+}
+
 /* ---- INFO ---- */
 
 __attribute__((format(printf, 4, 5)))

@@ -119,4 +119,15 @@ const char *rdb_io_key(unsigned kind);    /* "write_1", ... (JSON) */
  * bytes become '?', and the copy stops at a NUL or newline. */
 void rdb_text_clean(const uint8_t *p, size_t n, char *out, size_t cap);
 
+/* The line `rdrecv --check` prints on stdout once it listens (rdb_serve's ready_line), which
+ * rdcheck reads over ssh: "ready PORT TRANSPORTS PORT-RANGE". */
+struct rdb_ready {
+    char port[6];       /* decimal, 1..65535 */
+    char kinds[9];      /* "tcp", "rdma" or "tcp,rdma" */
+    char range[12];     /* "LO-HI", two ports, or "?" (unknown) */
+};
+/* 0, or -1 when the line is anything else (nothing of it kept: a port that is not a number
+ * would be looked up as a service name, and the range is printed in a fix). */
+int rdb_ready_parse(const char *line, struct rdb_ready *r);
+
 #endif

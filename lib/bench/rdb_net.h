@@ -25,12 +25,17 @@
 #define RDB_LAT_SAMPLES (1u << 17)   /* latencies kept per point for the percentiles */
 #define RDB_ANSWER_MS 30000          /* an answer that takes longer is a dead peer */
 #define RDB_IDLE_MS 60000            /* server: a client silent this long is dropped */
+#define RDB_SEND_MS 30000            /* server: a send blocked this long: the client stopped reading */
+#define RDB_SERVER_INFLIGHT (256u << 20)   /* server: chunk x depth it grants a client at most
+                                            * (each ring; rdbench's default --max-inflight) */
 
 struct rdb_conn {
     struct rd_transport *tp;
     struct rd_params agreed;
     uint64_t seq;            /* next DATA number */
     int reverse_ring;        /* the receive ring for REVERSE is set up */
+    int answer_ms;           /* an answer that takes longer is a dead server (0:
+                              * RDB_ANSWER_MS); also what a REVERSE run may overrun its time */
 };
 
 /* What one point measured. */
@@ -42,14 +47,17 @@ struct rdb_result {
     double p50, p99;         /* latency, seconds */
 };
 
-/* Connect and authenticate; want_size/want_depth: the largest message and depth to come. */
+/* Connect and authenticate; want_size/want_depth: the largest message and depth to come. The
+ * server may grant a smaller depth (it holds chunk x depth at most RDB_SERVER_INFLIGHT):
+ * c->agreed.depth says how deep this connection goes. */
 int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t want_size,
                 uint32_t want_depth, struct rdb_conn *c);
 /* Measure messages of size bytes at depth: at least min_s seconds and min_ops answers after
  * a warm-up of `depth` answers, at most max_s seconds in all. */
 int rdb_point(struct rdb_conn *c, uint32_t size, unsigned depth, double min_s, double max_s,
               unsigned min_ops, struct rdb_result *r);
-/* The server sends for ms milliseconds, size bytes at depth; r gets what arrived. */
+/* The server sends for ms milliseconds, size bytes at depth; r gets what arrived. A server
+ * whose END has not come c->answer_ms after those ms is not running it: RD_ESTREAM. */
 int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, struct rdb_result *r);
 int rdb_get_info(struct rdb_conn *c, struct rdb_info *info);
 /* The server measures its --io directory (bytes: scratch-file size wanted); *has = 0 when
@@ -72,11 +80,15 @@ struct rdb_server_cfg {
                               * --check's stdin, the ssh channel of the rdcheck that started it */
 };
 
-/* Serve one authenticated connection: *bye = 1 when it ended with BYE. */
+struct rdb_guard;
+/* Serve one authenticated connection: *bye = 1 when it ended with BYE. guard (may be NULL)
+ * is told of every send, so that it can end one the client blocks (rdb_guard.h). */
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
-                   const struct rdb_server_cfg *cfg, int *bye);
+                   const struct rdb_server_cfg *cfg, struct rdb_guard *guard, int *bye);
 /* Listen and serve clients one after another, until timeout_s (-1: forever) or, with
- * cfg->once, the first BYE. Wrong keys and broken clients cost one line on stderr each. */
+ * cfg->once, the first BYE. The handshakes of every connection run at once (rd_waiting), and
+ * the first to complete is served, so connections that stall cost the client nothing; wrong
+ * keys and broken clients cost one line on stderr each. */
 int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg);
 
 /* ---- shared by the client and server files ---- */

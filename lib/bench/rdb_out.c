@@ -42,6 +42,15 @@ static int is_finite(double v)
     return v == v && v - v == 0;
 }
 
+/* The fitted op rate in words: a number only where the points constrain it (rdb_model.h). */
+static void op_rate_text(const struct rdb_fit *fit, char *out, size_t n)
+{
+    if (fit->op_rate > 0)
+        snprintf(out, n, "at most %.0f messages/s", fit->op_rate);
+    else
+        snprintf(out, n, "no limit on messages/s seen");
+}
+
 static const char *server_name(const struct rdb_bench *b)
 {
     for (unsigned i = 0; i < b->nruns; i++)
@@ -147,8 +156,11 @@ static void print_run(FILE *f, const struct rdb_run *r, unsigned passes)
         fmt_bytes(p->size, a, sizeof a);
         fmt_time(p->r.p50, c, sizeof c);
         fmt_time(p->r.p99, d, sizeof d);
-        fprintf(f, "%10s %6u %11s %11s %11.0f %9.3f %11.3f %6.0f%%\n", a, p->depth, c, d, p->r.ops_per_s,
-                p->r.bps / 1e9, p->model_bps / 1e9, p->r.bps > 0 ? (p->model_bps / p->r.bps - 1) * 100 : 0);
+        fprintf(f, "%10s %6u %11s %11s %11.0f %9.3f", a, p->depth, c, d, p->r.ops_per_s, p->r.bps / 1e9);
+        if (r->fit.ok && p->r.bps > 0)
+            fprintf(f, " %11.3f %6.0f%%\n", p->model_bps / 1e9, (p->model_bps / p->r.bps - 1) * 100);
+        else   /* no model: nothing to compare, not a 0 that reads like one */
+            fprintf(f, " %11s %7s\n", "-", "-");
     }
     if (skipped) {
         const char *why = "";
@@ -162,10 +174,11 @@ static void print_run(FILE *f, const struct rdb_run *r, unsigned passes)
     }
     fmt_time(r->fit.latency, a, sizeof a);
     fmt_bytes(r->fit.n_half, c, sizeof c);
-    fprintf(f, "model: latency %s, bandwidth %.3f GB/s, at most %.0f messages/s; n½ %s (the size that\n"
+    char ops[64];
+    op_rate_text(&r->fit, ops, sizeof ops);
+    fprintf(f, "model: latency %s, bandwidth %.3f GB/s, %s; n½ %s (the size that\n"
             "       gets half the bandwidth at depth 1); fit over %zu points: median error %.0f%%, max %.0f%%\n",
-            a, r->fit.bandwidth / 1e9, r->fit.op_rate, c, r->fit.points, r->fit.err_median * 100,
-            r->fit.err_max * 100);
+            a, r->fit.bandwidth / 1e9, ops, c, r->fit.points, r->fit.err_median * 100, r->fit.err_max * 100);
     fprintf(f, "depth for 90%% of the link:");
     uint32_t seen[64];
     unsigned ns = 0;
@@ -215,7 +228,9 @@ int rdb_print_table(FILE *f, const struct rdb_bench *b)
     return fflush(f) || ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON ---- */
+/* ---- JSON ----
+ * Rates are in GB/s (10^9 bytes a second), in keys ending _gb_per_s as rdsend's gb_per_s: its
+ * link_gbps is a link's Gb/s. */
 
 static void jstr(FILE *f, const char *s)
 {
@@ -240,11 +255,19 @@ static void jnum(FILE *f, double v)
         fputs("null", f);
 }
 
+static void jnum_or_null(FILE *f, int known, double v)
+{
+    if (known)
+        jnum(f, v);
+    else
+        fputs("null", f);
+}
+
 static void json_io(FILE *f, const struct rdb_io *io)
 {
     fprintf(f, "{\"bytes\":%llu,\"lanes\":%u", (unsigned long long)io->bytes, io->lanes);
     for (unsigned k = 0; k < RDB_IO_COUNT; k++) {
-        fprintf(f, ",\"%s_gbps\":", rdb_io_key(k));
+        fprintf(f, ",\"%s_gb_per_s\":", rdb_io_key(k));
         if (io->bps[k])
             jnum(f, io->bps[k] / 1e9);
         else
@@ -293,7 +316,7 @@ static void json_run(FILE *f, const struct rdb_run *r)
             jnum(f, p->r.seconds);
             fputs(",\"ops_per_s\":", f);
             jnum(f, p->r.ops_per_s);
-            fputs(",\"gbps\":", f);
+            fputs(",\"gb_per_s\":", f);
             jnum(f, p->r.bps / 1e9);
             fputs(",\"latency_p50_us\":", f);
             jnum(f, p->r.p50 * 1e6);
@@ -303,13 +326,14 @@ static void json_run(FILE *f, const struct rdb_run *r)
             fputs(",\"skipped\":", f);
             jstr(f, p->skipped);
         }
-        fputs(",\"model_gbps\":", f);
-        jnum(f, p->model_bps / 1e9);
+        /* no model (too few points): null, never a 0 that reads like a result */
+        fputs(",\"model_gb_per_s\":", f);
+        jnum_or_null(f, r->fit.ok, p->model_bps / 1e9);
         fputs(",\"model_latency_us\":", f);
-        jnum(f, p->model_lat * 1e6);
+        jnum_or_null(f, r->fit.ok, p->model_lat * 1e6);
         if (p->measured) {
             fputs(",\"model_error\":", f);
-            jnum(f, p->r.bps > 0 ? p->model_bps / p->r.bps - 1 : 0);
+            jnum_or_null(f, r->fit.ok && p->r.bps > 0, p->r.bps > 0 ? p->model_bps / p->r.bps - 1 : 0);
         }
         fputc('}', f);
     }
@@ -317,10 +341,10 @@ static void json_run(FILE *f, const struct rdb_run *r)
     if (r->fit.ok) {
         fputs(",\"latency_us\":", f);
         jnum(f, r->fit.latency * 1e6);
-        fputs(",\"bandwidth_gbps\":", f);
+        fputs(",\"bandwidth_gb_per_s\":", f);
         jnum(f, r->fit.bandwidth / 1e9);
-        fputs(",\"op_rate_per_s\":", f);
-        jnum(f, r->fit.op_rate);
+        fputs(",\"op_rate_per_s\":", f);   /* null: no limit seen */
+        jnum_or_null(f, r->fit.op_rate > 0, r->fit.op_rate);
         fputs(",\"n_half_bytes\":", f);
         jnum(f, r->fit.n_half);
         fputs(",\"median_error\":", f);
@@ -400,7 +424,7 @@ int rdb_write_json(FILE *f, const struct rdb_bench *b)
     if (b->nruns && l.n >= 2) {
         fputs("{", f);
         for (int i = 0; i < 3; i++) {
-            static const char *const keys[3] = { "read_here_gbps", "link_gbps", "write_there_gbps" };
+            static const char *const keys[3] = { "read_here_gb_per_s", "link_gb_per_s", "write_there_gb_per_s" };
             fprintf(f, "\"%s\":", keys[i]);
             if (l.part[i] > 0)
                 jnum(f, l.part[i] / 1e9);
@@ -554,13 +578,16 @@ int rdb_write_svg(FILE *f, const struct rdb_bench *b)
     sub[0] = '\0';
     for (unsigned i = 0; i < b->nruns && used < sizeof sub; i++) {
         const struct rdb_run *r = &b->runs[i];
-        char lat[32], nh[32];
+        char lat[32], nh[32], ops[64];
         fmt_time(r->fit.latency, lat, sizeof lat);
         fmt_bytes(r->fit.n_half, nh, sizeof nh);
+        if (r->fit.op_rate > 0)
+            snprintf(ops, sizeof ops, "%.0fk messages/s", r->fit.op_rate / 1e3);
+        else
+            op_rate_text(&r->fit, ops, sizeof ops);
         int k = r->fit.ok
             ? snprintf(sub + used, sizeof sub - used, "%s model: latency %s, bandwidth %.2f GB/s, "
-                       "%.0fk messages/s, n½ %s · ", r->transport, lat, r->fit.bandwidth / 1e9,
-                       r->fit.op_rate / 1e3, nh)
+                       "%s, n½ %s · ", r->transport, lat, r->fit.bandwidth / 1e9, ops, nh)
             : snprintf(sub + used, sizeof sub - used, "%s: too few points for a model · ", r->transport);
         if (k > 0)
             used += (size_t)k;

@@ -1,17 +1,16 @@
-/* rdb_server.c - the answering side (rdb_net.h): rdbench --server and rdrecv --check.
- * Where it sits: over rd_select (listen, accept) and rd_session (the same authentication
- * as rdrecv); every message a client sends after it
- * is parsed by rdb_msg.c and bounded by what the session agreed. */
+/* rdb_server.c - the answering side (rdb_net.h) on one authenticated connection: rdbench
+ * --server and rdrecv --check (rdb_listen.c accepts and authenticates). Every message a
+ * client sends is parsed by rdb_msg.c and bounded by what the session agreed; every send is
+ * shown to the guard (rdb_guard.h), which ends one that a client that stopped reading blocks. */
 #include "bench/rdb_net.h"
 
 #include "bench/rdb_dev.h"
+#include "bench/rdb_guard.h"
 #include "bench/rdb_io.h"
 #include "run/rd_cli.h"
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,9 +38,18 @@ void rdb_local_info(const struct rd_transport *tp, const struct rdb_server_cfg *
     }
 }
 
+/* One message to the client, under the guard's eye: a send that blocks too long is ended. */
+static int say(struct rd_transport *tp, struct rdb_guard *g, const struct rdb_hdr *h, const void *payload)
+{
+    rdb_guard_sending(g, 1);
+    int rc = rdb_send_msg(tp, h, payload);
+    rdb_guard_sending(g, 0);
+    return rc;
+}
+
 /* ERR with a line of text, best effort; returns the error recorded for it. */
-__attribute__((format(printf, 3, 4)))
-static int refuse(struct rd_transport *tp, int code, const char *fmt, ...)
+__attribute__((format(printf, 4, 5)))
+static int refuse(struct rd_transport *tp, struct rdb_guard *g, int code, const char *fmt, ...)
 {
     char text[256];
     va_list ap;
@@ -50,12 +58,12 @@ static int refuse(struct rd_transport *tp, int code, const char *fmt, ...)
     va_end(ap);
     int rc = rd_fail(code, "client %s: %s", tp->peer, text);
     struct rdb_hdr h = { .type = RDB_ERR, .len = (uint32_t)strlen(text) };
-    rdb_send_msg(tp, &h, text);
+    say(tp, g, &h, text);
     return rc;
 }
 
 /* REVERSE: send for ms, keeping depth messages of size unanswered, then END. */
-static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, unsigned ms)
+static int reverse_run(struct rd_transport *tp, struct rdb_guard *g, uint32_t size, unsigned depth, unsigned ms)
 {
     uint64_t next = 0, acked = 0;
     double t0 = rd_now(), until = t0 + ms / 1000.0;
@@ -67,7 +75,7 @@ static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, u
                 break;
             }
             struct rdb_hdr h = { .type = RDB_DATA, .len = size, .seq = next };
-            if ((rc = rdb_send_msg(tp, &h, NULL)))
+            if ((rc = say(tp, g, &h, NULL)))
                 return rc;
             next++;
         }
@@ -79,21 +87,21 @@ static int reverse_run(struct rd_transport *tp, uint32_t size, unsigned depth, u
             return rc;
         tp->ops->release(tp, b);
         if (h.type != RDB_ACK || h.seq != acked)
-            return refuse(tp, RD_ESTREAM, "expected ACK %llu, got %s %llu", (unsigned long long)acked,
+            return refuse(tp, g, RD_ESTREAM, "expected ACK %llu, got %s %llu", (unsigned long long)acked,
                           rdb_type_name(h.type), (unsigned long long)h.seq);
         acked++;
         if (rd_now() >= until)
             stopping = 1;
     }
     struct rdb_hdr end = { .type = RDB_END, .seq = next };
-    return rdb_send_msg(tp, &end, NULL);
+    return say(tp, g, &end, NULL);
 }
 
-static int answer_io(struct rd_transport *tp, const struct rdb_server_cfg *cfg, uint64_t want)
+static int answer_io(struct rd_transport *tp, struct rdb_guard *g, const struct rdb_server_cfg *cfg, uint64_t want)
 {
     struct rdb_hdr h = { .type = RDB_IO };
     if (!cfg->io_dir)
-        return rdb_send_msg(tp, &h, NULL);   /* len 0: nothing to measure here */
+        return say(tp, g, &h, NULL);   /* len 0: nothing to measure here */
     struct rdb_io io;
     uint64_t bytes = want < cfg->io_size ? want : cfg->io_size;
     if (bytes < RDB_IO_MIN)
@@ -103,15 +111,15 @@ static int answer_io(struct rd_transport *tp, const struct rdb_server_cfg *cfg, 
         snprintf(msg, sizeof msg, "cannot measure --io %s: %s", cfg->io_dir, rd_error_msg());
         rd_report();   /* our own problem: say it here too */
         rd_error_clear();
-        return refuse(tp, RD_EIO, "%s", msg);
+        return refuse(tp, g, RD_EIO, "%s", msg);
     }
     uint8_t out[RDB_IO_LEN];
     h.len = (uint32_t)rdb_io_encode(&io, out);
-    return rdb_send_msg(tp, &h, out);
+    return say(tp, g, &h, out);
 }
 
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
-                   const struct rdb_server_cfg *cfg, int *bye)
+                   const struct rdb_server_cfg *cfg, struct rdb_guard *g, int *bye)
 {
     int send_ring = 0, rc;
     *bye = 0;
@@ -125,16 +133,18 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
         tp->ops->release(tp, b);   /* only the header matters, and it is in h now */
         if (pe == RDB_P_MAGIC) {
             /* most likely rdsend: tell it in its own protocol */
+            rdb_guard_sending(g, 1);
             rd_send_reason(tp, RD_ABORT, RD_ESTREAM, "this is an rdbench server (rdbench --server or "
                            "rdrecv --check), not rdrecv");
+            rdb_guard_sending(g, 0);
             return rd_fail(RD_ESTREAM, "client %s does not speak rdbench (an rdsend?)", tp->peer);
         }
         if (pe)
-            return refuse(tp, RD_ESTREAM, "bad message: %s", rdb_perr_str(pe));
+            return refuse(tp, g, RD_ESTREAM, "bad message: %s", rdb_perr_str(pe));
         switch (h.type) {
         case RDB_DATA: {
             struct rdb_hdr a = { .type = RDB_ACK, .seq = h.seq };
-            if ((rc = rdb_send_msg(tp, &a, NULL)))
+            if ((rc = say(tp, g, &a, NULL)))
                 return rc;
             break;
         }
@@ -143,17 +153,17 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
             char text[RDB_TEXT_MAX];
             rdb_local_info(tp, cfg, &info);
             struct rdb_hdr a = { .type = RDB_INFO, .len = (uint32_t)rdb_info_encode(&info, text, sizeof text) };
-            if ((rc = rdb_send_msg(tp, &a, text)))
+            if ((rc = say(tp, g, &a, text)))
                 return rc;
             break;
         }
         case RDB_IO_REQ:
-            if ((rc = answer_io(tp, cfg, h.b)))
+            if ((rc = answer_io(tp, g, cfg, h.b)))
                 return rc;
             break;
         case RDB_REVERSE:
             if (h.a == 0 || h.a > agreed->depth || h.b > agreed->chunk_size || h.seq > RDB_REVERSE_MAX_MS)
-                return refuse(tp, RD_ESTREAM, "REVERSE %u x %llu for %llu ms is outside %u x %u, %u ms",
+                return refuse(tp, g, RD_ESTREAM, "REVERSE %u x %llu for %llu ms is outside %u x %u, %u ms",
                               h.a, (unsigned long long)h.b, (unsigned long long)h.seq, agreed->depth,
                               agreed->chunk_size, RDB_REVERSE_MAX_MS);
             if (!send_ring) {
@@ -162,124 +172,14 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
                     return rc;
                 send_ring = 1;
             }
-            if ((rc = reverse_run(tp, (uint32_t)h.b, h.a, (unsigned)h.seq)))
+            if ((rc = reverse_run(tp, g, (uint32_t)h.b, h.a, (unsigned)h.seq)))
                 return rc;
             break;
         case RDB_BYE:
             *bye = 1;
             return RD_OK;
         default:
-            return refuse(tp, RD_ESTREAM, "%s out of turn", rdb_type_name(h.type));
+            return refuse(tp, g, RD_ESTREAM, "%s out of turn", rdb_type_name(h.type));
         }
     }
-}
-
-/* The next connection, like rd_accept_any; with watch_fd >= 0 also watch it, and when it reaches
- * its end set *gone (rdcheck's ssh channel closed: nobody is coming any more). */
-static int accept_watching(struct rd_listener *l, int watch_fd, int timeout_ms, struct rd_transport **out,
-                           int *gone)
-{
-    if (watch_fd < 0)
-        return rd_accept_any(l, out, timeout_ms);
-    double until = timeout_ms >= 0 ? rd_now() + timeout_ms / 1000.0 : -1;
-    for (;;) {
-        struct pollfd pfd[3];
-        int n = l->count, left = -1;
-        for (int i = 0; i < n; i++)
-            pfd[i] = (struct pollfd){ .fd = l->lis[i]->ops->listen_fd(l->lis[i]), .events = POLLIN };
-        pfd[n] = (struct pollfd){ .fd = watch_fd, .events = POLLIN };
-        if (until >= 0) {
-            double d = until - rd_now();
-            left = d > 0 ? (int)(d * 1000) + 1 : 0;
-        }
-        int rc = poll(pfd, (nfds_t)n + 1, left);
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc < 0)
-            return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
-        if (rc == 0)
-            return rd_fail(RD_ECONNECT, "timed out waiting for a sender");
-        if (pfd[n].revents) {
-            char buf[256];
-            ssize_t r = read(watch_fd, buf, sizeof buf);
-            if (r <= 0 && !(r < 0 && errno == EINTR)) {
-                *gone = 1;
-                return RD_OK;
-            }
-        }
-        for (int i = 0; i < n; i++)
-            if (pfd[i].revents)
-                return l->lis[i]->ops->accept(l->lis[i], out, 0);
-    }
-}
-
-int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg)
-{
-    struct rd_listener lis;
-    int rc = rd_listen_any(reach, &lis), served = 0, done = 0;
-    if (rc)
-        return rc;
-    unsigned port = lis.lis[0]->local_port;
-    const char *kinds = lis.count == 2 ? "tcp,rdma" : lis.lis[0]->ops->name;
-    if (cfg->ready_line) {
-        char range[32];
-        rdb_port_range(range, sizeof range);
-        printf(cfg->ready_line, port, kinds, range[0] ? range : "?");
-        fflush(stdout);
-    }
-    if (cfg->verbose)
-        rd_warn("listening on port %u (%s)", port, kinds);
-    double deadline = reach->timeout_s >= 0 ? rd_now() + reach->timeout_s : -1;
-    while (!done) {
-        int left_ms = -1;
-        if (deadline >= 0) {
-            double left = deadline - rd_now();
-            left_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
-        }
-        struct rd_transport *tp;
-        /* one client at a time; the handshake's own limits (RD_HELLO_MS, RD_HANDSHAKE_MS)
-         * bound what a silent or stalled connection costs */
-        int gone = 0;
-        rc = accept_watching(&lis, cfg->watch_fd, left_ms, &tp, &gone);
-        if (!rc && gone) {
-            rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
-            break;
-        }
-        if (rc == RD_ECONNECT && deadline >= 0 && rd_now() >= deadline - 0.002) {
-            /* a server that served someone ran its time; one that never did timed out */
-            if (served && !cfg->once) {
-                rd_error_clear();
-                rc = RD_OK;
-            } else {
-                rc = rd_fail_instead(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
-                                     cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
-            }
-            break;
-        }
-        if (rc) {
-            rd_report();
-            rd_error_clear();
-            continue;
-        }
-        struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 },
-                         agreed = { 0 };
-        rc = rd_session_receiver(tp, key, &limits, &agreed);
-        int bye = 0;
-        if (!rc) {
-            if (cfg->verbose)
-                rd_warn("client %s over %s (messages up to %u bytes, depth %u)", tp->peer, tp->desc,
-                        agreed.chunk_size, agreed.depth);
-            served++;
-            rc = rdb_serve_conn(tp, &agreed, cfg, &bye);
-        }
-        tp->ops->close(tp);
-        if (rc) {
-            rd_report();   /* one line, and keep serving */
-            rd_error_clear();
-        }
-        done = cfg->once && bye;
-        rc = RD_OK;
-    }
-    rd_listener_close(&lis);
-    return rc;
 }

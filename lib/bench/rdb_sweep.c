@@ -14,19 +14,33 @@
 #include <time.h>
 #include <unistd.h>
 
-unsigned rdb_size_steps(uint32_t from, uint32_t to, unsigned factor, uint32_t *out, unsigned cap)
+/* from, from x factor, ... below to, then to itself: a range ends where it was asked to end,
+ * even off the grid (8K-64K x4: 8K, 32K, 64K) */
+static unsigned steps(uint64_t from, uint64_t to, unsigned factor, uint64_t *out, unsigned cap)
 {
     unsigned n = 0;
-    for (uint64_t s = from; s <= to && n < cap; s *= factor)
-        out[n++] = (uint32_t)s;
+    for (uint64_t v = from; v < to && n + 1 < cap; v *= factor)
+        out[n++] = v;
+    if (cap)
+        out[n++] = to;
+    return n;
+}
+
+unsigned rdb_size_steps(uint32_t from, uint32_t to, unsigned factor, uint32_t *out, unsigned cap)
+{
+    uint64_t v[RDB_MAX_SIZES];
+    unsigned n = steps(from, to, factor, v, cap < RDB_MAX_SIZES ? cap : RDB_MAX_SIZES);
+    for (unsigned i = 0; i < n; i++)
+        out[i] = (uint32_t)v[i];
     return n;
 }
 
 unsigned rdb_depth_steps(unsigned from, unsigned to, unsigned factor, unsigned *out, unsigned cap)
 {
-    unsigned n = 0;
-    for (unsigned d = from; d <= to && n < cap; d *= factor)
-        out[n++] = d;
+    uint64_t v[RDB_MAX_DEPTHS];
+    unsigned n = steps(from, to, factor, v, cap < RDB_MAX_DEPTHS ? cap : RDB_MAX_DEPTHS);
+    for (unsigned i = 0; i < n; i++)
+        out[i] = (unsigned)v[i];
     return n;
 }
 
@@ -78,6 +92,10 @@ static int one_size(const struct rdb_bench_cfg *cfg, struct rd_reach *reach, str
     int rc = rdb_connect(reach, cfg->key, size, dmax, &c);
     if (rc)
         return rc;
+    for (unsigned di = 0; di < cfg->ndepths; di++)   /* what the server will not hold is not measured */
+        if (pts[di].depth > c.agreed.depth && !pts[di].measured && !pts[di].skipped[0])
+            snprintf(pts[di].skipped, sizeof pts[di].skipped, "depth x size above the server's limit (%u MiB in flight)",
+                     (unsigned)((uint64_t)size * c.agreed.depth >> 20));
     if (reach->transport == RD_T_AUTO)   /* every size over the transport the first one got */
         reach->transport = strcmp(c.tp->ops->name, "rdma") ? RD_T_TCP : RD_T_RDMA;
     if (!run->transport[0]) {

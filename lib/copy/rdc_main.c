@@ -248,8 +248,7 @@ static void draw(struct run *r, int force)
         strcat(rate, "/s");
     }
     if (!force && r->have_total && bps > 0 && r->tot_bytes > r->bytes + r->skipped) {
-        double left = (r->tot_bytes - r->bytes - r->skipped) / bps;
-        snprintf(eta, sizeof eta, " ETA %d:%02d", (int)left / 60, (int)left % 60);
+        rd_format_eta((r->tot_bytes - r->bytes - r->skipped) / bps, eta, sizeof eta);
     }
     char tf[32] = "";
     if (r->have_total)

@@ -22,6 +22,16 @@ void rd_format_bytes(uint64_t n, char *out, size_t len)
         snprintf(out, len, "%.2f %s", v, units[u]);
 }
 
+void rd_format_eta(double left, char *out, size_t len)
+{
+    if (!(left < RD_ETA_MAX_S)) {   /* (int) of a double past INT_MAX is undefined; NaN too */
+        snprintf(out, len, " ETA >%d:00", (int)(RD_ETA_MAX_S / 60));
+        return;
+    }
+    int s = left > 0 ? (int)left : 0;
+    snprintf(out, len, " ETA %d:%02d", s / 60, s % 60);
+}
+
 static void draw(struct rd_report *r, int final)
 {
     uint64_t b = atomic_load(&r->cnt->bytes);
@@ -30,8 +40,7 @@ static void draw(struct rd_report *r, int final)
     rd_format_bytes(b, done, sizeof done);
     double rate = dt > 0 ? b / dt : 0;
     if (r->total_hint && rate > 0 && b < r->total_hint && !final) {
-        double left = (double)(r->total_hint - b) / rate;
-        snprintf(eta, sizeof eta, " ETA %d:%02d", (int)left / 60, (int)left % 60);
+        rd_format_eta((double)(r->total_hint - b) / rate, eta, sizeof eta);
     }
     int pct = r->total_hint ? (int)(b * 100 / r->total_hint) : -1;
     char pcts[16] = "";

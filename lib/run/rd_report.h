@@ -43,5 +43,8 @@ void rd_print_bandwidth(const struct rd_summary *s);
 void rd_print_json(const struct rd_summary *s);
 /* "1.50 GiB" */
 void rd_format_bytes(uint64_t n, char *out, size_t len);
+/* " ETA M:SS" for left seconds; past RD_ETA_MAX_S (a rate near 0) " ETA >6000:00" */
+#define RD_ETA_MAX_S (100 * 3600.0)
+void rd_format_eta(double left, char *out, size_t len);
 
 #endif

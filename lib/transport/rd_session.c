@@ -368,6 +368,10 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         .streams = min_u32(h.streams ? h.streams : 1, min_u32(max_streams, RD_MAX_STREAMS)),
     };
     int rails = grant_rails(tp, &h, limits, &c);
+    if (limits->max_inflight && (uint64_t)c.chunk_size * c.depth > limits->max_inflight) {
+        uint64_t fits = limits->max_inflight / c.chunk_size;   /* a sender's ask never sizes our memory */
+        c.depth = fits ? (uint32_t)fits : 1;
+    }
     /* over RDMA the ring is pinned: grant no more frames than ulimit -l lets this end pin
      * (the sender's limit may be higher); where none fit, registering says what is needed */
     uint32_t asked = c.depth, fit = c.depth;

@@ -25,6 +25,8 @@ struct rd_params {
     uint32_t relay;        /* receiver's limits only: this end relays the stream on, so over
                             * RDMA it pins more than one stream's rings (rd_verbs_pin_relay) */
     uint32_t streams;      /* TCP connections the stream is striped over (0 or 1 = just this one) */
+    uint64_t max_inflight; /* receiver's limits only: chunk x depth granted at most this (the
+                            * depth lowered, to 1 at least; 0 = no limit): the ring it allocates */
     uint8_t join_key[32];  /* agreed only: admits the extra connections (rd_auth_join_mac) */
     uint8_t stream_key[RD_KEY_LEN];   /* agreed only: tags DATA, END and CONFIRM (rd_tag.h) */
     struct rd_rails rails; /* receiver's limits: its RDMA ports' addresses, offered to a sender

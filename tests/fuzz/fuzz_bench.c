@@ -229,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_close_in(&s.t);
     struct rdb_server_cfg cfg = { 0 };
     int bye = 0;
-    int rc = rdb_serve_conn(&s.t.tp, &s.agreed, &cfg, &bye);
+    int rc = rdb_serve_conn(&s.t.tp, &s.agreed, &cfg, NULL, &bye);
     CHECK(rc == RD_OK || rc == RD_ESTREAM || rc == RD_ECONNECT || rc == RD_EIO);
     CHECK(!bye || (rc == RD_OK && s.saw_bye));
     CHECK(rc != RD_OK || bye);   /* it stops without an error only at a BYE */

@@ -1,6 +1,7 @@
 /* make-seeds.c - writes the seed corpora of the fuzz targets (make fuzz-seeds).
  *
- * usage: make-seeds DIR   -> DIR/proto/, DIR/handshake/, DIR/relay/, DIR/agent_line/
+ * usage: make-seeds DIR   -> DIR/proto/, DIR/handshake/, DIR/relay/, DIR/agent_line/,
+ *                           DIR/codec/, DIR/bench_client/
  * Every seed is built with the library's own encoders and the scripts of fz_input.h, so the
  * seeds stay valid when the formats change: regenerate and commit. Files named regress-*
  * (minimized inputs of fixed bugs) are written here too, from a description of the input,
@@ -8,6 +9,7 @@
  */
 #include "fz_input.h"
 
+#include "bench/rdb_msg.h"
 #include "copy/rdc_tree.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
@@ -560,6 +562,115 @@ static void seeds_codec(void)
     save_codec("zeros", text, sizeof text, 3);
 }
 
+/* ---- bench client: a server's answers (fuzz_bench_client.c) ---- */
+
+/* chunk:u16 (x 1 KiB from 4) depth:u8 plan:u8 */
+static void bc_params(struct buf *s, uint16_t chunk_sel, uint8_t depth_sel, uint8_t plan)
+{
+    put16(s, chunk_sel);
+    put8(s, depth_sel);
+    put8(s, plan);
+}
+
+/* A bench message of type: a seq b (FZ_SEQ numbers it in the target) and payload p[0..n) */
+static void bc_msg(struct buf *s, uint8_t ctl, uint8_t type, uint32_t a, uint64_t seq, uint64_t b,
+                   const void *p, size_t n)
+{
+    uint8_t m[20 + 4096];
+    if (n > 4096)
+        n = 4096;
+    for (int i = 0; i < 4; i++)
+        m[i] = (uint8_t)(a >> (8 * i));
+    for (int i = 0; i < 8; i++) {
+        m[4 + i] = (uint8_t)(seq >> (8 * i));
+        m[12 + i] = (uint8_t)(b >> (8 * i));
+    }
+    if (n)
+        memcpy(m + 20, p, n);
+    msg(s, FZ_SEAL | ctl, type, m, 20 + n);
+}
+
+static void bc_acks(struct buf *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        bc_msg(s, FZ_SEQ, RDB_ACK, 0, 0, 0, NULL, 0);
+}
+
+static void seeds_bench_client(void)
+{
+    struct buf s = { .n = 0 };
+    struct rdb_info info = { .ndev = 1 };
+    snprintf(info.host, sizeof info.host, "there");
+    snprintf(info.version, sizeof info.version, "0.1.0");
+    snprintf(info.desc, sizeof info.desc, "tcp");
+    snprintf(info.range, sizeof info.range, "32768-60999");
+    snprintf(info.io, sizeof info.io, "yes");
+    snprintf(info.dev[0].name, sizeof info.dev[0].name, "rxe0");
+    info.dev[0].port = 1;
+    info.dev[0].mtu = 4096;
+    char text[RDB_TEXT_MAX];
+    size_t tn = rdb_info_encode(&info, text, sizeof text);
+    struct rdb_io io = { .lanes = 4, .bytes = 16u << 20 };
+    for (unsigned k = 0; k < RDB_IO_COUNT; k++)
+        io.bps[k] = 1000000000ull + k;
+    uint8_t iob[RDB_IO_LEN];
+    rdb_io_encode(&io, iob);
+    static uint8_t data[2048];
+
+    /* an honest server, every call: INFO, a point at 4 KiB x 2 (2 ACKs to warm up, 1 counted,
+     * 1 for the one still out), REVERSE of 3 DATA and END, IO, a point at 4 KiB x 1 */
+    bc_params(&s, 0, 1, 31);
+    bc_msg(&s, 0, RDB_INFO, 0, 0, 0, text, tn);
+    bc_acks(&s, 4);
+    for (int i = 0; i < 3; i++)
+        bc_msg(&s, FZ_SEQ, RDB_DATA, 0, 0, 0, data, sizeof data);
+    bc_msg(&s, FZ_SEQ, RDB_END, 0, 0, 0, NULL, 0);
+    bc_msg(&s, 0, RDB_IO, 0, 0, 0, iob, sizeof iob);
+    bc_acks(&s, 2);
+    save_buf("bench_client", "honest", &s);
+
+    /* a server without --io, at depth 16 with 64 KiB messages (a point takes 2 x depth ACKs) */
+    s.n = 0;
+    bc_params(&s, 60, 15, 2 | 8 | 16);
+    bc_acks(&s, 32);
+    bc_msg(&s, 0, RDB_IO, 0, 0, 0, NULL, 0);
+    bc_acks(&s, 2);
+    save_buf("bench_client", "deep-no-io", &s);
+
+    /* an rdrecv at the bench port: its REJECT or ABORT, with a reason */
+    uint8_t r[256];
+    s.n = 0;
+    bc_params(&s, 0, 1, 1);
+    msg(&s, FZ_FIXMAC, RD_REJECT, r, reason(r, 3, "authentication failed (wrong key)"));
+    save_buf("bench_client", "rdrecv-reject", &s);
+    s.n = 0;
+    bc_params(&s, 0, 1, 2);
+    bc_acks(&s, 1);
+    msg(&s, FZ_FIXMAC, RD_ABORT, r, reason(r, 4, "this is rdrecv, not an rdbench server\033[2J"));
+    save_buf("bench_client", "rdrecv-abort", &s);
+
+    /* the server's ERR, a wrong ACK, a REVERSE that never ends */
+    static const char err[] = "REVERSE 3 x 4096 for 10 ms is outside 2 x 4096, 10000 ms";
+    s.n = 0;
+    bc_params(&s, 0, 1, 4);
+    bc_msg(&s, 0, RDB_ERR, 0, 0, 0, err, sizeof err - 1);
+    save_buf("bench_client", "server-err", &s);
+    s.n = 0;
+    bc_params(&s, 0, 3, 2);
+    bc_acks(&s, 2);
+    bc_msg(&s, 0, RDB_ACK, 0, 7, 0, NULL, 0);
+    save_buf("bench_client", "ack-out-of-order", &s);
+    s.n = 0;
+    bc_params(&s, 0, 1, 4);
+    for (int i = 0; i < 40; i++)
+        bc_msg(&s, FZ_SEQ, RDB_DATA, 0, 0, 0, data, 64);
+    save_buf("bench_client", "reverse-endless", &s);
+
+    /* rdcheck's agent says where it listens: the line alone */
+    static const char ready[] = "ready 35141 tcp,rdma 32768-60999";
+    save("bench_client", "ready-line", ready, sizeof ready - 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -576,6 +687,7 @@ int main(int argc, char **argv)
     seeds_relay();
     seeds_agent_line();
     seeds_codec();
+    seeds_bench_client();
     printf("make-seeds: %d seeds in %s\n", written, root);
     return 0;
 }

@@ -55,19 +55,19 @@ for p in r["points"]:
         continue
     measured += 1
     if not 1 <= p.get("pass", 0) <= d["passes"]: fail("point %s x %s: pass %r" % (p["size"], p["depth"], p.get("pass")))
-    for k in ("ops", "seconds", "ops_per_s", "gbps", "latency_p50_us", "latency_p99_us", "model_gbps", "model_latency_us", "model_error"):
+    for k in ("ops", "seconds", "ops_per_s", "gb_per_s", "latency_p50_us", "latency_p99_us", "model_gb_per_s", "model_latency_us", "model_error"):
         if k not in p or p[k] is None or not math.isfinite(p[k]): fail("point %s x %s: %s is %r" % (p["size"], p["depth"], k, p.get(k)))
-    if p["ops"] < 3 or p["seconds"] <= 0 or p["gbps"] <= 0: fail("point %s: nothing measured" % p)
-    if abs(p["ops_per_s"] * p["size"] / 1e9 / p["gbps"] - 1) > 1e-3: fail("point %s: GB/s != ops/s x size" % p)
+    if p["ops"] < 3 or p["seconds"] <= 0 or p["gb_per_s"] <= 0: fail("point %s: nothing measured" % p)
+    if abs(p["ops_per_s"] * p["size"] / 1e9 / p["gb_per_s"] - 1) > 1e-3: fail("point %s: GB/s != ops/s x size" % p)
     if abs(p["ops"] / p["seconds"] / p["ops_per_s"] - 1) > 1e-3: fail("point %s: ops/s != ops / seconds" % p)
     if not 0 < p["latency_p50_us"] <= p["latency_p99_us"]: fail("point %s: p50 > p99" % p)
-    if abs(p["model_gbps"] / p["gbps"] - 1 - p["model_error"]) > 1e-3: fail("point %s: model_error" % p)
+    if abs(p["model_gb_per_s"] / p["gb_per_s"] - 1 - p["model_error"]) > 1e-3: fail("point %s: model_error" % p)
 m = r["model"]
 if not m["fitted"]: fail("no model")
-for k in ("latency_us", "bandwidth_gbps", "op_rate_per_s", "n_half_bytes", "median_error", "max_error", "depth_for_90pct", "points"):
+for k in ("latency_us", "bandwidth_gb_per_s", "op_rate_per_s", "n_half_bytes", "median_error", "max_error", "depth_for_90pct", "points"):
     if k not in m: fail("model has no %r" % k)
 if m["points"] != measured: fail("model fitted to %d points, %d measured" % (m["points"], measured))
-if abs(m["n_half_bytes"] / (m["latency_us"] * 1e-6 * m["bandwidth_gbps"] * 1e9) - 1) > 1e-3: fail("n_half != latency x bandwidth")
+if abs(m["n_half_bytes"] / (m["latency_us"] * 1e-6 * m["bandwidth_gb_per_s"] * 1e9) - 1) > 1e-3: fail("n_half != latency x bandwidth")
 if [x["size"] for x in m["depth_for_90pct"]] != sizes: fail("depth_for_90pct sizes")
 errs = sorted(abs(p["model_error"]) for p in r["points"] if p["measured"])
 med = errs[(len(errs) + 1) // 2 - 1]
@@ -76,10 +76,22 @@ if want_io:
     io = d["io"]
     if not io or not io["local"] or not io["remote"]: fail("io: %r" % io)
     for side in ("local", "remote"):
-        for k in ("write_1_gbps", "write_n_gbps", "read_cached_gbps", "pipe_gbps"):
+        for k in ("write_1_gb_per_s", "write_n_gb_per_s", "read_cached_gb_per_s", "pipe_gb_per_s"):
             if not io[side][k] or io[side][k] <= 0: fail("io %s %s: %r" % (side, k, io[side][k]))
     lim = d["limits"]
     if not lim or lim["limit"] not in ("read here", "link", "write there") or lim["factor"] < 1: fail("limits: %r" % lim)
+    if sorted(k for k in lim if k.endswith("_gb_per_s")) != ["link_gb_per_s", "read_here_gb_per_s", "write_there_gb_per_s"]:
+        fail("limits keys: %r" % sorted(lim))
+# rates are GB/s and say so (_gb_per_s); rdsend's link_gbps is Gb/s, and no rdbench key reads like it
+def keys(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield k
+            yield from keys(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from keys(v)
+if any(k.endswith("gbps") for k in keys(d)): fail("keys in _gbps: %r" % sorted(set(k for k in keys(d) if k.endswith("gbps"))))
 print("median=%.3f within25=%d/%d" % (med, sum(e <= 0.25 for e in errs), len(errs)))
 EOF
 }
@@ -147,7 +159,6 @@ u "^rdbench: unknown option '--frobnicate' \(try 'rdbench --help'\)$" --frobnica
 u "^rdbench: option '--json' needs a value" h 1 "$KEY" --json
 u "^rdbench: --server measures nothing itself" --server --json x 5000 "$KEY"
 u "^rdbench: missing PORT" --server
-u "^rdbench: --io $C/none: not a directory$" --io "$C/none"
 u "^rdbench: --svg draws the link sweep: give HOST and PORT too$" --io "$C" --svg "$C/x.svg"
 [ -e "$C/x.svg" ] && t_fail "a usage error left $C/x.svg behind"
 t_end
@@ -166,7 +177,7 @@ grep -q '^      size  depth     p50 lat     p99 lat       ops/s      GB/s  model
     t_fail "no table header"
 [ "$(grep -cE '^ +[0-9]+ (KiB|MiB) +[0-9]+ ' "$C/out")" = 14 ] || t_fail "not 14 rows: $(grep -cE '^ +[0-9]+ (KiB|MiB) ' "$C/out")"
 grep -q '^(2 points skipped: depth x size above --max-inflight 67108864)$' "$C/out" || t_fail "the skipped points are not named"
-grep -Eq '^model: latency [0-9.]+ (µs|ms), bandwidth [0-9.]+ GB/s, at most [0-9]+ messages/s; n½ ' "$C/out" || t_fail "no model line"
+grep -Eq '^model: latency [0-9.]+ (µs|ms), bandwidth [0-9.]+ GB/s, (at most [0-9]+ messages/s|no limit on messages/s seen); n½ ' "$C/out" || t_fail "no model line"
 grep -Eq '^depth for 90% of the link: 4 KiB: ([0-9]+|none), 64 KiB: ([0-9]+|none), 1 MiB: ([0-9]+|none), 16 MiB: ([0-9]+|none)$' "$C/out" ||
     t_fail "no depth-for-90% line: $(grep '^depth for' "$C/out")"
 res=$(check_json "$C/q.json" 4096,65536,1048576,16777216 1,4,16,64) || t_fail "JSON: $res"
@@ -194,6 +205,27 @@ t_note "$best"
 stop_server
 t_end
 
+t_begin "--sizes and --depths end at their MAX, on the grid or not: the grid in the JSON"
+server
+timeout "$(lim 30)" "$RDBENCH" --sizes 8K-64K --depths 1-2 --passes 1 --point-time 0.01 --no-progress --json - \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/j" 2> "$C/e"
+expect_rc $? 0 "rdbench --sizes 8K-64K" "$(head -c 300 "$C/e")"
+grid=$(python3 -c '
+import json, sys
+pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
+print(" ".join("%dx%d" % (p["size"], p["depth"]) for p in pts))' "$C/j")
+[ "$grid" = "8192x1 8192x2 32768x1 32768x2 65536x1 65536x2" ] || t_fail "grid: $grid"
+timeout "$(lim 30)" "$RDBENCH" --quick --sizes 4K-64K --depths 1-8 --point-time 0.01 --no-progress --json - \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/j" 2> "$C/e"
+expect_rc $? 0 "rdbench --quick --sizes 4K-64K --depths 1-8" "$(head -c 300 "$C/e")"
+grid=$(python3 -c '
+import json, sys
+pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
+print(" ".join("%dx%d" % (p["size"], p["depth"]) for p in pts))' "$C/j")
+[ "$grid" = "4096x1 4096x4 4096x8 65536x1 65536x4 65536x8" ] || t_fail "--quick grid: $grid"
+stop_server
+t_end
+
 t_begin "a wrong key: exit 3, one line; the server turns it away and serves the next client"
 server
 timeout 20 "$RDBENCH" --sizes 4K-4K --depths 1-1 127.0.0.1 "$SPORT" wrong-key-0123456789 > "$C/o" 2> "$C/e"
@@ -206,6 +238,41 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"
 grep -q "authentication failed" "$C/serr" || t_fail "the server did not say why it turned the client away: $(cat "$C/serr")"
 kill -0 "$SPID" 2> /dev/null || t_fail "the server died"
 stop_server
+t_end
+
+# Strangers who stall in the handshake must cost the client nothing: the server runs every
+# connection's handshake at once and serves the first to complete. A server that took them one
+# at a time (before 2026-11-28) dropped each stalled one first (3 s a silent one, more one that
+# announced a HELLO), so the client could only be served once they were gone.
+t_begin "connections that stall in the handshake do not hold up the client: served while they stay open"
+server
+stalled=()
+for i in 1 2 3 4 5 6; do
+    exec {fd}<>"/dev/tcp/127.0.0.1/$SPORT" || t_fail "cannot open stalled connection $i"
+    stalled+=("$fd")
+    [ "$i" -gt 3 ] && printf 'P\0\0\0' >&"$fd"   # a HELLO's length prefix, then nothing
+done
+t0=$(now)
+timeout "$(lim 10)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; dt=$(elapsed "$t0")
+open=$(ss -Htn state established "( dport = :$SPORT )" | wc -l)
+expect_rc $rc 0 "rdbench behind 6 stalled connections" "$(head -c 300 "$C/e")"
+[ "$open" = 6 ] || t_fail "$open of the 6 stalled connections were still open when the client was done: it waited for the others to be dropped"
+for fd in "${stalled[@]}"; do exec {fd}>&-; done
+t_note "client took ${dt}s"
+stop_server
+t_end
+
+t_begin "a key that starts with '-' (after --) works at both ends"
+port=$(free_port)
+start sp /dev/null "$C/sout" "$C/serr" "$RDBENCH" --server --timeout "$(lim 20)" "$port" -- "-$KEY"
+wait_listen "$port" "" 10 || t_fail "rdbench --server PORT -- -KEY did not listen: $(cat "$C/serr")"
+timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$port" -- "-$KEY" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdbench HOST PORT -- -KEY" "$(cat "$C/e" "$C/serr" | head -c 300)"
+grep -q rdrecv "$C/e" "$C/serr" && t_fail "a message names rdrecv: $(cat "$C/e" "$C/serr")"
+kill_reap "$sp"
 t_end
 
 t_begin "rdsend at rdbench --server, rdbench at rdrecv: each is told what the other is (exit 4)"
@@ -247,6 +314,23 @@ timeout 30 "$RDBENCH" --timeout 1 --json "$C/gone.json" --svg "$C/gone.svg" 127.
 [ -e "$C/gone.json" ] || [ -e "$C/gone.svg" ] && t_fail "a failed run left its output files"
 t_end
 
+# Whatever a client asks (and a key holder may ask for 64 MiB x 64, 4 GiB), the server holds
+# at most 256 MiB in flight: the depths above it are skipped and named, the rest measured.
+t_begin "the server holds at most 256 MiB in flight: a client's deeper points are skipped, named"
+server
+timeout "$(lim 60)" "$RDBENCH" --max-inflight 1G --sizes 64M-64M --depths 4-8 --passes 1 --point-time 0.01 \
+    --no-progress --json "$C/m.json" 127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdbench --max-inflight 1G --sizes 64M-64M --depths 4-8" "$(head -c 300 "$C/e")"
+res=$(python3 -c '
+import json, sys
+pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
+print(" ".join("%dx%d:%s" % (p["size"] >> 20, p["depth"], "measured" if p["measured"] else p["skipped"]) for p in pts))' "$C/m.json")
+[ "$res" = "64x4:measured 64x8:depth x size above the server's limit (256 MiB in flight)" ] || t_fail "points: $res"
+grep -q "^(1 points skipped: depth x size above the server's limit (256 MiB in flight))$" "$C/o" ||
+    t_fail "the table does not name the skipped point: $(grep skipped "$C/o")"
+stop_server
+t_end
+
 t_begin "server --timeout: exits 2 when no client came, 0 after serving one"
 port=$(free_port)
 t0=$(now)
@@ -257,6 +341,22 @@ server --timeout 3
 timeout 20 "$RDBENCH" --sizes 4K-4K --depths 1-1 --point-time 0.01 127.0.0.1 "$SPORT" "$KEY" > /dev/null 2>&1 ||
     t_fail "the client failed"
 wait_pid "$SPID" 10; expect_rc $? 0 "rdbench --server --timeout 3 after a client"
+t_end
+
+# --timeout bounds serving too: a client that holds the key cannot keep the server past it
+# (each message it sends resets only the per-message limit, a minute)
+t_begin "server --timeout cuts off a client still being served: one line, the server exits 0"
+server --timeout 2
+t0=$(now)
+timeout "$(lim 30)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 6 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; dt=$(elapsed "$t0")
+[ "$rc" = 0 ] && t_fail "the client's 6 s point was measured whole: the server served past its --timeout 2"
+expect_rc "$rc" 4 "rdbench cut off by the server's --timeout" "$(head -c 300 "$C/e")"
+wait_pid "$SPID" "$(lim 10)"; expect_rc $? 0 "rdbench --server --timeout 2 that served a client"
+grep -q "^rdbench: client 127\.0\.0\.1:[0-9]*: still being served when --timeout ran out: cut off$" "$C/serr" ||
+    t_fail "the server did not say why it cut the client off: $(cat "$C/serr")"
+t_note "client cut off after ${dt}s"
 t_end
 
 t_begin "--io DIR alone: every measurement, the scratch file removed"
@@ -275,8 +375,39 @@ d = json.load(open(sys.argv[1]))
 io = d["io"]["local"]
 assert d["runs"] == [] and d["host"] is None and d["io"]["remote"] is None, d
 assert io["bytes"] == 16 << 20 and io["lanes"] == 2, io
-assert io["write_1_gbps"] > 0 and io["pipe_gbps"] > 0 and io["read_cached_gbps"] > 0, io' "$C/io.json" ||
+assert io["write_1_gb_per_s"] > 0 and io["pipe_gb_per_s"] > 0 and io["read_cached_gb_per_s"] > 0, io' "$C/io.json" ||
     t_fail "--io JSON: $(head -c 300 "$C/io.json")"
+t_end
+
+# A read or write that fails is the run's error (exit 5, one line); only a measurement the
+# filesystem does not offer (O_DIRECT: EINVAL) is "-". io_fault.so makes O_DIRECT calls fail.
+t_begin "--io: EIO and ENOSPC are errors (exit 5), O_DIRECT not offered is '-'; a missing DIR is 5"
+mkdir -p "$C/io"
+for args in "" "127.0.0.1 5000 $KEY" "--server 5000 $KEY"; do   # alone, client, server
+    timeout 10 "$RDBENCH" --io "$C/none" $args > "$C/o" 2> "$C/e"
+    expect_rc $? 5 "rdbench --io to a missing directory ${args:+($args)}"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/none: No such file or directory$"
+done
+if cc -shared -fPIC -o "$C/io_fault.so" "$RD_ROOT/tests/integration/io_fault.c" -ldl 2> "$C/cc.err"; then
+    # an ASan build wants its runtime first; the shim only forwards to it
+    fault() { RDB_IO_FAULT=$1 LD_PRELOAD=$C/io_fault.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+              timeout "$(lim 60)" "$RDBENCH" --io "$C/io" --io-size 16M --io-lanes 2 > "$C/o" 2> "$C/e"; }
+    fault pread:EIO
+    expect_rc $? 5 "rdbench --io with O_DIRECT reads failing (EIO)"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/io: reading \(O_DIRECT\) a scratch file there: Input/output error$"
+    expect_empty "$C/o" "stdout of rdbench --io that failed"
+    fault pwrite:ENOSPC
+    expect_rc $? 5 "rdbench --io with O_DIRECT writes failing (ENOSPC)"
+    expect_err "$C/e" rdbench "^rdbench: --io $C/io: writing \(O_DIRECT\) a scratch file there: No space left on device$"
+    fault pwrite:EINVAL
+    expect_rc $? 0 "rdbench --io where O_DIRECT writes are not offered (EINVAL)"
+    expect_empty "$C/e" "stderr of rdbench --io without O_DIRECT writes"
+    grep -Eq '^  write, O_DIRECT, 1 lane +- +\(the filesystem cannot do this: tmpfs\?\)$' "$C/o" || t_fail "no '-' row: $(cat "$C/o")"
+    grep -Eq '^  read, not cached, 1 lane +[0-9]+\.[0-9]{3} GB/s$' "$C/o" || t_fail "the reads after it were not measured: $(cat "$C/o")"
+    [ -z "$(ls -A "$C/io")" ] || t_fail "scratch file left: $(ls -A "$C/io")"
+else
+    t_note "no cc for the shim: $(head -1 "$C/cc.err")"
+fi
 t_end
 
 t_begin "--io at both ends: the server measures its directory, the part that limits is named"
@@ -290,6 +421,10 @@ grep -q '^limits of a transfer from here to .* over tcp:$' "$C/o" || t_fail "no 
 [ "$(grep -c '<- the limit$' "$C/o")" = 1 ] || t_fail "not exactly one part named as the limit"
 grep -Eq '^the (read here|link|write there) limits it, [0-9.]+x below the next part$' "$C/o" || t_fail "no verdict line"
 res=$(check_json "$C/b.json" 262144,1048576 8 io) || t_fail "JSON: $res"
+# the link's GB/s in the table and in the JSON are one number
+link=$(awk '$1 == "link" && $3 == "GB/s" {print $2}' "$C/o")
+json_link=$(python3 -c 'import json, sys; print("%.3f" % json.load(open(sys.argv[1]))["limits"]["link_gb_per_s"])' "$C/b.json")
+[ -n "$link" ] && [ "$link" = "$json_link" ] || t_fail "link: table '$link' GB/s, JSON link_gb_per_s $json_link"
 [ -z "$(ls -A "$C/sio" "$C/cio" | grep -v '^/\|^$')" ] || t_fail "scratch files left: $(ls -A "$C/sio" "$C/cio")"
 stop_server
 # a server without --io says so, and the client says what is missing

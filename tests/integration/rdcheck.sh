@@ -193,6 +193,19 @@ grep -q '^✗ agent: could not start rdrecv --check on 127.0.0.1: .*No such file
     t_fail "agent line: $(grep agent "$C/o")"
 t_end
 
+# What the agent says on stdout comes from the other host: its port must be a port (not "ssh",
+# which would be looked up as a service: 22), and what is shown of it printable.
+t_begin "an agent whose ready line is malformed: named, nothing connected to, exit 1"
+printf '#!/bin/bash\nread key\nprintf "ready ssh tcp 1-2\\033[2J\\n"\ncat > /dev/null\n' > "$C/fake-agent"
+chmod +x "$C/fake-agent"
+timeout 30 "$RDCHECK" --ssh "$SSH" --remote-path "$C/fake-agent" 127.0.0.1 > "$C/o" 2> "$C/e"
+expect_rc $? 1 "rdcheck with an agent that says 'ready ssh ...'"
+lines_ok "$C/o"
+grep -qxF "✗ agent: could not start rdrecv --check on 127.0.0.1: it said 'ready ssh tcp 1-2?[2J', not 'ready PORT TRANSPORTS PORT-RANGE'; fix: see rdrecv's message; rdcheck needs the rdrecv of the same rdpipe version on 127.0.0.1" "$C/o" ||
+    t_fail "agent line: $(grep agent "$C/o" | cat -v)"
+grep -q 'port ssh\|TCP port' "$C/o" && t_fail "it went on to connect: $(grep port "$C/o")"
+t_end
+
 # A real firewall: nft in the "remote" namespace drops TCP from here to its high ports. The
 # ssh stand-in reaches the namespace without the network (ip netns exec), as ssh on port 22
 # would get through such a firewall.

@@ -128,13 +128,13 @@ assert any(dv["name"] == "rxe_a" for dv in runs[0]["server"]["devices"]), runs[0
 for r in runs:
     pts = r["points"]
     assert [(p["size"], p["depth"]) for p in pts] == [(s, dd) for s in (4096, 16384, 65536) for dd in (1, 2, 4)]
-    assert all(p["measured"] and p["gbps"] > 0 and 0 < p["latency_p50_us"] <= p["latency_p99_us"] for p in pts), pts
+    assert all(p["measured"] and p["gb_per_s"] > 0 and 0 < p["latency_p50_us"] <= p["latency_p99_us"] for p in pts), pts
     assert r["model"]["fitted"], r["model"]
 root = ET.parse(sys.argv[2]).getroot()
 panels = root.findall(".//{http://www.w3.org/2000/svg}g[@class='panel']")
 assert len(panels) == 4, len(panels)
 r0 = runs[0]["model"]
-print("rdma: latency %.0f us, bandwidth %.3f GB/s, median error %.0f%%" % (r0["latency_us"], r0["bandwidth_gbps"], 100 * r0["median_error"]))
+print("rdma: latency %.0f us, bandwidth %.3f GB/s, median error %.0f%%" % (r0["latency_us"], r0["bandwidth_gb_per_s"], 100 * r0["median_error"]))
 EOF
 ) 2>&1; prc=$?
 if [ $rc = 0 ] && [ $prc = 0 ] && grep -q '^rdma (rdma rxe_b' "$T/o" && grep -q '^tcp (tcp' "$T/o"; then

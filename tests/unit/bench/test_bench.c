@@ -7,12 +7,15 @@
 #include "check.h"
 #include "mem_transport.h"
 
+#include "bench/rdb_bench.h"
+#include "bench/rdb_guard.h"
 #include "bench/rdb_model.h"
 #include "bench/rdb_msg.h"
 #include "bench/rdb_net.h"
 #include "bench/rdb_svg.h"
 #include "run/rd_cli.h"
 #include "transport/rd_session.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "wire/rd_auth.h"
 #include "wire/rd_proto.h"
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CASE_TIMEOUT_S 60
 
@@ -116,6 +120,9 @@ static void t_fit_no_op_limit(void)
     CHECK(rel(f.latency, 2e-6) < 0.02);
     CHECK(rel(f.bandwidth, 12e9) < 0.02);
     CHECK(f.err_max < 0.03);
+    /* no point is held back by an op rate: the fit names none (it drifted to 1e19 before) */
+    CHECK(f.op_rate == 0);
+    CHECK(rel(rdb_model_bps(&f, 64 << 20, 64), 12e9) < 0.02);   /* the busy link: the bandwidth */
 }
 
 static void t_fit_noisy(void)
@@ -400,6 +407,55 @@ static void t_msg_io(void)
     CHECK_STR_EQ(rdb_io_name(RDB_IO_COUNT), "?");
 }
 
+/* ---- the agent's ready line ---- */
+
+static void t_ready_line(void)
+{
+    struct rdb_ready r;
+    CHECK_EQ_I(rdb_ready_parse("ready 35141 tcp,rdma 32768-60999", &r), 0);
+    CHECK_STR_EQ(r.port, "35141");
+    CHECK_STR_EQ(r.kinds, "tcp,rdma");
+    CHECK_STR_EQ(r.range, "32768-60999");
+    CHECK_EQ_I(rdb_ready_parse("ready 1 rdma ?", &r), 0);
+    CHECK_STR_EQ(r.kinds, "rdma");
+    CHECK_STR_EQ(r.range, "?");
+    CHECK_EQ_I(rdb_ready_parse("ready 65535 tcp 1-65535", &r), 0);
+    /* a port that is not a number would be looked up as a service: ssh is 22 */
+    static const char *const bad[] = {
+        "ready ssh tcp 1-2", "ready 22x tcp 1-2", "ready 0 tcp 1-2", "ready 65536 tcp 1-2", "ready 022 tcp 1-2",
+        "ready -1 tcp 1-2", "ready 5 udp 1-2", "ready 5 tcp,rdma,x 1-2", "ready 5 tcp 2-1", "ready 5 tcp 1-",
+        "ready 5 tcp 1-2 x", "ready 5 tcp \033[2J", "ready 5 tcp", "ready  5 tcp 1-2", "ready 5", "",
+        "rdrecv: cannot listen", "ready 5 tcp 99999-100000",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ_I(rdb_ready_parse(bad[i], &r), -1);
+        CHECK_STR_EQ(r.port, "");
+    }
+}
+
+/* ---- the grid ---- */
+
+/* A range ends at its MAX, on the grid or not (it was dropped before: 8K-64K measured 8K, 32K) */
+static void t_steps(void)
+{
+    uint32_t s[RDB_MAX_SIZES];
+    unsigned d[RDB_MAX_DEPTHS];
+    CHECK_EQ_U(rdb_size_steps(8192, 65536, 4, s, RDB_MAX_SIZES), 3);
+    CHECK(s[0] == 8192 && s[1] == 32768 && s[2] == 65536);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 4, s, RDB_MAX_SIZES), 8);   /* the default: on the grid */
+    CHECK(s[0] == 4096 && s[7] == 64u << 20);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 16, s, RDB_MAX_SIZES), 5);  /* --quick's x16 up to 64M */
+    CHECK(s[3] == 16u << 20 && s[4] == 64u << 20);
+    CHECK_EQ_U(rdb_size_steps(65536, 65536, 4, s, RDB_MAX_SIZES), 1);
+    CHECK_EQ_U(s[0], 65536);
+    CHECK_EQ_U(rdb_depth_steps(1, 8, 4, d, RDB_MAX_DEPTHS), 3);           /* --quick's x4 */
+    CHECK(d[0] == 1 && d[1] == 4 && d[2] == 8);
+    CHECK_EQ_U(rdb_depth_steps(1, 64, 2, d, RDB_MAX_DEPTHS), 7);
+    CHECK(d[6] == 64);
+    CHECK_EQ_U(rdb_size_steps(4096, 64u << 20, 2, s, 4), 4);               /* cut short: MAX still last */
+    CHECK(s[0] == 4096 && s[2] == 16384 && s[3] == 64u << 20);
+}
+
 /* ---- client and server over the in-memory transport ---- */
 
 static const char secret[] = "bench unit test key 0123456789";
@@ -408,27 +464,31 @@ struct srv {
     struct rd_transport *tp;
     int rc, bye;
     struct rdb_server_cfg cfg;
+    uint64_t inflight;   /* the server's limit on chunk x depth (0: rdb_serve's) */
 };
 
 static void *server_main(void *arg)
 {
     struct srv *s = arg;
     struct rd_key k;
-    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
+                                .max_inflight = s->inflight ? s->inflight : RDB_SERVER_INFLIGHT }, agreed;
     rd_key_derive(&k, secret, strlen(secret));
     s->rc = rd_session_receiver(s->tp, &k, &limits, &agreed);
     if (!s->rc)
-        s->rc = rdb_serve_conn(s->tp, &agreed, &s->cfg, &s->bye);
+        s->rc = rdb_serve_conn(s->tp, &agreed, &s->cfg, NULL, &s->bye);
     rd_key_wipe(&k);
     s->tp->ops->close(s->tp);
     return NULL;
 }
 
-static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth)
+static int client_open_limited(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth,
+                               uint64_t inflight)
 {
     struct rd_key k;
     memset(c, 0, sizeof *c);
     memset(s, 0, sizeof *s);
+    s->inflight = inflight;
     if (mem_pair(&c->tp, &s->tp) != RD_OK || rd_thread_create(th, NULL, server_main, s))
         return -1;
     rd_key_derive(&k, secret, strlen(secret));
@@ -436,6 +496,11 @@ static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_
     int rc = rd_session_sender(c->tp, &k, &want, &c->agreed);
     rd_key_wipe(&k);
     return rc;
+}
+
+static int client_open(struct rdb_conn *c, struct srv *s, pthread_t *th, uint32_t size, uint32_t depth)
+{
+    return client_open_limited(c, s, th, size, depth, 0);
 }
 
 static void t_client_server(void)
@@ -475,6 +540,29 @@ static void t_client_server(void)
     pthread_join(th, NULL);
     CHECK_EQ_I(s.rc, RD_OK);
     CHECK_EQ_I(s.bye, 1);
+}
+
+/* The server holds chunk x depth at most its limit (rdbench's --max-inflight, 256 MiB): a
+ * client that asks for more gets a smaller depth, never less than 1, and can use that. */
+static void t_server_inflight(void)
+{
+    struct rdb_conn c;
+    struct srv s;
+    pthread_t th;
+    struct rdb_result r;
+    CHECK_OR(client_open_limited(&c, &s, &th, 16384, 64, 65536) == RD_OK, return);
+    CHECK_EQ_U(c.agreed.chunk_size, 16384);
+    CHECK_EQ_U(c.agreed.depth, 4);
+    CHECK_EQ_I(rdb_point(&c, 16384, 4, 0.01, 2, 3, &r), RD_OK);
+    CHECK_EQ_I(rdb_point(&c, 16384, 5, 0.01, 2, 3, &r), RD_EUSAGE);
+    rd_error_clear();
+    rdb_close(&c, 1);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.rc, RD_OK);
+    CHECK_OR(client_open_limited(&c, &s, &th, 131072, 2, 65536) == RD_OK, return);   /* one message over it */
+    CHECK_EQ_U(c.agreed.depth, 1);
+    rdb_close(&c, 1);
+    pthread_join(th, NULL);
 }
 
 /* The next frame from the server, raw: both ends share this process's one error, so what
@@ -556,6 +644,175 @@ out:
     CHECK_EQ_I(s.rc, RD_ESTREAM);
 }
 
+/* A server that answers REVERSE with DATA, in order and in time, and never its END: the
+ * client gives up answer_ms after the run's time, not never. */
+static void *endless_main(void *arg)
+{
+    struct rd_transport *tp = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rd_buf *b;
+    struct rdb_hdr h;
+    rd_key_derive(&k, secret, strlen(secret));
+    int rc = rd_session_receiver(tp, &k, &limits, &agreed);
+    rd_key_wipe(&k);
+    if (!rc)
+        rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
+    if (!rc) {
+        tp->ops->release(tp, b);
+        rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed.chunk_size, agreed.depth);
+    }
+    for (uint64_t seq = 0; !rc; seq++) {   /* until the client hangs up */
+        struct rdb_hdr d = { .type = RDB_DATA, .len = 4096, .seq = seq };
+        rc = rdb_send_msg(tp, &d, NULL);
+        if (!rc)
+            rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
+        if (!rc)
+            tp->ops->release(tp, b);
+    }
+    tp->ops->close(tp);
+    return NULL;
+}
+
+static void t_reverse_deadline(void)
+{
+    struct rdb_conn c;
+    struct rd_transport *stp;
+    pthread_t th;
+    struct rd_key k;
+    memset(&c, 0, sizeof c);
+    CHECK_OR(mem_pair(&c.tp, &stp) == RD_OK, return);
+    CHECK_OR(pthread_create(&th, NULL, endless_main, stp) == 0, return);
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c.tp, &k, &want, &c.agreed);
+    rd_key_wipe(&k);
+    CHECK_OR(rc == RD_OK, goto out);
+    c.answer_ms = 300;
+    struct rdb_result r;
+    double t0 = rd_now();
+    CHECK_EQ_I(rdb_reverse(&c, 4096, 1, 100, &r), RD_ESTREAM);
+    double took = rd_now() - t0;
+    CHECK_HAS(rd_error_msg(), "did not end its 100 ms REVERSE run within 0.3 s more");
+    CHECK(took >= 0.39 && took < 5);
+    rd_error_clear();
+out:
+    rdb_close(&c, 0);
+    pthread_join(th, NULL);
+}
+
+/* ---- the guard over a served client ---- */
+
+/* A server that serves one client under a guard, in a thread with an error context of its
+ * own (pthread_create), so that its error is its own to read. */
+struct guarded {
+    struct rd_transport *tp;
+    double in_s;        /* serving deadline, seconds after the handshake; < 0: none */
+    int send_ms, watch_fd;
+    int rc, why, bye;
+    double took;        /* seconds serving took */
+    char msg[512];
+};
+
+static void *guarded_main(void *arg)
+{
+    struct guarded *s = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rdb_server_cfg cfg = { .watch_fd = -1 };
+    struct rdb_guard g;
+    rd_key_derive(&k, secret, strlen(secret));
+    s->rc = rd_session_receiver(s->tp, &k, &limits, &agreed);
+    rd_key_wipe(&k);
+    double t0 = rd_now();
+    if (!s->rc)
+        s->rc = rdb_guard_start(&g, s->tp, s->in_s < 0 ? -1 : t0 + s->in_s, s->send_ms, s->watch_fd);
+    if (!s->rc) {
+        s->rc = rdb_serve_conn(s->tp, &agreed, &cfg, &g, &s->bye);
+        s->why = rdb_guard_stop(&g);
+        s->rc = rdb_guard_explain(&g, s->rc);
+    }
+    s->took = rd_now() - t0;
+    rd_error_copy(s->msg, sizeof s->msg);
+    s->tp->ops->close(s->tp);
+    return NULL;
+}
+
+static int guarded_open(struct rdb_conn *c, struct guarded *s, pthread_t *th)
+{
+    struct rd_key k;
+    memset(c, 0, sizeof *c);
+    if (mem_pair(&c->tp, &s->tp) != RD_OK || pthread_create(th, NULL, guarded_main, s))
+        return -1;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c->tp, &k, &want, &c->agreed);
+    rd_key_wipe(&k);
+    return rc;
+}
+
+/* A client that proved the key and then sits there: served until the deadline, not the
+ * per-message idle limit (RDB_IDLE_MS, a minute) */
+static void t_guard_deadline(void)
+{
+    struct rdb_conn c;
+    struct guarded s = { .in_s = 0.3, .send_ms = RDB_SEND_MS, .watch_fd = -1 };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, return);
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_DEADLINE);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "still being served when --timeout ran out: cut off");
+    CHECK(s.took >= 0.29 && s.took < 5);
+    rdb_close(&c, 0);
+}
+
+/* A client that sends DATA and never reads the ACKs: the server's send blocks (the in-memory
+ * transport's receive pool of 4 frames is full), and the guard ends it */
+static void t_guard_send(void)
+{
+    struct rdb_conn c;
+    struct guarded s = { .in_s = -1, .send_ms = 300, .watch_fd = -1 };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, return);
+    for (uint64_t i = 0; i < 6; i++) {   /* 4 ACKs fill the pool, the 5th blocks; 2 more fit the ring */
+        struct rdb_hdr h = { .type = RDB_DATA, .len = 16, .seq = i };
+        CHECK_EQ_I(rdb_send_msg(c.tp, &h, NULL), RD_OK);
+    }
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_SEND);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "read nothing for 0 s (a send to it was blocked): dropped");
+    CHECK(s.took >= 0.29 && s.took < 5);
+    rdb_close(&c, 0);
+}
+
+/* rdrecv --check: the ssh channel of the rdcheck that started it closes while a client is
+ * served; the server stops serving at once */
+static void t_guard_watch(void)
+{
+    struct rdb_conn c;
+    int p[2];
+    CHECK_OR(pipe(p) == 0, return);
+    struct guarded s = { .in_s = -1, .send_ms = RDB_SEND_MS, .watch_fd = p[0] };
+    pthread_t th;
+    CHECK_OR(guarded_open(&c, &s, &th) == RD_OK, goto out);
+    CHECK_EQ_I((int)write(p[1], "x", 1), 1);   /* what it says besides is no reason to stop */
+    usleep(100000);
+    close(p[1]);
+    p[1] = -1;
+    pthread_join(th, NULL);
+    CHECK_EQ_I(s.why, RDB_GUARD_GONE);
+    CHECK_EQ_I(s.rc, RD_ECONNECT);
+    CHECK_HAS(s.msg, "rdcheck went away");
+    CHECK(s.took >= 0.09 && s.took < 5);
+    rdb_close(&c, 0);
+out:
+    close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+}
+
 static void before(void)
 {
     rd_error_clear();
@@ -572,6 +829,8 @@ int main(void)
     RUN(t_fit_noisy);
     RUN(t_fit_degenerate);
     RUN(t_percentile_ln);
+    RUN(t_steps);
+    RUN(t_ready_line);
     RUN(t_svg_ticks);
     RUN(t_svg_document);
     RUN(t_svg_write_error);
@@ -582,5 +841,10 @@ int main(void)
     RUN(t_client_server);
     RUN(t_server_refuses);
     RUN(t_server_tells_rdsend);
+    RUN(t_server_inflight);
+    RUN(t_reverse_deadline);
+    RUN(t_guard_deadline);
+    RUN(t_guard_send);
+    RUN(t_guard_watch);
     return check_summary();
 }

@@ -1,0 +1,153 @@
+/* rdb_listen.c - rdb_serve (rdb_net.h): the bench server's accept loop, for rdbench --server
+ * and rdrecv --check.
+ *
+ * Like rdrecv's: every accepted connection runs its handshake (rd_session_receiver, the same
+ * authentication) in a thread of its own beside the others (transport/rd_waiting), and the
+ * first to complete is served, so a connection that is silent, or sends half a HELLO and
+ * stalls, costs the client nothing; an address whose handshakes keep failing is slowed down
+ * (transport/rd_throttle). The set lives as long as the server: handshakes that arrive while
+ * a client is served go on, and the next one served is the first of them to complete.
+ * Serving itself is bounded by --timeout, and watched by rdb_guard. */
+#include "bench/rdb_net.h"
+
+#include "bench/rdb_dev.h"
+#include "bench/rdb_guard.h"
+#include "transport/rd_throttle.h"
+#include "transport/rd_waiting.h"
+#include "util/rd_clock.h"
+#include "util/rd_error.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct handshake_arg {
+    const struct rd_key *key;
+    struct rd_params limits;
+};
+
+static int handshake(struct rd_transport *tp, void *arg, void *agreed)
+{
+    const struct handshake_arg *a = arg;
+    return rd_session_receiver(tp, a->key, &a->limits, agreed);
+}
+
+/* Milliseconds until deadline (< 0: none): -1 forever, else at least 0. */
+static int left_ms(double deadline)
+{
+    if (deadline < 0)
+        return -1;
+    double left = deadline - rd_now();
+    return left <= 0 ? 0 : left * 1000 >= INT_MAX ? INT_MAX : (int)(left * 1000) + 1;
+}
+
+/* Has watch_fd (readable now) reached its end? Whatever rdcheck sends besides is dropped. */
+static int watch_ended(int fd)
+{
+    char buf[256];
+    ssize_t r = read(fd, buf, sizeof buf);
+    return r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN);
+}
+
+/* One authenticated client, served under the guard; *bye as rdb_serve_conn. The guard's
+ * verdict, for the loop: RDB_GUARD_GONE ends it. */
+static int serve_one(struct rd_transport *tp, const struct rd_params *agreed, const struct rdb_server_cfg *cfg,
+                     double deadline, int *bye)
+{
+    struct rdb_guard g;
+    int guarded = rdb_guard_start(&g, tp, deadline, RDB_SEND_MS, cfg->watch_fd) == RD_OK;
+    if (!guarded) {   /* out of threads: serve it anyway; its own limits still hold */
+        rd_report();
+        rd_error_clear();
+    }
+    if (cfg->verbose)
+        rd_warn("client %s over %s (messages up to %u bytes, depth %u)", tp->peer, tp->desc, agreed->chunk_size,
+                agreed->depth);
+    int rc = rdb_serve_conn(tp, agreed, cfg, guarded ? &g : NULL, bye);
+    int why = guarded ? rdb_guard_stop(&g) : RDB_GUARD_NONE;
+    if (guarded)
+        rc = rdb_guard_explain(&g, rc);
+    if (rc) {
+        if (why != RDB_GUARD_GONE)
+            rd_report();   /* one line, and keep serving */
+        rd_error_clear();
+    }
+    return why;
+}
+
+int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg)
+{
+    struct rd_listener lis;
+    int rc = rd_listen_any(reach, &lis), served = 0;
+    if (rc)
+        return rc;
+    unsigned port = lis.lis[0]->local_port;
+    const char *kinds = lis.count == 2 ? "tcp,rdma" : lis.lis[0]->ops->name;
+    if (cfg->ready_line) {
+        char range[32];
+        rdb_port_range(range, sizeof range);
+        printf(cfg->ready_line, port, kinds, range[0] ? range : "?");
+        fflush(stdout);
+    }
+    if (cfg->verbose)
+        rd_warn("listening on port %u (%s)", port, kinds);
+    struct rd_throttle throttle;   /* an address that keeps failing handshakes is slowed down */
+    rd_throttle_init(&throttle);
+    struct handshake_arg ha = {
+        .key = key,
+        .limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
+                    .max_inflight = RDB_SERVER_INFLIGHT },
+    };
+    struct rd_params agreed = { 0 };
+    struct rd_waiting_cfg wcfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
+                                   .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
+                                   .throttle = &throttle };
+    struct rd_waiting *waiting = rd_waiting_new(&wcfg);
+    if (!waiting) {
+        rd_listener_close(&lis);
+        return rd_error_or(RD_EIO);
+    }
+    double deadline = reach->timeout_s >= 0 ? rd_now() + reach->timeout_s : -1;
+    for (;;) {
+        struct rd_transport *tp = NULL;
+        rc = rd_waiting_next(waiting, &lis, cfg->watch_fd, left_ms(deadline), &tp, &agreed);
+        if (rc) {   /* --timeout ran out (rd_waiting stopped every handshake) or poll failed */
+            if (rc == RD_ECONNECT && served && !cfg->once) {
+                rd_error_clear();   /* a server that served someone ran its time */
+                rc = RD_OK;
+            } else if (rc == RD_ECONNECT) {
+                rc = rd_fail_instead(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
+                                     cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
+            }
+            break;
+        }
+        if (!tp) {   /* watch_fd is readable */
+            if (watch_ended(cfg->watch_fd)) {
+                rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
+                break;
+            }
+            continue;
+        }
+        served++;
+        int bye = 0;
+        int why = serve_one(tp, &agreed, cfg, deadline, &bye);
+        explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
+        tp->ops->close(tp);
+        if (why == RDB_GUARD_GONE) {
+            rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
+            break;
+        }
+        if (cfg->once && bye)
+            break;
+        if (deadline >= 0 && rd_now() >= deadline) {
+            rc = cfg->once ? rd_fail(RD_ECONNECT, "timed out after %d s without a BYE from rdcheck", reach->timeout_s)
+                           : RD_OK;
+            break;
+        }
+    }
+    rd_waiting_free(waiting);
+    rd_listener_close(&lis);
+    return rc;
+}
