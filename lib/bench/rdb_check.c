@@ -12,6 +12,7 @@
 #include "run/rd_version.h"
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
+#include "util/rd_opterr.h"
 #include "wire/rd_auth.h"
 
 #include <arpa/inet.h>
@@ -750,12 +751,11 @@ static int parse_check(int argc, char **argv, struct copts *o)
         case 'V':
             rd_print_version(stdout, "rdcheck");
             return RD_CLI_EXIT_OK;
-        case ':':
-            return rd_fail(RD_EUSAGE, "option '%s' needs a value (try 'rdcheck --help')", argv[optind - 1]);
-        default:
-            if (optopt)
-                return rd_fail(RD_EUSAGE, "unknown option '-%c' (try 'rdcheck --help')", optopt);
-            return rd_fail(RD_EUSAGE, "unknown option '%s' (try 'rdcheck --help')", argv[optind - 1]);
+        default: {
+            char what[256];
+            rd_opt_refused(what, sizeof what, c, argv, optind, optopt);
+            return rd_fail(RD_EUSAGE, "%s (try 'rdcheck --help')", what);
+        }
         }
     }
     if (argc - optind > 1)

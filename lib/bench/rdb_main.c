@@ -8,6 +8,7 @@
 #include "run/rd_cli.h"
 #include "run/rd_version.h"
 #include "util/rd_error.h"
+#include "util/rd_opterr.h"
 #include "wire/rd_auth.h"
 
 #include <errno.h>
@@ -205,12 +206,11 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'V':
             rd_print_version(stdout, "rdbench");
             return RD_CLI_EXIT_OK;
-        case ':':
-            return rd_fail(RD_EUSAGE, "option '%s' needs a value (try 'rdbench --help')", argv[optind - 1]);
-        default:
-            if (optopt)
-                return rd_fail(RD_EUSAGE, "unknown option '-%c' (try 'rdbench --help')", optopt);
-            return rd_fail(RD_EUSAGE, "unknown option '%s' (try 'rdbench --help')", argv[optind - 1]);
+        default: {
+            char what[256];
+            rd_opt_refused(what, sizeof what, c, argv, optind, optopt);
+            return rd_fail(RD_EUSAGE, "%s (try 'rdbench --help')", what);
+        }
         }
     }
     o->pos = argv + optind;

@@ -66,6 +66,10 @@ usage rdcp "unknown option '-Z'" -Z a b
 usage rdcp "option '--ssh' needs a value" --ssh
 usage rdcp "option '--no-sync' takes no value" --no-sync=1 a b
 usage rdrecv "a level after --compress needs '=': --compress=3" --compress 3 20030 key
+usage rdbench "option '--sizes' needs a value" --sizes
+timeout 5 "$RD_BIN/rdcheck" --verbose=1 > "$C/o" 2> "$C/e" < /dev/null
+expect_rc $? 2 "rdcheck --verbose=1 (rdcheck's usage code)"
+expect_err "$C/e" rdcheck "option '--verbose' takes no value"
 usage rdsend "a level after --compress needs '=': --compress=-5" --compress -5 host 1234 key
 t_end
 
