@@ -23,17 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct handshake_arg {
-    const struct rd_key *key;
-    struct rd_params limits;
-};
-
-static int handshake(struct rd_transport *tp, void *arg, void *agreed)
-{
-    const struct handshake_arg *a = arg;
-    return rd_session_receiver(tp, a->key, &a->limits, agreed);
-}
-
 /* Milliseconds until deadline (< 0: none): -1 forever, else at least 0. */
 static int left_ms(double deadline)
 {
@@ -95,13 +84,13 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
         rd_warn("listening on port %u (%s)", port, kinds);
     struct rd_throttle throttle;   /* an address that keeps failing handshakes is slowed down */
     rd_throttle_init(&throttle);
-    struct handshake_arg ha = {
+    struct rd_receiver_arg ha = {
         .key = key,
         .limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
                     .max_inflight = RDB_SERVER_INFLIGHT },
     };
     struct rd_params agreed = { 0 };
-    struct rd_waiting_cfg wcfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
+    struct rd_waiting_cfg wcfg = { .handshake = rd_session_receiver_arg, .arg = &ha, .arg_size = sizeof ha,
                                    .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
                                    .throttle = &throttle };
     struct rd_waiting *waiting = rd_waiting_new(&wcfg);

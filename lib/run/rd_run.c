@@ -228,19 +228,6 @@ int rd_run_send(const struct rd_opts *o)
 typedef int (*serve_fn)(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
                         const struct rd_params *won, void *ctx);
 
-/* The receiver's side of the handshake, which rd_waiting runs on every accepted connection at
- * once, each in a thread of its own (a stalled peer costs the others nothing). */
-struct handshake_arg {
-    const struct rd_key *key;
-    struct rd_params limits;
-};
-
-static int handshake(struct rd_transport *tp, void *arg, void *agreed)
-{
-    const struct handshake_arg *a = arg;
-    return rd_session_receiver(tp, a->key, &a->limits, agreed);
-}
-
 static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
                       const struct rd_params *won, void *ctx)
 {
@@ -318,7 +305,9 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         if (o->ready_fd > STDERR_FILENO)   /* its end of file; 0-2 stay this tool's */
             close(o->ready_fd);
     }
-    struct handshake_arg ha = {
+    /* rd_waiting runs the handshake of every accepted connection at once, each in a thread of
+     * its own: a stalled peer costs the others nothing */
+    struct rd_receiver_arg ha = {
         .key = &key,
         .limits = {
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
@@ -332,7 +321,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     if (o->transport != RD_T_TCP && !o->bind)   /* a sender may stripe over our rails (a relay's too) */
         rails_of(o->device, &ha.limits.rails);
     rd_throttle_init(&throttle);
-    struct rd_waiting_cfg cfg = { .handshake = handshake, .arg = &ha, .arg_size = sizeof ha,
+    struct rd_waiting_cfg cfg = { .handshake = rd_session_receiver_arg, .arg = &ha, .arg_size = sizeof ha,
                                   .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
                                   .throttle = &throttle, .stripes_later = 1 };
     struct rd_waiting *waiting = rd_waiting_new(&cfg);

@@ -475,3 +475,9 @@ int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agre
     *index = idx;
     return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
 }
+
+int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed)
+{
+    const struct rd_receiver_arg *a = arg;
+    return rd_session_receiver(tp, a->key, &a->limits, agreed);
+}

@@ -53,6 +53,14 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
  * should be dropped and the receiver may keep listening. */
 int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
                         struct rd_params *agreed);
+/* rd_session_receiver as rd_waiting (transport/rd_waiting.h) runs it on each accepted
+ * connection: cfg.handshake, with cfg.arg a struct rd_receiver_arg and cfg.result_size the
+ * size of a struct rd_params */
+struct rd_receiver_arg {
+    const struct rd_key *key;
+    struct rd_params limits;
+};
+int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed);
 
 /* With streams > 1 the session sets up no ring on tp: the caller joins the other
  * connections and sets the ring up on the striped transport made of all of them. */

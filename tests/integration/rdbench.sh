@@ -205,23 +205,24 @@ t_note "$best"
 stop_server
 t_end
 
+# grid_of JSON: the points rdbench --json measured, "SIZExDEPTH ..."
+grid_of() {
+    python3 -c '
+import json, sys
+pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
+print(" ".join("%dx%d" % (p["size"], p["depth"]) for p in pts))' "$1"
+}
 t_begin "--sizes and --depths end at their MAX, on the grid or not: the grid in the JSON"
 server
 timeout "$(lim 30)" "$RDBENCH" --sizes 8K-64K --depths 1-2 --passes 1 --point-time 0.01 --no-progress --json - \
     127.0.0.1 "$SPORT" "$KEY" > "$C/j" 2> "$C/e"
 expect_rc $? 0 "rdbench --sizes 8K-64K" "$(head -c 300 "$C/e")"
-grid=$(python3 -c '
-import json, sys
-pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
-print(" ".join("%dx%d" % (p["size"], p["depth"]) for p in pts))' "$C/j")
+grid=$(grid_of "$C/j")
 [ "$grid" = "8192x1 8192x2 32768x1 32768x2 65536x1 65536x2" ] || t_fail "grid: $grid"
 timeout "$(lim 30)" "$RDBENCH" --quick --sizes 4K-64K --depths 1-8 --point-time 0.01 --no-progress --json - \
     127.0.0.1 "$SPORT" "$KEY" > "$C/j" 2> "$C/e"
 expect_rc $? 0 "rdbench --quick --sizes 4K-64K --depths 1-8" "$(head -c 300 "$C/e")"
-grid=$(python3 -c '
-import json, sys
-pts = json.load(open(sys.argv[1]))["runs"][0]["points"]
-print(" ".join("%dx%d" % (p["size"], p["depth"]) for p in pts))' "$C/j")
+grid=$(grid_of "$C/j")
 [ "$grid" = "4096x1 4096x4 4096x8 65536x1 65536x4 65536x8" ] || t_fail "--quick grid: $grid"
 stop_server
 t_end
