@@ -233,9 +233,8 @@ int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, 
     double until = rd_now() + (ms + (double)answer) / 1000;
     for (;;) {
         struct rd_buf *b;
-        double left = until - rd_now();
-        rc = left > 0 ? rdb_recv_msg(tp, left * 1000 < answer ? (int)(left * 1000) + 1 : answer, &b, &h, "server")
-                      : RD_ECONNECT;
+        int left = rd_ms_until(until);
+        rc = left > 0 ? rdb_recv_msg(tp, left < answer ? left : answer, &b, &h, "server") : RD_ECONNECT;
         if (rc == RD_ECONNECT && rd_now() >= until)
             return rd_fail_instead(RD_ESTREAM, "server %s did not end its %u ms REVERSE run within %.1f s more",
                                    tp->peer, ms, answer / 1000.0);

@@ -17,15 +17,18 @@ static long long now_ms(void)
     return (long long)(rd_now() * 1000);
 }
 
+int rdb_watch_ended(int fd)
+{
+    char buf[256];
+    ssize_t r = read(fd, buf, sizeof buf);
+    return r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN);
+}
+
 /* One look: the reason to shut the connection down now, or NONE. */
 static int verdict(struct rdb_guard *g, short watch_revents)
 {
-    if (g->watch_fd >= 0 && watch_revents) {
-        char buf[256];
-        ssize_t r = read(g->watch_fd, buf, sizeof buf);   /* rdcheck sends nothing more: only its end counts */
-        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
-            return RDB_GUARD_GONE;
-    }
+    if (g->watch_fd >= 0 && watch_revents && rdb_watch_ended(g->watch_fd))
+        return RDB_GUARD_GONE;
     if (g->deadline >= 0 && rd_now() >= g->deadline)
         return RDB_GUARD_DEADLINE;
     long long since = atomic_load(&g->send_since_ms);
@@ -39,12 +42,9 @@ static void *guard_main(void *arg)
     struct rdb_guard *g = arg;
     for (;;) {
         struct pollfd p[2] = { { .fd = g->stop[0], .events = POLLIN }, { .fd = g->watch_fd, .events = POLLIN } };
-        int ms = LOOK_MS;
-        if (g->deadline >= 0) {
-            double left = g->deadline - rd_now();
-            if (left * 1000 < ms)
-                ms = left > 0 ? (int)(left * 1000) + 1 : 0;
-        }
+        int ms = rd_ms_until(g->deadline);
+        if (ms < 0 || ms > LOOK_MS)
+            ms = LOOK_MS;
         int r = poll(p, 2, ms);
         if (r < 0 && errno != EINTR)
             break;   /* cannot happen with two valid descriptors; the connection's own limits still hold */
@@ -107,7 +107,7 @@ int rdb_guard_explain(const struct rdb_guard *g, int rc)
         return rd_fail_instead(RD_ECONNECT, "client %s read nothing for %.0f s (a send to it was blocked): dropped",
                                g->tp->peer, g->send_ms / 1000.0);
     case RDB_GUARD_GONE:
-        return rd_fail_instead(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
+        return rd_fail_instead(RD_ECONNECT, "%s", RDB_GUARD_GONE_TEXT);
     default:
         return rc;
     }

@@ -19,6 +19,7 @@
 #include "transport/rd_transport.h"
 
 enum rdb_guard_why { RDB_GUARD_NONE, RDB_GUARD_DEADLINE, RDB_GUARD_SEND, RDB_GUARD_GONE };
+#define RDB_GUARD_GONE_TEXT "rdcheck went away (its channel closed) before its BYE"
 
 struct rdb_guard {
     struct rd_transport *tp;
@@ -42,6 +43,9 @@ int rdb_guard_why(const struct rdb_guard *g);
 /* A serving error rc, told as what the guard did when it shut the connection down (the
  * broken pipe it caused says less); rc unchanged when it did nothing. NULL g: rc. */
 int rdb_guard_explain(const struct rdb_guard *g, int rc);
+/* Has the watched fd (readable now) reached its end? What rdcheck sends besides is dropped:
+ * only its end counts. Also the accept loop's test, between clients. */
+int rdb_watch_ended(int fd);
 /* Stop the thread and join it; returns rdb_guard_why. */
 int rdb_guard_stop(struct rdb_guard *g);
 

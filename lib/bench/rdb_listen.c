@@ -17,28 +17,9 @@
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Milliseconds until deadline (< 0: none): -1 forever, else at least 0. */
-static int left_ms(double deadline)
-{
-    if (deadline < 0)
-        return -1;
-    double left = deadline - rd_now();
-    return left <= 0 ? 0 : left * 1000 >= INT_MAX ? INT_MAX : (int)(left * 1000) + 1;
-}
-
-/* Has watch_fd (readable now) reached its end? Whatever rdcheck sends besides is dropped. */
-static int watch_ended(int fd)
-{
-    char buf[256];
-    ssize_t r = read(fd, buf, sizeof buf);
-    return r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN);
-}
 
 /* One authenticated client, served under the guard; *bye as rdb_serve_conn. The guard's
  * verdict, for the loop: RDB_GUARD_GONE ends it. */
@@ -101,7 +82,7 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
     double deadline = reach->timeout_s >= 0 ? rd_now() + reach->timeout_s : -1;
     for (;;) {
         struct rd_transport *tp = NULL;
-        rc = rd_waiting_next(waiting, &lis, cfg->watch_fd, left_ms(deadline), &tp, &agreed);
+        rc = rd_waiting_next(waiting, &lis, cfg->watch_fd, rd_ms_until(deadline), &tp, &agreed);
         if (rc) {   /* --timeout ran out (rd_waiting stopped every handshake) or poll failed */
             if (rc == RD_ECONNECT && served && !cfg->once) {
                 rd_error_clear();   /* a server that served someone ran its time */
@@ -113,8 +94,8 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
             break;
         }
         if (!tp) {   /* watch_fd is readable */
-            if (watch_ended(cfg->watch_fd)) {
-                rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
+            if (rdb_watch_ended(cfg->watch_fd)) {
+                rc = rd_fail(RD_ECONNECT, "%s", RDB_GUARD_GONE_TEXT);
                 break;
             }
             continue;
@@ -125,7 +106,7 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
         explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
         tp->ops->close(tp);
         if (why == RDB_GUARD_GONE) {
-            rc = rd_fail(RD_ECONNECT, "rdcheck went away (its channel closed) before its BYE");
+            rc = rd_fail(RD_ECONNECT, "%s", RDB_GUARD_GONE_TEXT);
             break;
         }
         if (cfg->once && bye)

@@ -15,33 +15,20 @@
 #include <unistd.h>
 
 /* from, from x factor, ... below to, then to itself: a range ends where it was asked to end,
- * even off the grid (8K-64K x4: 8K, 32K, 64K) */
-static unsigned steps(uint64_t from, uint64_t to, unsigned factor, uint64_t *out, unsigned cap)
+ * even off the grid (8K-64K x4: 8K, 32K, 64K). Counted in 64 bits: x16 past 256M would wrap. */
+unsigned rdb_size_steps(uint32_t from, uint32_t to, unsigned factor, uint32_t *out, unsigned cap)
 {
     unsigned n = 0;
     for (uint64_t v = from; v < to && n + 1 < cap; v *= factor)
-        out[n++] = v;
+        out[n++] = (uint32_t)v;
     if (cap)
         out[n++] = to;
     return n;
 }
 
-unsigned rdb_size_steps(uint32_t from, uint32_t to, unsigned factor, uint32_t *out, unsigned cap)
-{
-    uint64_t v[RDB_MAX_SIZES];
-    unsigned n = steps(from, to, factor, v, cap < RDB_MAX_SIZES ? cap : RDB_MAX_SIZES);
-    for (unsigned i = 0; i < n; i++)
-        out[i] = (uint32_t)v[i];
-    return n;
-}
-
 unsigned rdb_depth_steps(unsigned from, unsigned to, unsigned factor, unsigned *out, unsigned cap)
 {
-    uint64_t v[RDB_MAX_DEPTHS];
-    unsigned n = steps(from, to, factor, v, cap < RDB_MAX_DEPTHS ? cap : RDB_MAX_DEPTHS);
-    for (unsigned i = 0; i < n; i++)
-        out[i] = (unsigned)v[i];
-    return n;
+    return rdb_size_steps(from, to, factor, out, cap);   /* unsigned is uint32_t here */
 }
 
 uint32_t rdb_default_chunk(const char *transport)

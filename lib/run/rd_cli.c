@@ -169,6 +169,15 @@ static int valid_port(const char *p, int is_sender)
     return v <= 65535 && (v > 0 || !is_sender);
 }
 
+/* A word that is a zstd level by itself ("3", "-5"; not "auto") */
+static int is_level(const char *w)
+{
+    char *end;
+    int level;
+    strtol(w, &end, 10);
+    return end != w && !*end && rd_compress_parse(w, &level) == 0;
+}
+
 /* A key worth its name: 32 random bytes in hex, so it survives shells and key files. */
 static int gen_key(void)
 {
@@ -272,18 +281,14 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             o->lanes = (uint32_t)v;
             break;
         case OPT_ENCRYPT: o->encrypt = 1; break;
-        case OPT_COMPRESS: {
+        case OPT_COMPRESS:
             /* "--compress 3" reads 3 as the next argument: rdrecv would listen on port 3 and
              * write a file named as the key */
-            const char *next = optind < argc ? argv[optind] : "";
-            int level;
-            if (!optarg && *next && strspn(next + (*next == '-'), "0123456789") == strlen(next + (*next == '-')) &&
-                next[*next == '-'] && rd_compress_parse(next, &level) == 0)
-                return rd_fail(RD_EUSAGE, "a level after --compress needs '=': --compress=%s", next);
+            if (!optarg && optind < argc && is_level(argv[optind]))
+                return rd_fail(RD_EUSAGE, "a level after --compress needs '=': --compress=%s", argv[optind]);
             if (rd_parse_compress(optarg, o))
                 return RD_EUSAGE;
             break;
-        }
         case OPT_DIRECT: o->direct = 1; break;
         case OPT_SYNC: o->sync = 1; break;
         case OPT_NO_SYNC: o->sync = 0; break;

@@ -1,5 +1,6 @@
 #include "util/rd_clock.h"
 
+#include <limits.h>
 #include <time.h>
 
 double rd_now(void)
@@ -18,4 +19,12 @@ void rd_deadline_ns(struct timespec *ts, long long ns)
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+int rd_ms_until(double deadline)
+{
+    if (deadline < 0)
+        return -1;
+    double left = (deadline - rd_now()) * 1000;
+    return left <= 0 ? 0 : left >= INT_MAX ? INT_MAX : (int)left + 1;
 }
