@@ -6,6 +6,7 @@
 #include "engine/rd_hold.h"
 #include "engine/rd_lanes.h"
 #include "util/rd_error.h"
+#include "util/rd_interrupt.h"
 #include "util/rd_wake.h"
 #include "util/rd_thread.h"
 
@@ -60,6 +61,9 @@ struct recv_ctx {
     struct rd_holds holds;
     int confirmed;
     atomic_int stop;           /* the stream is lost: the writer's output may give up */
+    atomic_int interrupted;    /* a signal: the writer sends ABORT and stops */
+    pthread_t writer;
+    struct rd_errctx *errctx;  /* the transfer's, for the signal watcher's rd_fail */
 };
 
 static void abort_transfer(struct recv_ctx *c)
@@ -222,8 +226,11 @@ static void *writer_main(void *arg)
     for (;;) {
         int job_rc = RD_OK;
         struct recv_job *j = rd_lanes_take(c->lanes, &job_rc);
-        if (!j)
-            break;   /* the network side failed and said why */
+        if (!j) {
+            if (atomic_load(&c->interrupted))   /* the one who tells the sender: the writer */
+                abort_transfer(c);
+            break;   /* else the network side failed and said why */
+        }
         struct rd_buf *b = j->b;
         struct rd_frame f;
         int rc = rd_frame_parse(b->data, b->len, c->p->chunk_size, &f);
@@ -279,6 +286,23 @@ static void *writer_main(void *arg)
      * later chunk when an earlier chunk's write failed; never a chunk after a bad frame) */
     rd_lanes_shut(c->lanes);
     return NULL;
+}
+
+/* SIGINT, SIGTERM, SIGHUP (rd_interrupt): the writer stops where it is and sends the ABORT
+ * that names the signal (it is the thread that sends ABORT on a failed write too). The error
+ * is recorded first, so it is the reason the ABORT gives, whatever the woken write says. */
+static int interrupt_recv(void *ctx, int signo)
+{
+    struct recv_ctx *c = ctx;
+    if (!atomic_exchange(&c->interrupted, signo)) {
+        struct rd_errctx *mine = rd_errctx_bind(c->errctx);
+        rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
+        rd_errctx_bind(mine);
+    }
+    atomic_store(&c->stop, 1);
+    rd_lanes_shut(c->lanes);   /* out of waiting for the next frame */
+    rd_wake_kick(c->writer);   /* out of a write to a stalled stdout */
+    return 1;
 }
 
 /* the taggers and the job ring */
@@ -339,7 +363,8 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
                    struct rd_counters *cnt)
 {
     struct recv_ctx c = { .tp = tp, .dst = dst, .p = p, .cnt = cnt, .order_mu = PTHREAD_MUTEX_INITIALIZER,
-                          .order_cv = PTHREAD_COND_INITIALIZER };
+                          .order_cv = PTHREAD_COND_INITIALIZER, .errctx = rd_errctx_current() };
+    struct rd_interrupt_hook before_us;
     pthread_t writer;
     uint64_t expect_seq = 0;
     int rc = start_lanes(&c);
@@ -364,6 +389,8 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
         free_taggers(&c);
         return rd_fail(RD_EIO, "cannot start the writer thread");
     }
+    c.writer = writer;
+    rd_interrupt_set(interrupt_recv, &c, &before_us);
     for (;;) {
         struct rd_buf *b;
         struct rd_frame f;
@@ -397,6 +424,9 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
             break;
     }
     rd_lanes_close(c.lanes);
+    /* the stream has ended or failed: the writer only flushes and confirms or gives up now,
+     * and a signal ends us at once */
+    rd_interrupt_restore(&before_us);
     if (rd_error_code()) {
         /* the stream is lost; give the writer a moment to flush what arrived, no more */
         struct timespec ts;

@@ -6,6 +6,7 @@
 #include "wire/rd_seal.h"
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
+#include "util/rd_interrupt.h"
 #include "util/rd_wake.h"
 #include "util/rd_thread.h"
 
@@ -46,6 +47,9 @@ struct send_ctx {
     struct rd_reason peer_reason;   /* the receiver's ABORT/REJECT, if it sent one */
     int peer_said;
     atomic_int stop;         /* the transfer failed: the reader's input may give up */
+    atomic_int interrupted;  /* a signal: the reader sends ABORT instead of the next chunk */
+    pthread_t reader;
+    struct rd_errctx *errctx;   /* the transfer's, for the signal watcher's rd_fail */
 };
 
 /* Read the next chunk. A stuck stdin must not keep a failed transfer alive: the engine then
@@ -160,7 +164,7 @@ static void *reader_main(void *arg)
         if (c->tp->ops->get_send_buf(c->tp, &j->b))
             break;
         struct rd_buf *b = j->b;
-        ssize_t n = next_chunk(c, j, seq);
+        ssize_t n = atomic_load(&c->interrupted) ? -1 : next_chunk(c, j, seq);
         if (n < 0)
             seal_abort(c, b);
         else if (n == 0)
@@ -173,6 +177,22 @@ static void *reader_main(void *arg)
     }
     rd_lanes_close(c->lanes);
     return NULL;
+}
+
+/* SIGINT, SIGTERM, SIGHUP (rd_interrupt): the reader's next frame is the ABORT that names
+ * the signal, so the receiver learns why the stream ends here. The error is recorded first,
+ * so it is the reason the ABORT gives, whatever the woken read says. */
+static int interrupt_send(void *ctx, int signo)
+{
+    struct send_ctx *c = ctx;
+    if (!atomic_exchange(&c->interrupted, signo)) {
+        struct rd_errctx *mine = rd_errctx_bind(c->errctx);
+        rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
+        rd_errctx_bind(mine);
+    }
+    atomic_store(&c->stop, 1);
+    rd_wake_kick(c->reader);   /* out of a read of a quiet stdin */
+    return 1;
 }
 
 /* Monitor thread: listens to the receiver for the whole transfer, so its CONFIRM, its ABORT
@@ -281,7 +301,8 @@ static void drop_unsent(struct send_ctx *c)
 int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct rd_params *p,
                    struct rd_counters *cnt)
 {
-    struct send_ctx c = { .tp = tp, .src = src, .p = p, .cnt = cnt };
+    struct send_ctx c = { .tp = tp, .src = src, .p = p, .cnt = cnt, .errctx = rd_errctx_current() };
+    struct rd_interrupt_hook before_us;
     pthread_t reader, monitor;
     int rc = start_lanes(&c), sent_end = 0, own_abort = 0, end_unacked = 0;
     if (rc)
@@ -303,6 +324,8 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
         free_taggers(&c);
         return rd_fail(RD_EIO, "cannot start the reader thread");
     }
+    c.reader = reader;
+    rd_interrupt_set(interrupt_send, &c, &before_us);
     struct rd_stream_hash hash;
     uint64_t frames = 0, total = 0;
     rd_stream_hash_init(&hash);
@@ -356,6 +379,8 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
             break;
         }
     }
+    /* from here the stream is over or the reader is told to stop: a signal ends us at once */
+    rd_interrupt_restore(&before_us);
     int monitor_joined = 0;
     if (end_unacked) {
         /* END was posted but its send did not complete: over RDMA the receiver's disconnect

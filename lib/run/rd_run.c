@@ -6,6 +6,7 @@
 #include "engine/rd_relay.h"
 #include "wire/rd_seal.h"
 #include "util/rd_error.h"
+#include "util/rd_interrupt.h"
 #include "run/rd_plan.h"
 #include "run/rd_report.h"
 #include "transport/rd_rails.h"
@@ -490,6 +491,21 @@ static void unlink_untouched(const char *path, int fd)
         unlink(path);
 }
 
+struct created_file {
+    const char *path;
+    int fd;
+};
+
+/* A signal before any stream has begun: the FILE goes as after a timeout, and the tool dies
+ * (a stream's own hook, the engine's, replaces this one while it runs). */
+static int interrupt_waiting(void *ctx, int signo)
+{
+    (void)signo;
+    const struct created_file *f = ctx;
+    unlink_untouched(f->path, f->fd);
+    return 0;
+}
+
 int rd_run_recv(const struct rd_opts *o)
 {
     struct rd_sink dst;
@@ -503,7 +519,13 @@ int rd_run_recv(const struct rd_opts *o)
     dst.sync = o->sync;
     if (o->direct)
         rd_sink_use_direct(&dst);
+    struct created_file created = { o->file, dst.fd };
+    struct rd_interrupt_hook none;
+    if (dst.dir_fd >= 0)
+        rd_interrupt_set(interrupt_waiting, &created, &none);
     rc = rd_recv_sink(o, &dst);
+    if (dst.dir_fd >= 0)
+        rd_interrupt_restore(&none);
     if (rc && dst.dir_fd >= 0 && !dst.begun)
         unlink_untouched(o->file, dst.fd);
     rd_sink_close(&dst);
@@ -526,10 +548,14 @@ int rd_tool_main(int argc, char **argv, int is_sender)
         rd_cli_free(&o);
         return rc;
     }
+    /* SIGINT, SIGTERM, SIGHUP: the peer is told, then we die by the signal (rd_interrupt) */
+    if (rd_interrupt_install())
+        rd_warn("warning: cannot watch for signals; an interrupt will not be told to the peer");
     if (is_sender)
         rc = rd_run_send(&o);
     else
         rc = o.relay_fd >= 0 ? rd_run_relay(&o) : rd_run_recv(&o);
     rd_cli_free(&o);
+    rd_interrupt_finish();
     return rc;
 }

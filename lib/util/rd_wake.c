@@ -41,6 +41,11 @@ void rd_wake_unblock(void)
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
+void rd_wake_kick(pthread_t t)
+{
+    pthread_kill(t, wake_signal());
+}
+
 void rd_wake_join(pthread_t t, atomic_int *stop)
 {
     atomic_store(stop, 1);

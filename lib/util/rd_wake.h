@@ -17,6 +17,9 @@ void rd_wake_install(void);
 /* The thread that may be woken: make sure the wake signal is not blocked in it (threads
  * inherit their creator's mask). */
 void rd_wake_unblock(void);
+/* Wake t once out of a blocking call (its stop flag set by the caller); t must not have been
+ * joined yet. A wake can land just before the call: whoever kicks, kicks again. */
+void rd_wake_kick(pthread_t t);
 /* Set *stop, then wake t every 50 ms until it has ended, and join it. */
 void rd_wake_join(pthread_t t, atomic_int *stop);
 

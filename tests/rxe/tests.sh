@@ -136,6 +136,30 @@ kill_case() {
     if [ -z "$bad" ] && awk -v w="$worst" 'BEGIN{exit !(w < 10)}'; then pass "$name: the other end exits $([ "$who" = sender ] && echo 4 || echo non-zero) (slowest ${worst}s)"
     else fail "$name" "slowest ${worst}s $bad"; fi
 }
+# signal_case NAME WHO: a transfer from /dev/zero (RO, SO), WHO (sender or receiver) sent
+# SIGTERM mid-stream (a script's background job has SIGINT ignored): it ends by the signal
+# (143) and the other end exits 4 naming it, over RDMA the ABORT as over TCP (signals.sh)
+signal_case() {
+    local name=$1 who=$2 rp sp rc1 rc2 err
+    next_port
+    "$RECV" -v "${RO[@]}" --chunk-size 256K $PORT key > /dev/null 2> "$T/rerr" & rp=$!
+    "$SEND" -v "${SO[@]}" --chunk-size 256K $S $PORT key /dev/zero 2> "$T/serr" & sp=$!
+    wait_text "$T/rerr" 'receiving from' 20 || { fail "$name" "never started: $(cat "$T/rerr" "$T/serr" | tr '\n' '|')"; kill -9 $sp $rp; wait $sp $rp; return; }
+    sleep 0.5
+    if [ "$who" = sender ]; then
+        kill -TERM $sp; wait_exit $sp 10; rc1=$?; wait_exit $rp 10; rc2=$?
+        err=$(tail -n 1 "$T/rerr")   # after -v's lines
+        if [ $rc1 = 143 ] && [ $rc2 = 4 ] && [[ "$err" == "rdrecv: sender: sender aborted: interrupted by SIGTERM" ]]; then
+            pass "$name: rdsend ends by SIGTERM, rdrecv exits 4 naming it"
+        else fail "$name" "rdsend exit $rc1, rdrecv exit $rc2: $(tr '\n' '|' < "$T/rerr")"; fi
+    else
+        kill -TERM $rp; wait_exit $rp 10; rc1=$?; wait_exit $sp 10; rc2=$?
+        err=$(tail -n 1 "$T/serr")
+        if [ $rc1 = 143 ] && [ $rc2 = 4 ] && [[ "$err" == "rdsend: receiver: interrupted by SIGTERM" ]]; then
+            pass "$name: rdrecv ends by SIGTERM, rdsend exits 4 naming it"
+        else fail "$name" "rdrecv exit $rc1, rdsend exit $rc2: $(tr '\n' '|' < "$T/serr")"; fi
+    fi
+}
 # packets rxe_X: what the device has sent so far (Soft-RoCE's counters)
 packets() { cat /sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts 2> /dev/null || echo 0; }
 
@@ -317,6 +341,12 @@ streams_cases() {
     RO=("${RS[@]}"); SO=("${SS[@]}" --streams 2)
     kill_case "--streams 2 on one device, sender SIGKILLed mid-stream" sender $S
     kill_case "--streams 2 on one device, receiver SIGKILLed mid-stream" receiver $S
+    RO=("${RS[@]}"); SO=("${SS[@]}")
+    signal_case "SIGTERM to the sender over RDMA" sender
+    signal_case "SIGTERM to the receiver over RDMA" receiver
+    RO=("${RS[@]}"); SO=("${SS[@]}" --streams 2)
+    signal_case "SIGTERM to the sender, --streams 2 over RDMA" sender
+    signal_case "SIGTERM to the receiver, --streams 2 over RDMA" receiver
 
     # a relay passes its QPs on: rdpipe --streams 2 through a `cat` segment, both hops 2 QPs
     if [ -x "$BIN/rdpipe" ]; then
