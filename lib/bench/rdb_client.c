@@ -85,7 +85,26 @@ static int unexpected(struct rd_transport *tp, struct rd_buf *b, const struct rd
     return rc;
 }
 
+/* One message from the client, under the guard's eye (a server that stopped reading). */
+static int say(struct rdb_conn *c, const struct rdb_hdr *h, const void *payload)
+{
+    struct rdb_guard *g = c->guarded ? &c->guard : NULL;
+    rdb_guard_sending(g, 1);
+    int rc = rdb_send_msg(c->tp, h, payload);
+    rdb_guard_sending(g, 0);
+    return g ? rdb_guard_explain(g, rc) : rc;
+}
+
 /* ---- connecting ---- */
+
+void rdb_conn_guard(struct rdb_conn *c, int send_ms)
+{
+    c->guarded = rdb_guard_start(&c->guard, c->tp, -1, send_ms, -1) == RD_OK;
+    if (c->guarded)
+        c->guard.of_client = 1;
+    else
+        rd_error_clear();   /* no thread for it: the connection goes unwatched, no more */
+}
 
 int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t want_size,
                 uint32_t want_depth, struct rdb_conn *c)
@@ -106,8 +125,10 @@ int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t
     if (rc) {
         c->tp->ops->close(c->tp);
         c->tp = NULL;
+        return rc;
     }
-    return rc;
+    rdb_conn_guard(c, RDB_SEND_MS);
+    return RD_OK;
 }
 
 void rdb_close(struct rdb_conn *c, int bye)
@@ -117,11 +138,14 @@ void rdb_close(struct rdb_conn *c, int bye)
     if (bye) {
         struct rdb_hdr h = { .type = RDB_BYE };
         int saved = rd_error_code();
-        if (rdb_send_msg(c->tp, &h, NULL) == RD_OK)
+        if (say(c, &h, NULL) == RD_OK)
             c->tp->ops->drain(c->tp);
         if (!saved)
             rd_error_clear();   /* a goodbye that did not arrive changes nothing measured */
     }
+    if (c->guarded)
+        rdb_guard_stop(&c->guard);
+    c->guarded = 0;
     c->tp->ops->close(c->tp);
     c->tp = NULL;
 }
@@ -150,7 +174,7 @@ int rdb_point(struct rdb_conn *c, uint32_t size, unsigned depth, double min_s, d
         while (!stopping && next - acked < depth) {
             struct rdb_hdr h = { .type = RDB_DATA, .len = size, .seq = next };
             sent[next % depth] = rd_now();
-            if ((rc = rdb_send_msg(tp, &h, NULL)))
+            if ((rc = say(c, &h, NULL)))
                 goto out;
             next++;
         }
@@ -223,7 +247,7 @@ int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, 
         c->reverse_ring = 1;
     }
     struct rdb_hdr h = { .type = RDB_REVERSE, .a = depth, .b = size, .seq = ms };
-    if ((rc = rdb_send_msg(tp, &h, NULL)))
+    if ((rc = say(c, &h, NULL)))
         return rc;
     uint64_t got = 0, bytes = 0, expect = 0;
     double t0 = 0, t1 = 0;
@@ -256,7 +280,7 @@ int rdb_reverse(struct rdb_conn *c, uint32_t size, unsigned depth, unsigned ms, 
                            (unsigned long long)h.seq, (unsigned long long)expect);
         expect++;
         struct rdb_hdr a = { .type = RDB_ACK, .seq = h.seq };
-        if ((rc = rdb_send_msg(tp, &a, NULL)))
+        if ((rc = say(c, &a, NULL)))
             return rc;
         /* the window opens with the first message: its bytes are not counted */
         double now = rd_now();
@@ -279,7 +303,7 @@ int rdb_get_info(struct rdb_conn *c, struct rdb_info *info)
 {
     struct rdb_hdr h = { .type = RDB_INFO_REQ };
     struct rd_buf *b;
-    int rc = rdb_send_msg(c->tp, &h, NULL);
+    int rc = say(c, &h, NULL);
     if (!rc)
         rc = rdb_recv_msg(c->tp, answer_ms(c), &b, &h, "server");
     if (rc)
@@ -295,7 +319,7 @@ int rdb_get_io(struct rdb_conn *c, uint64_t bytes, struct rdb_io *io, int *has)
 {
     struct rdb_hdr h = { .type = RDB_IO_REQ, .b = bytes };
     struct rd_buf *b;
-    int rc = rdb_send_msg(c->tp, &h, NULL);
+    int rc = say(c, &h, NULL);
     *has = 0;
     /* the server writes and reads its scratch file first: give it time */
     if (!rc)

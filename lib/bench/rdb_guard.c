@@ -104,6 +104,9 @@ int rdb_guard_explain(const struct rdb_guard *g, int rc)
         return rd_fail_instead(RD_ECONNECT, "client %s: still being served when --timeout ran out: cut off",
                                g->tp->peer);
     case RDB_GUARD_SEND:
+        if (g->of_client)
+            return rd_fail_instead(RD_ESTREAM, "server %s read nothing for %.0f s (a send to it was blocked): gave up",
+                                   g->tp->peer, g->send_ms / 1000.0);
         return rd_fail_instead(RD_ECONNECT, "client %s read nothing for %.0f s (a send to it was blocked): dropped",
                                g->tp->peer, g->send_ms / 1000.0);
     case RDB_GUARD_GONE:

@@ -1,4 +1,6 @@
-/* rdb_guard.h - the bench server's watchdog over the one connection it serves.
+/* rdb_guard.h - the bench server's watchdog over the one connection it serves (and the
+ * client's over its connection, for the sends alone: a server that stops reading leaves a
+ * TCP send waiting as for a slow reader, for ever).
  *
  * A client that proved the key is still a stranger's program: it may keep the server busy
  * past --timeout (every message resets the per-message idle limit), or stop reading, so that
@@ -32,6 +34,8 @@ struct rdb_guard {
     atomic_llong send_since_ms;  /* rd_now() in ms when the send in progress began; 0: none */
     atomic_int why;              /* enum rdb_guard_why: what it shut the connection down for */
     atomic_int quit;             /* set by rdb_guard_stop */
+    int of_client;               /* set after start: it guards a client's connection (the peer
+                                  * that stopped reading is the server) */
 };
 
 /* Start watching tp. RD_OK, or RD_EIO recorded (no pipe or thread: serve without it). */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/rdb_guard.h"
 #include "bench/rdb_msg.h"
 #include "transport/rd_select.h"
 #include "transport/rd_session.h"
@@ -25,7 +26,7 @@
 #define RDB_LAT_SAMPLES (1u << 17)   /* latencies kept per point for the percentiles */
 #define RDB_ANSWER_MS 30000          /* an answer that takes longer is a dead peer */
 #define RDB_IDLE_MS 60000            /* server: a client silent this long is dropped */
-#define RDB_SEND_MS 30000            /* server: a send blocked this long: the client stopped reading */
+#define RDB_SEND_MS 30000            /* a send blocked this long: the peer stopped reading */
 #define RDB_SERVER_INFLIGHT (256u << 20)   /* server: chunk x depth it grants a client at most
                                             * (each ring; rdbench's default --max-inflight) */
 
@@ -36,6 +37,8 @@ struct rdb_conn {
     int reverse_ring;        /* the receive ring for REVERSE is set up */
     int answer_ms;           /* an answer that takes longer is a dead server (0:
                               * RDB_ANSWER_MS); also what a REVERSE run may overrun its time */
+    struct rdb_guard guard;  /* ends a send the server does not read (rdb_conn_guard) */
+    int guarded;
 };
 
 /* What one point measured. */
@@ -52,6 +55,9 @@ struct rdb_result {
  * c->agreed.depth says how deep this connection goes. */
 int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t want_size,
                 uint32_t want_depth, struct rdb_conn *c);
+/* Watch c's sends (rdb_connect does, with RDB_SEND_MS): one blocked send_ms ends the
+ * connection, RD_ESTREAM "server ... read nothing". Without a thread for it, c goes unwatched. */
+void rdb_conn_guard(struct rdb_conn *c, int send_ms);
 /* Measure messages of size bytes at depth: at least min_s seconds and min_ops answers after
  * a warm-up of `depth` answers, at most max_s seconds in all. */
 int rdb_point(struct rdb_conn *c, uint32_t size, unsigned depth, double min_s, double max_s,

@@ -293,6 +293,22 @@ int rd_sink_open(struct rd_sink *s, const char *path)
             return rd_fail(RD_EIO, "cannot write stdout: %s", strerror(EBADF));
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
+        /* a FIFO whose reader has not come yet: opening it would block before we even listen
+         * (and --timeout, --ready-fd with it); it is opened once a sender is in */
+        struct stat pre;
+        if (stat(path, &pre) == 0 && S_ISFIFO(pre.st_mode)) {
+            s->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+            if (s->fd < 0 && errno == ENXIO) {
+                s->fifo_later = path;
+                return RD_OK;
+            }
+            if (s->fd >= 0)
+                fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+            else
+                return rd_fail(RD_EIO, "cannot open output file '%s': %s", path, strerror(errno));
+            fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
+            return RD_OK;
+        }
         /* O_EXCL first: only a name this run created needs its directory synced */
         s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (s->fd >= 0)
@@ -331,6 +347,15 @@ void rd_sink_use_direct(struct rd_sink *s)
 int rd_sink_begin(struct rd_sink *s)
 {
     s->begun = 1;
+    if (s->fifo_later) {   /* until its reader comes, as a write to a full pipe waits for it */
+        do
+            s->fd = open(s->fifo_later, O_WRONLY | O_CLOEXEC);
+        while (s->fd < 0 && errno == EINTR);
+        if (s->fd < 0)
+            return rd_fail(RD_EIO, "cannot open output file '%s': %s", s->fifo_later, strerror(errno));
+        s->fifo_later = NULL;
+        fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
+    }
     if (s->is_regular && s->fd != STDOUT_FILENO && ftruncate(s->fd, 0))
         return rd_fail(RD_EIO, "cannot truncate %s: %s", s->name, strerror(errno));
     return RD_OK;

@@ -68,6 +68,7 @@ struct rd_sink {
     int synced;          /* rd_sink_finish flushed it, in sync_seconds (for -v) */
     double sync_seconds;
     char name[256];
+    const char *fifo_later;   /* a FIFO with no reader yet: opened (waiting for one) by rd_sink_begin */
     atomic_int *stop;    /* as in rd_source: a write that rd_wake interrupts gives up */
     /* set by the receive engine while write_fn runs: lends the frame that holds the bytes
      * (rd_sink_hold); NULL outside it */

@@ -4,13 +4,15 @@
  * writev and read straight into a pool buffer. Socket buffers are left to Linux autotuning
  * (setting SO_SNDBUF/SO_RCVBUF would cap them at rmem_max/wmem_max, far below what
  * autotuning reaches). Keepalive and TCP_USER_TIMEOUT make a dead or unreachable peer an
- * error within seconds even when no data is moving.
+ * error within seconds even when no data is moving; a live peer that only reads slowly (its
+ * window closed) is waited for, however long (rd_tcp_watch.h).
  */
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
 #include "transport/rd_link.h"
 #include "transport/rd_pool.h"
 #include "transport/rd_tcp.h"
+#include "transport/rd_tcp_watch.h"
 #include "transport/rd_transport.h"
 
 #include <arpa/inet.h>
@@ -38,6 +40,7 @@ struct tcp_conn {
     struct rd_pool send_pool, recv_pool;
     int have_send_pool, have_recv_pool;
     atomic_int down;   /* shutdown() was called */
+    struct rd_tcp_watched watch;   /* a closed window is waited for, a silent peer ended */
 };
 
 static long long now_ms(void)
@@ -69,9 +72,17 @@ void rd_sockaddr_str(const struct sockaddr *sa, char *out, size_t n)
     }
 }
 
+/* TCP_USER_TIMEOUT_MS, or RDPIPE_TCP_USER_TIMEOUT_MS where a test shortens it */
+static int user_timeout_ms(void)
+{
+    const char *e = getenv("RDPIPE_TCP_USER_TIMEOUT_MS");
+    int ms = e && *e ? atoi(e) : 0;
+    return ms > 0 ? ms : TCP_USER_TIMEOUT_MS;
+}
+
 static void tune_socket(int fd)
 {
-    int one = 1, idle = 5, intvl = 2, cnt = 3, uto = TCP_USER_TIMEOUT_MS;
+    int one = 1, idle = 5, intvl = 2, cnt = 3, uto = user_timeout_ms();
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
@@ -94,6 +105,7 @@ static int conn_init(struct rd_transport *tp, int fd)
     c->have_send_pool = c->have_recv_pool = 1;
     tp->priv = c;
     tune_socket(fd);
+    rd_tcp_watch_add(&c->watch, fd, user_timeout_ms());   /* after tune_socket's timeout */
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -295,6 +307,9 @@ static int tcp_get_send_buf(struct rd_transport *tp, struct rd_buf **out)
 static int io_error(struct rd_transport *tp, int err, const char *what)
 {
     struct tcp_conn *c = tp->priv;
+    if (atomic_load(&c->watch.silent))
+        return rd_fail(RD_ESTREAM, "connection to %s timed out: the peer stopped answering while its receive window was closed",
+                       tp->peer);
     if (atomic_load(&c->down))
         return rd_fail_after(RD_ESTREAM, "transfer aborted");
     if (err == 0)
@@ -505,8 +520,10 @@ static void tcp_close(struct rd_transport *tp)
 {
     struct tcp_conn *c = tp->priv;
     if (c) {
-        if (c->fd >= 0)
+        if (c->fd >= 0) {
+            rd_tcp_watch_remove(&c->watch);
             close(c->fd);
+        }
         if (c->have_send_pool)
             rd_pool_destroy(&c->send_pool);
         if (c->have_recv_pool)

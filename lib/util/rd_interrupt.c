@@ -66,6 +66,7 @@ static void *watcher_main(void *arg)
     (void)arg;
     sigset_t set = watched;
     rd_thread_name("rd-signals");
+    rd_errctx_bind(NULL);   /* it outlives whichever transfer started it: never its context */
     int signo;
     while (sigwait(&set, &signo) != 0)
         ;

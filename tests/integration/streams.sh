@@ -242,9 +242,9 @@ st=$(threads "$sp") rt=$(threads "$rp")
 exec 3>&-
 wait_pid "$sp" 10; expect_rc $? 0 rdsend "$(head -c 300 "$C/serr")"
 wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(head -c 300 "$C/rerr")"
-[ "$st" = "rd-lane0 rd-lane1 rd-monitor rd-reader rd-tx0 rd-tx1 rdsend " ] ||
+[ "$st" = "rd-lane0 rd-lane1 rd-monitor rd-reader rd-signals rd-tcp-watch rd-tx0 rd-tx1 rdsend " ] ||
     t_fail "rdsend's threads: '$st'"
-[ "$rt" = "rd-lane0 rd-lane1 rd-rx0 rd-rx1 rd-writer rdrecv " ] || t_fail "rdrecv's threads: '$rt'"
+[ "$rt" = "rd-lane0 rd-lane1 rd-rx0 rd-rx1 rd-signals rd-tcp-watch rd-writer rdrecv " ] || t_fail "rdrecv's threads: '$rt'"
 rm -f "$C/fifo"
 t_end
 
@@ -265,7 +265,7 @@ wait_pid "$R2" "$(lim 10)"; expect_rc $? 0 "relay 2" "$(tr '\n' '|' < "$C/r2err"
 wait_pid "$KP" "$(lim 10)"; expect_rc $? 0 sink "$(tr '\n' '|' < "$C/kerr")"
 cmp -s "$C/out" <(head -c $((2 << 20)) /dev/zero) || t_fail "the sink's output is not the 2 MiB written"
 for t in "$r1t" "$r2t"; do
-    [ "$t" = "rd-fw0 rd-fw1 rd-fw2 rd-relay-mon rd-tx0 rd-tx1 rd-tx2 rdrecv " ] || t_fail "a relay's threads: '$t'"
+    [ "$t" = "rd-fw0 rd-fw1 rd-fw2 rd-relay-mon rd-signals rd-tcp-watch rd-tx0 rd-tx1 rd-tx2 rdrecv " ] || t_fail "a relay's threads: '$t'"
 done
 relay_says "$C/r1err" "tcp, 3 streams" "tcp, 3 streams"
 rm -f "$C/fifo"

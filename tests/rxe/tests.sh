@@ -160,6 +160,20 @@ signal_case() {
         else fail "$name" "rdrecv exit $rc1, rdsend exit $rc2: $(tr '\n' '|' < "$T/serr")"; fi
     fi
 }
+# paused_case NAME: the receiver's consumer sleeps 10 s before it reads (longer than the 8 s
+# in which sends that never complete mean a lost link): the sender waits for credits, the
+# heartbeats keep the connection alive, and 24 MiB arrive whole (stalls.sh does it over TCP)
+paused_case() {
+    local name=$1 rp rc1 rc2
+    next_port
+    head -c $((24 << 20)) "$T/big" > "$T/p.in"; rm -f "$T/p.out"
+    { "$RECV" "${RO[@]}" $PORT key 2> "$T/rerr" | { sleep 10; cat > "$T/p.out"; }; } & rp=$!
+    sleep 0.5
+    timeout 120 "$SEND" "${SO[@]}" $S $PORT key "$T/p.in" 2> "$T/serr"; rc1=$?
+    wait_exit $rp 30; rc2=$?
+    if [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$T/p.in" "$T/p.out"; then pass "$name: 24 MiB byte-identical after the consumer's 10 s pause"
+    else fail "$name" "rdsend exit $rc1, rdrecv|consumer exit $rc2: $(cat "$T/serr" "$T/rerr" | tr '\n' '|')"; fi
+}
 # packets rxe_X: what the device has sent so far (Soft-RoCE's counters)
 packets() { cat /sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts 2> /dev/null || echo 0; }
 
@@ -347,6 +361,9 @@ streams_cases() {
     RO=("${RS[@]}"); SO=("${SS[@]}" --streams 2)
     signal_case "SIGTERM to the sender, --streams 2 over RDMA" sender
     signal_case "SIGTERM to the receiver, --streams 2 over RDMA" receiver
+    paused_case "a consumer pausing 10 s, --streams 2 over RDMA"
+    RO=("${RS[@]}"); SO=("${SS[@]}")
+    paused_case "a consumer pausing 10 s over RDMA"
 
     # a relay passes its QPs on: rdpipe --streams 2 through a `cat` segment, both hops 2 QPs
     if [ -x "$BIN/rdpipe" ]; then

@@ -813,6 +813,64 @@ out:
         close(p[1]);
 }
 
+/* A server that answers REVERSE with DATA for ever and reads nothing after it: not the
+ * client's ACKs either. */
+static void *deaf_main(void *arg)
+{
+    struct rd_transport *tp = arg;
+    struct rd_key k;
+    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
+    struct rd_buf *b;
+    struct rdb_hdr h;
+    rd_key_derive(&k, secret, strlen(secret));
+    int rc = rd_session_receiver(tp, &k, &limits, &agreed);
+    rd_key_wipe(&k);
+    if (!rc)
+        rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
+    if (!rc) {
+        tp->ops->release(tp, b);
+        rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed.chunk_size, agreed.depth);
+    }
+    for (uint64_t seq = 0; !rc; seq++) {   /* until the client's end is shut down */
+        struct rdb_hdr d = { .type = RDB_DATA, .len = 4096, .seq = seq };
+        rc = rdb_send_msg(tp, &d, NULL);
+    }
+    tp->ops->close(tp);
+    return NULL;
+}
+
+/* The client's own guard: a server that stops reading blocks the client's send (its ACKs
+ * fill the in-memory transport's 4 receive frames, as a TCP window closes), and the client
+ * gives up after send_ms instead of waiting for ever */
+static void t_client_guard_send(void)
+{
+    struct rdb_conn c;
+    struct rd_transport *stp;
+    pthread_t th;
+    struct rd_key k;
+    memset(&c, 0, sizeof c);
+    CHECK_OR(mem_pair(&c.tp, &stp) == RD_OK, return);
+    CHECK_OR(pthread_create(&th, NULL, deaf_main, stp) == 0, return);
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c.tp, &k, &want, &c.agreed);
+    rd_key_wipe(&k);
+    CHECK_OR(rc == RD_OK, goto out);
+    rdb_conn_guard(&c, 300);
+    CHECK(c.guarded);
+    c.answer_ms = 10000;   /* the guard, not a missing answer or the run's end, must end it */
+    struct rdb_result r;
+    double t0 = rd_now();
+    CHECK_EQ_I(rdb_reverse(&c, 4096, 1, 5000, &r), RD_ESTREAM);
+    double took = rd_now() - t0;
+    CHECK_HAS(rd_error_msg(), "read nothing for 0 s (a send to it was blocked): gave up");
+    CHECK(took >= 0.29 && took < 5);
+    rd_error_clear();
+out:
+    rdb_close(&c, 0);
+    pthread_join(th, NULL);
+}
+
 static void before(void)
 {
     rd_error_clear();
@@ -846,5 +904,6 @@ int main(void)
     RUN(t_guard_deadline);
     RUN(t_guard_send);
     RUN(t_guard_watch);
+    RUN(t_client_guard_send);
     return check_summary();
 }
