@@ -294,11 +294,8 @@ static void *writer_main(void *arg)
 static int interrupt_recv(void *ctx, int signo)
 {
     struct recv_ctx *c = ctx;
-    if (!atomic_exchange(&c->interrupted, signo)) {
-        struct rd_errctx *mine = rd_errctx_bind(c->errctx);
-        rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
-        rd_errctx_bind(mine);
-    }
+    if (!atomic_exchange(&c->interrupted, signo))
+        rd_interrupt_record(c->errctx, signo);
     atomic_store(&c->stop, 1);
     rd_lanes_shut(c->lanes);   /* out of waiting for the next frame */
     rd_wake_kick(c->writer);   /* out of a write to a stalled stdout */

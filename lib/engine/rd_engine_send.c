@@ -185,11 +185,8 @@ static void *reader_main(void *arg)
 static int interrupt_send(void *ctx, int signo)
 {
     struct send_ctx *c = ctx;
-    if (!atomic_exchange(&c->interrupted, signo)) {
-        struct rd_errctx *mine = rd_errctx_bind(c->errctx);
-        rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
-        rd_errctx_bind(mine);
-    }
+    if (!atomic_exchange(&c->interrupted, signo))
+        rd_interrupt_record(c->errctx, signo);
     atomic_store(&c->stop, 1);
     rd_wake_kick(c->reader);   /* out of a read of a quiet stdin */
     return 1;

@@ -39,6 +39,13 @@ const char *rd_interrupt_name(int signo)
     return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : signo == SIGHUP ? "SIGHUP" : "a signal";
 }
 
+void rd_interrupt_record(struct rd_errctx *ctx, int signo)
+{
+    struct rd_errctx *mine = rd_errctx_bind(ctx);
+    rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
+    rd_errctx_bind(mine);
+}
+
 /* Die by signo: its default action, delivered to this thread. */
 static _Noreturn void die(int signo)
 {

@@ -37,6 +37,10 @@ void rd_interrupt_restore(const struct rd_interrupt_hook *prev);
 int rd_interrupted(void);
 /* "SIGINT", "SIGTERM", "SIGHUP" */
 const char *rd_interrupt_name(int signo);
+struct rd_errctx;
+/* From a hook: "interrupted by SIGINT" as the first error of the transfer whose context is
+ * ctx (the watcher thread records into none of its own), so the ABORT gives that reason. */
+void rd_interrupt_record(struct rd_errctx *ctx, int signo);
 /* At the end of main: after a signal, die by it (stderr flushed); otherwise return. */
 void rd_interrupt_finish(void);
 

@@ -644,11 +644,10 @@ out:
     CHECK_EQ_I(s.rc, RD_ESTREAM);
 }
 
-/* A server that answers REVERSE with DATA, in order and in time, and never its END: the
- * client gives up answer_ms after the run's time, not never. */
-static void *endless_main(void *arg)
+/* A server that answers REVERSE with DATA for ever and never its END, reading the client's
+ * ACK after each (read_acks) or none of them. */
+static void reverse_for_ever(struct rd_transport *tp, int read_acks)
 {
-    struct rd_transport *tp = arg;
     struct rd_key k;
     struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
     struct rd_buf *b;
@@ -662,31 +661,46 @@ static void *endless_main(void *arg)
         tp->ops->release(tp, b);
         rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed.chunk_size, agreed.depth);
     }
-    for (uint64_t seq = 0; !rc; seq++) {   /* until the client hangs up */
+    for (uint64_t seq = 0; !rc; seq++) {   /* until the client hangs up or is shut down */
         struct rdb_hdr d = { .type = RDB_DATA, .len = 4096, .seq = seq };
         rc = rdb_send_msg(tp, &d, NULL);
-        if (!rc)
+        if (!rc && read_acks)
             rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
-        if (!rc)
+        if (!rc && read_acks)
             tp->ops->release(tp, b);
     }
     tp->ops->close(tp);
+}
+
+/* in order and in time, never its END: the client gives up answer_ms after the run's time */
+static void *endless_main(void *arg)
+{
+    reverse_for_ever(arg, 1);
     return NULL;
+}
+
+/* A client of a server thread that runs server_fn over its end of an in-memory pair: the
+ * handshake done (4 KiB messages, depth 2). -1 when the thread or the pair did not start. */
+static int client_of(struct rdb_conn *c, void *(*server_fn)(void *), pthread_t *th)
+{
+    struct rd_transport *stp;
+    struct rd_key k;
+    memset(c, 0, sizeof *c);
+    if (mem_pair(&c->tp, &stp) != RD_OK || pthread_create(th, NULL, server_fn, stp))
+        return -1;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
+    int rc = rd_session_sender(c->tp, &k, &want, &c->agreed);
+    rd_key_wipe(&k);
+    return rc;
 }
 
 static void t_reverse_deadline(void)
 {
     struct rdb_conn c;
-    struct rd_transport *stp;
     pthread_t th;
-    struct rd_key k;
-    memset(&c, 0, sizeof c);
-    CHECK_OR(mem_pair(&c.tp, &stp) == RD_OK, return);
-    CHECK_OR(pthread_create(&th, NULL, endless_main, stp) == 0, return);
-    rd_key_derive(&k, secret, strlen(secret));
-    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
-    int rc = rd_session_sender(c.tp, &k, &want, &c.agreed);
-    rd_key_wipe(&k);
+    int rc = client_of(&c, endless_main, &th);
+    CHECK_OR(rc != -1, return);
     CHECK_OR(rc == RD_OK, goto out);
     c.answer_ms = 300;
     struct rdb_result r;
@@ -813,29 +827,10 @@ out:
         close(p[1]);
 }
 
-/* A server that answers REVERSE with DATA for ever and reads nothing after it: not the
- * client's ACKs either. */
+/* and reads nothing after the request: not the client's ACKs either */
 static void *deaf_main(void *arg)
 {
-    struct rd_transport *tp = arg;
-    struct rd_key k;
-    struct rd_params limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1 }, agreed;
-    struct rd_buf *b;
-    struct rdb_hdr h;
-    rd_key_derive(&k, secret, strlen(secret));
-    int rc = rd_session_receiver(tp, &k, &limits, &agreed);
-    rd_key_wipe(&k);
-    if (!rc)
-        rc = rdb_recv_msg(tp, 5000, &b, &h, "client");
-    if (!rc) {
-        tp->ops->release(tp, b);
-        rc = tp->ops->setup_ring(tp, RD_DIR_SEND, RD_FRAME_HDR + (size_t)agreed.chunk_size, agreed.depth);
-    }
-    for (uint64_t seq = 0; !rc; seq++) {   /* until the client's end is shut down */
-        struct rdb_hdr d = { .type = RDB_DATA, .len = 4096, .seq = seq };
-        rc = rdb_send_msg(tp, &d, NULL);
-    }
-    tp->ops->close(tp);
+    reverse_for_ever(arg, 0);
     return NULL;
 }
 
@@ -845,16 +840,9 @@ static void *deaf_main(void *arg)
 static void t_client_guard_send(void)
 {
     struct rdb_conn c;
-    struct rd_transport *stp;
     pthread_t th;
-    struct rd_key k;
-    memset(&c, 0, sizeof c);
-    CHECK_OR(mem_pair(&c.tp, &stp) == RD_OK, return);
-    CHECK_OR(pthread_create(&th, NULL, deaf_main, stp) == 0, return);
-    rd_key_derive(&k, secret, strlen(secret));
-    struct rd_params want = { .chunk_size = 4096, .depth = 2, .streams = 1 };
-    int rc = rd_session_sender(c.tp, &k, &want, &c.agreed);
-    rd_key_wipe(&k);
+    int rc = client_of(&c, deaf_main, &th);
+    CHECK_OR(rc != -1, return);
     CHECK_OR(rc == RD_OK, goto out);
     rdb_conn_guard(&c, 300);
     CHECK(c.guarded);
