@@ -62,7 +62,7 @@ int rd_defer_wait_all(struct rd_defer_wait *w, const atomic_int *stop)
     while (w->pending && !(stop && atomic_load(stop))) {
         struct timespec ts;
         rd_deadline_ns(&ts, STOP_CHECK_NS);
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        rd_cond_wait_until(&w->cv, &w->mu, &ts);
     }
     int rc = w->pending ? RD_DEFER_STOPPED : w->err;
     if (!w->pending)

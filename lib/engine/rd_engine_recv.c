@@ -5,6 +5,7 @@
 
 #include "engine/rd_hold.h"
 #include "engine/rd_lanes.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_interrupt.h"
 #include "util/rd_wake.h"
@@ -427,9 +428,8 @@ int rd_engine_recv(struct rd_transport *tp, struct rd_sink *dst, const struct rd
     if (rd_error_code()) {
         /* the stream is lost; give the writer a moment to flush what arrived, no more */
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 2;
-        if (pthread_timedjoin_np(writer, NULL, &ts) == 0)
+        rd_deadline_ns(&ts, 2000000000LL);
+        if (rd_join_until(writer, &ts) == 0)
             goto joined;
         rd_lanes_shut(c.lanes);
         rd_wake_join(writer, &c.stop);

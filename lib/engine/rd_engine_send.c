@@ -385,9 +385,8 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
          * tagged by the sink over END's totals, is what proves the stream arrived, and frames
          * that came before a disconnect are still delivered: the monitor's verdict decides. */
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 2;
-        monitor_joined = pthread_timedjoin_np(monitor, NULL, &ts) == 0;
+        rd_deadline_ns(&ts, 2000000000LL);
+        monitor_joined = rd_join_until(monitor, &ts) == 0;
         if (monitor_joined && c.confirmed) {
             rd_error_clear();
             rc = RD_OK;
@@ -400,10 +399,9 @@ int rd_engine_send(struct rd_transport *tp, struct rd_source *src, const struct 
          * the failure was our own input's: a relay echoes our ABORT back, and our reason
          * stays the one to report.) */
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        rd_deadline_ns(&ts, 1000000000LL);
         if (!monitor_joined)
-            monitor_joined = pthread_timedjoin_np(monitor, NULL, &ts) == 0;
+            monitor_joined = rd_join_until(monitor, &ts) == 0;
         if (monitor_joined && c.peer_said) {
             rc = rd_fail_instead(c.peer_reason.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM, "receiver: %s",
                                  c.peer_reason.text);

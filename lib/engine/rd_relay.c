@@ -13,6 +13,7 @@
  */
 #include "engine/rd_relay.h"
 
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_thread.h"
 
@@ -86,13 +87,12 @@ static void *monitor_main(void *arg)
 static int wait_answer(struct relay *r, int timeout_s)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_s;
+    rd_deadline_ns(&ts, timeout_s * 1000000000LL);
     pthread_mutex_lock(&r->lock);
     while (!r->answered)
         if (timeout_s < 0)
             pthread_cond_wait(&r->cond, &r->lock);
-        else if (pthread_cond_timedwait(&r->cond, &r->lock, &ts))
+        else if (rd_cond_wait_until(&r->cond, &r->lock, &ts))
             break;
     int answered = r->answered;
     pthread_mutex_unlock(&r->lock);

@@ -58,7 +58,7 @@ static void *progress_main(void *arg)
     while (r->running) {
         struct timespec ts;
         rd_deadline_ns(&ts, 500000000LL);
-        pthread_cond_timedwait(&r->wake, &r->lock, &ts);
+        rd_cond_wait_until(&r->wake, &r->lock, &ts);
         if (r->running)
             draw(r, 0);
     }

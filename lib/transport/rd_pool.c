@@ -70,7 +70,7 @@ struct rd_buf *rd_pool_get_timed(struct rd_pool *p, int timeout_ms, int *timed_o
     *timed_out = 0;
     pthread_mutex_lock(&p->lock);
     while (!p->closed && p->nfree == 0)
-        if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT) {
+        if (rd_cond_wait_until(&p->cond, &p->lock, &ts) == ETIMEDOUT) {
             *timed_out = p->nfree == 0 && !p->closed;
             break;
         }

@@ -16,6 +16,7 @@
  * sender waiting for credits), so a silent peer is noticed in every one of those states.
  */
 #include "transport/rd_verbs.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "wire/rd_proto.h"
 
@@ -363,17 +364,11 @@ static int wait_round(struct rd_v_conn *c, long long deadline)
         return RD_ECONNECT;
     if (c->poller) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         long long wait = deadline ? deadline - now : 1000000;
         if (wait > 1000000)
             wait = 1000000;
-        ts.tv_sec += wait / 1000000;
-        ts.tv_nsec += (wait % 1000000) * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        rd_deadline_ns(&ts, wait * 1000);
+        rd_cond_wait_until(&c->cv, &c->mu, &ts);
         progress(c);
         return RD_OK;
     }

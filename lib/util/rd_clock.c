@@ -12,13 +12,23 @@ double rd_now(void)
 
 void rd_deadline_ns(struct timespec *ts, long long ns)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
+    clock_gettime(CLOCK_MONOTONIC, ts);
     ts->tv_sec += (time_t)(ns / 1000000000LL);
     ts->tv_nsec += (long)(ns % 1000000000LL);
     if (ts->tv_nsec >= 1000000000L) {
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+int rd_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const struct timespec *deadline)
+{
+    return pthread_cond_clockwait(cond, mu, CLOCK_MONOTONIC, deadline);
+}
+
+int rd_join_until(pthread_t t, const struct timespec *deadline)
+{
+    return pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, deadline);
 }
 
 int rd_ms_until(double deadline)

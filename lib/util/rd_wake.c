@@ -53,7 +53,7 @@ void rd_wake_join(pthread_t t, atomic_int *stop)
         pthread_kill(t, wake_signal());
         struct timespec ts;
         rd_deadline_ns(&ts, WAKE_EVERY_NS);
-        if (pthread_timedjoin_np(t, NULL, &ts) == 0)
+        if (rd_join_until(t, &ts) == 0)
             return;
     }
 }

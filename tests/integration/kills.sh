@@ -134,6 +134,30 @@ t_note "rdrecv exit $rc after ${dt}s"
 kill_reap "$reader" "$feeder" "$RP"
 t_end
 
+t_begin "the same with the wall clock stepped back an hour: rdrecv still exits 4 within ${EXIT_LIMIT}s"
+# its deadlines (the writer's 2 s to flush) are on CLOCK_MONOTONIC: before 2026-11-28 they were
+# on the wall clock, and clock_ahead.so (CLOCK_REALTIME an hour ahead, as if stepped back an
+# hour just after each deadline was set) made that 2 s wait an hour
+if ! cc -shared -fPIC -o "$C/clock_ahead.so" "$RD_ROOT/tests/integration/clock_ahead.c" -ldl 2> "$C/cc.err"; then
+    t_fail "cannot build the shim: $(head -c 300 "$C/cc.err")"
+else
+    port=$(free_port); mkfifo "$C/never4" "$C/stall4"
+    ( exec sleep "$(lim 30)" ) < "$C/never4" & reader=$!; RD_PIDS+=("$reader")
+    ( head -c $((3 << 20)) /dev/zero; exec sleep "$(lim 30)" ) > "$C/stall4" & feeder=$!; RD_PIDS+=("$feeder")
+    CLOCK_AHEAD_S=3600 LD_PRELOAD=$C/clock_ahead.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+        start RP /dev/null "$C/never4" "$C/rerr" "$RDRECV" -v --chunk-size 64K --depth 64 "$port" key
+    wait_listen "$port" || t_fail "rdrecv not listening"
+    start SP "$C/stall4" /dev/null "$C/serr" "$RDSEND" --chunk-size 64K --depth 64 127.0.0.1 "$port" key
+    wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
+    sleep 1
+    t0=$(now); kill -9 "$SP"; wait "$SP" 2>/dev/null
+    wait_pid "$RP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
+    expect_rc $rc 4 "rdrecv with a stuck consumer after the sender died, the wall clock an hour ahead"
+    t_note "rdrecv exit $rc after ${dt}s"
+    kill_reap "$reader" "$feeder" "$RP"
+fi
+t_end
+
 t_begin "a command at its time limit leaves every thread's stack for the failure report (tests/lib.sh)"
 # rdsend waits for input that never comes, so `timeout` stops it; before it does, the test
 # library takes the stacks of its threads (gdb), which t_end prints under a failing case: a
