@@ -110,7 +110,11 @@ timeout $((TIMEOUT + 180)) qemu-system-x86_64 $ACCEL -smp "$CPUS" -m "$MEM" \
   -virtfs "local,path=$SHARE,mount_tag=share,security_model=none,multidevs=remap" </dev/null &
 QPID=$!
 tail -n +1 -s 0.2 -f --pid=$QPID "$RUN/out.log" & TPID=$!
-wait $QPID || true; QPID=; wait $TPID || true; TPID=
+wait $QPID || true; QPID=; tail_rc=0; wait $TPID || tail_rc=$?; TPID=
+if [ "$tail_rc" != 0 ]; then   # the live copy died (once in CI: SIGKILLed): the whole log again, so no case is lost
+    echo "run-in-rxe-vm: the live copy of the VM's output ended early (status $tail_rc); all of it:"
+    cat "$RUN/out.log" 2>/dev/null
+fi
 rc=$(cat "$RUN/rc" 2>/dev/null || echo 125)
 if [ "$rc" = 125 ]; then echo "run-in-rxe-vm: VM/setup failed; setup log + console:" >&2
   cat "$RUN/setup.log" "$RUN/console.log" 2>/dev/null | tail -40 >&2; fi
