@@ -93,27 +93,34 @@ rd_stacks() {
     for p in $(rd_tree "$@" | awk '!seen[$0]++'); do
         case $(cat "/proc/$p/comm" 2>/dev/null) in sleep|timeout|bash|'') continue ;; esac
         echo "--- pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
-        gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
+        command timeout 20 gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
             sed -E 's/^Thread [0-9]+ \(Thread 0x[0-9a-f]+ \(LWP ([0-9]+)\) "?([^"]*)"?\):$/thread \2 (\1)/;
                     s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/;
                     s/^(#[0-9]+) +0x[0-9a-f]+ in ([^ ]+) .*$/  \1 \2/' | cut -c1-160
     done >> "$out"
 }
 # timeout [OPTION]... LIMIT CMD...: coreutils' timeout, with the stacks taken a moment before
-# LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there)
+# LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there). Once the stacks are
+# being taken they are finished, though the command ends meanwhile: gdb on a sanitizer build
+# with a dozen threads can take longer than those 2 s, and the stacks would lack its last
+# process.
 timeout() {
-    local i=1 limit me=$BASHPID wd rc
+    local i=1 limit me=$BASHPID wd rc taking
     while [[ ${!i} == -* ]]; do case ${!i} in -k|-s|--kill-after|--signal) i=$((i + 2)) ;; *) i=$((i + 1)) ;; esac; done
     limit=${!i%s}
     (
         trap 'kill $s 2>/dev/null; exit 0' TERM
         sleep "$(awk -v l="$limit" 'BEGIN{d=l-2; if (d<l*0.75) d=l*0.75; printf "%.2f", d}')" & s=$!
         wait $s
+        trap - TERM
+        : > "$RD_T/.taking-stacks.$BASHPID"
         rd_stacks $(pgrep -P "$me" -x timeout) "${RD_PIDS[@]}"
     ) &
-    wd=$!
+    wd=$!; taking=$RD_T/.taking-stacks.$wd
     command timeout "$@"; rc=$?
-    kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
+    [ -e "$taking" ] || kill "$wd" 2>/dev/null
+    wait "$wd" 2>/dev/null
+    rm -f "$taking"
     return $rc
 }
 
