@@ -304,17 +304,14 @@ int rd_sink_open(struct rd_sink *s, const char *path)
             }
             if (s->fd >= 0)
                 fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
-            else
-                return rd_fail(RD_EIO, "cannot open output file '%s': %s", path, strerror(errno));
-            fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);
-            return RD_OK;
+        } else {
+            /* O_EXCL first: only a name this run created needs its directory synced */
+            s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (s->fd >= 0)
+                s->dir_fd = open_parent(path);
+            else if (errno == EEXIST)
+                s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         }
-        /* O_EXCL first: only a name this run created needs its directory synced */
-        s->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (s->fd >= 0)
-            s->dir_fd = open_parent(path);
-        else if (errno == EEXIST)
-            s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         if (s->fd < 0)
             return rd_fail(RD_EIO, "cannot open output file '%s': %s", path, strerror(errno));
     }

@@ -80,7 +80,8 @@ static int user_timeout_ms(void)
     return ms > 0 ? ms : TCP_USER_TIMEOUT_MS;
 }
 
-static void tune_socket(int fd)
+/* returns the TCP_USER_TIMEOUT it set */
+static int tune_socket(int fd)
 {
     int one = 1, idle = 5, intvl = 2, cnt = 3, uto = user_timeout_ms();
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -89,6 +90,7 @@ static void tune_socket(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
+    return uto;
 }
 
 static int conn_init(struct rd_transport *tp, int fd)
@@ -104,8 +106,7 @@ static int conn_init(struct rd_transport *tp, int fd)
     }
     c->have_send_pool = c->have_recv_pool = 1;
     tp->priv = c;
-    tune_socket(fd);
-    rd_tcp_watch_add(&c->watch, fd, user_timeout_ms());   /* after tune_socket's timeout */
+    rd_tcp_watch_add(&c->watch, fd, tune_socket(fd));
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
