@@ -15,6 +15,7 @@
 
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
+#include "util/rd_interrupt.h"
 #include "util/rd_thread.h"
 
 #include <pthread.h>
@@ -39,6 +40,8 @@ struct relay {
     uint8_t confirm_frame[RD_FRAME_HDR + RD_END_LEN];   /* passed upstream as it came */
     int down_said;              /* downstream sent ABORT/REJECT with this reason */
     struct rd_reason down_reason;
+    struct rd_errctx *errctx;   /* the relay's, for the signal watcher's rd_fail */
+    atomic_int interrupted;     /* the signal that stopped us (rd_interrupt), 0 if none */
 };
 
 /* Downstream's answer: CONFIRM, or an ABORT with a reason, or its death. Anything but
@@ -89,7 +92,7 @@ static int wait_answer(struct relay *r, int timeout_s)
     struct timespec ts;
     rd_deadline_ns(&ts, timeout_s * 1000000000LL);
     pthread_mutex_lock(&r->lock);
-    while (!r->answered)
+    while (!r->answered && !atomic_load(&r->interrupted))
         if (timeout_s < 0)
             pthread_cond_wait(&r->cond, &r->lock);
         else if (rd_cond_wait_until(&r->cond, &r->lock, &ts))
@@ -97,6 +100,25 @@ static int wait_answer(struct relay *r, int timeout_s)
     int answered = r->answered;
     pthread_mutex_unlock(&r->lock);
     return answered;
+}
+
+/* SIGINT, SIGTERM, SIGHUP (rd_interrupt): upstream's frames stop coming in, so the main thread
+ * fails where it is and sends the ABORT that names the signal both ways, the same path as any
+ * failure (the error is recorded first, so it is the reason given); a wait for downstream's
+ * answer ends too. A relay that is sending into a stalled downstream cannot stop, and dies
+ * when the grace ends. */
+static int interrupt_relay(void *ctx, int signo)
+{
+    struct relay *r = ctx;
+    if (!r->up->ops->shut_recv)
+        return 0;
+    if (!atomic_exchange(&r->interrupted, signo))
+        rd_interrupt_record(r->errctx, signo);
+    r->up->ops->shut_recv(r->up);
+    pthread_mutex_lock(&r->lock);
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+    return 1;
 }
 
 /* Check one header from upstream: its type, size, and order (DATA and END: frame number seq). */
@@ -235,7 +257,8 @@ static int relay_buffers(struct relay *r, enum side *side)
 int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd_params *p,
              struct rd_counters *cnt)
 {
-    struct relay r = { .up = up, .down = down, .p = p, .cnt = cnt };
+    struct relay r = { .up = up, .down = down, .p = p, .cnt = cnt, .errctx = rd_errctx_current() };
+    struct rd_interrupt_hook before_us;
     pthread_t monitor;
     enum side side = SIDE_UP;
     pthread_mutex_init(&r.lock, NULL);
@@ -245,6 +268,7 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
         rc = rd_fail(RD_EIO, "cannot start the monitor thread");
         goto destroy_sync;
     }
+    rd_interrupt_set(interrupt_relay, &r, &before_us);
     int declined = 1;
     if (up->ops->forward && up->ops == down->ops)
         rc = relay_forwarded(&r, &side, &declined);
@@ -257,8 +281,11 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
     if (!rc) {
         /* END is on its way: the answer decides */
         wait_answer(&r, -1);
+        int signo = atomic_load(&r.interrupted);
         if (!r.confirmed) {
             rc = rd_error_code();
+            if (!rc && signo)   /* recorded, then cleared above with the drain's error */
+                rc = rd_fail(RD_ESTREAM, "interrupted by %s", rd_interrupt_name(signo));
             if (!rc)
                 rc = rd_fail(RD_ESTREAM, "no confirmation from downstream");
         } else if (r.confirm.total_bytes != r.end.total_bytes || r.confirm.frames != r.end.frames ||
@@ -286,6 +313,7 @@ int rd_relay(struct rd_transport *up, struct rd_transport *down, const struct rd
     up->ops->shutdown(up);
     down->ops->shutdown(down);
     pthread_join(monitor, NULL);
+    rd_interrupt_restore(&before_us);
 destroy_sync:
     pthread_cond_destroy(&r.cond);
     pthread_mutex_destroy(&r.lock);

@@ -250,7 +250,8 @@ static int stripe_recv(struct rd_transport *tp, struct rd_buf **out, int timeout
     struct rd_buf *b = rd_queue_pop(&w->q);
     if (!b) {
         int rc = broken(s, w);
-        stripe_down(s);
+        if (!atomic_load(&s->recv_shut))   /* else the caller still sends its ABORT */
+            stripe_down(s);
         return rc;
     }
     s->next++;
@@ -283,6 +284,17 @@ static int stripe_drain(struct rd_transport *tp)
 static void stripe_shutdown(struct rd_transport *tp)
 {
     stripe_down(tp->priv);
+}
+
+/* ops->shut_recv of both kinds: each connection's own (a worker or a relay's pair that
+ * reads it fails, and the stripe with it) */
+static void stripes_shut_recv(struct rd_transport *tp)
+{
+    struct stripe *s = tp->priv;
+    atomic_store(&s->recv_shut, 1);
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->w[i].conn->ops->shut_recv)
+            s->w[i].conn->ops->shut_recv(s->w[i].conn);
 }
 
 static void stripe_close(struct rd_transport *tp)
@@ -346,6 +358,7 @@ static const struct rd_transport_ops stripe_ops = {
     .release = stripe_release,
     .drain = stripe_drain,
     .shutdown = stripe_shutdown,
+    .shut_recv = stripes_shut_recv,
     .close = stripe_close,
     .link_rate = stripe_link_rate,
 };
@@ -543,6 +556,7 @@ static const struct rd_transport_ops direct_ops = {
     .release = direct_release,
     .drain = direct_drain,
     .shutdown = direct_shutdown,
+    .shut_recv = stripes_shut_recv,
     .forward = rd_stripe_forward,
     .close = direct_close,
     .numa_node = direct_numa_node,

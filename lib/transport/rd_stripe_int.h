@@ -32,6 +32,7 @@ struct stripe {
     int have_send_pool;
     uint64_t next;             /* the next striped frame (its connection: next % n; 64 bits, as a relay counts frames) */
     atomic_int down;
+    atomic_int recv_shut;      /* ops->shut_recv: receiving stopped, sending goes on */
     pthread_mutex_t lock;
     pthread_cond_t idle;
     unsigned in_flight;        /* send: frames queued or being written */

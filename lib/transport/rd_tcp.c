@@ -40,6 +40,7 @@ struct tcp_conn {
     struct rd_pool send_pool, recv_pool;
     int have_send_pool, have_recv_pool;
     atomic_int down;   /* shutdown() was called */
+    atomic_int recv_shut;   /* shut_recv() was called: no more frames are read */
     struct rd_tcp_watched watch;   /* a closed window is waited for, a silent peer ended */
 };
 
@@ -409,6 +410,9 @@ static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long de
 {
     struct tcp_conn *c = tp->priv;
     while (n) {
+        /* Linux still reads what is queued, and what comes, after SHUT_RD: this flag stops it */
+        if (atomic_load(&c->recv_shut))
+            return rd_fail(RD_ESTREAM, "stopped receiving from %s", tp->peer);
         if (deadline >= 0) {
             struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
             long long left = deadline - now_ms();
@@ -515,6 +519,15 @@ static void tcp_shutdown(struct rd_transport *tp)
         rd_pool_close(&c->send_pool);
     if (c->have_recv_pool)
         rd_pool_close(&c->recv_pool);
+}
+
+/* SHUT_RD wakes a read blocked now (it returns 0); the peer is not told, and sends go on */
+static void tcp_shut_recv(struct rd_transport *tp)
+{
+    struct tcp_conn *c = tp->priv;
+    if (!c || atomic_exchange(&c->recv_shut, 1))
+        return;
+    shutdown(c->fd, SHUT_RD);
 }
 
 static void tcp_close(struct rd_transport *tp)
@@ -642,6 +655,7 @@ const struct rd_transport_ops rd_tcp_ops = {
     .release = tcp_release,
     .drain = tcp_drain,
     .shutdown = tcp_shutdown,
+    .shut_recv = tcp_shut_recv,
     .close = tcp_close,
     .link_rate = tcp_link_rate,
 };

@@ -140,6 +140,10 @@ struct rd_transport_ops {
      * once, as at a timeout; the connection stays up (a relay waking a thread whose frames
      * ended on another connection). */
     void (*interrupt)(struct rd_transport *tp);
+    /* Optional: from any thread, every recv from now on, the one waiting now included (and a
+     * forward's reads, at the next frame), fails at once, while sends still work: a relay
+     * interrupted by a signal stops taking frames but still tells both neighbours why. */
+    void (*shut_recv)(struct rd_transport *tp);
     void (*close)(struct rd_transport *tp);
 };
 

@@ -482,6 +482,7 @@ const struct rd_transport_ops rd_verbs_ops = {
     .drain = rd_v_drain,
     .shutdown = rd_v_shutdown,
     .interrupt = rd_v_interrupt,
+    .shut_recv = rd_v_shut_recv,
     .close = v_close,
     .watch_fd = rd_v_watch_fd,
     .peek = rd_v_peek,

@@ -133,6 +133,7 @@ struct rd_v_conn {
     pthread_cond_t cv;
     int poller;                    /* a thread is sleeping in poll() for everyone */
     int interrupted;               /* ops->interrupt: the next recv that must wait returns */
+    int recv_shut;                 /* ops->shut_recv: every recv fails from now on */
     unsigned sq_used, sq_internal, payload_out;
     int send_err;                  /* a payload send did not complete successfully */
     long long est;                 /* receives the peer believes it may still use */
@@ -183,6 +184,7 @@ void rd_v_release(struct rd_transport *tp, struct rd_buf *b);
 int rd_v_drain(struct rd_transport *tp);
 void rd_v_shutdown(struct rd_transport *tp);
 void rd_v_interrupt(struct rd_transport *tp);
+void rd_v_shut_recv(struct rd_transport *tp);
 void rd_v_print_stats(struct rd_v_conn *c);   /* -vv: what the data path did, at close */
 int rd_v_watch_fd(struct rd_transport *tp);
 int rd_v_peek(struct rd_transport *tp, uint8_t *head, size_t n);

@@ -583,7 +583,11 @@ int rd_v_recv(struct rd_transport *tp, struct rd_buf **out, int timeout_ms)
     int rc = RD_OK;
     pthread_mutex_lock(&c->mu);
     progress(c);
-    while (!c->rd_count) {
+    while (!c->rd_count || c->recv_shut) {
+        if (c->recv_shut) {
+            rc = rd_fail(RD_ESTREAM, "stopped receiving from %s", c->peer);
+            break;
+        }
         if (c->interrupted) {
             c->interrupted = 0;
             rc = rd_fail(RD_ECONNECT, "interrupted waiting for %s", c->peer);
@@ -682,6 +686,14 @@ void rd_v_interrupt(struct rd_transport *tp)
     struct rd_v_conn *c = tp->priv;
     if (c && c->id)
         raise_and_wake(c, &c->interrupted);
+}
+
+/* ops->shut_recv: a relay told to stop by a signal; its sends (the ABORTs) still go */
+void rd_v_shut_recv(struct rd_transport *tp)
+{
+    struct rd_v_conn *c = tp->priv;
+    if (c && c->id)
+        raise_and_wake(c, &c->recv_shut);
 }
 
 /* ops->watch_fd: an epoll set of the CM channel (the peer left) and the receive completion

@@ -164,3 +164,52 @@ expect_same_file "$C/in" "$C/out" "the stream"
 expect_empty "$C/serr" "rdsend's stderr"
 expect_empty "$C/rerr" "rdrecv's stderr"
 t_end
+
+# ---------------------------------------------------------------- a relay (rdpipe's `cat` hop)
+# relay_sig UP DOWN FEED [OUT]: rdsend (UP: its options) -> relay -> rdrecv (DOWN) into OUT
+# (/dev/null), rdsend reading FEED; the ends hold rdpipe's stream key. Starts the sink (KP) and the sender
+# (SP) as jobs and the relay under sigwrap (L_pid), and waits until the relay says it relays.
+SK=$(printf '%064x' 7)
+relay_sig() {
+    local kport lport
+    kport=$(free_port)
+    RDPIPE_STREAM_KEY=$SK start KP /dev/null "${4:-/dev/null}" "$C/kerr" "$RDRECV" $2 "$kport" hop-key-1-0123456789
+    wait_listen "$kport" || t_fail "sink not listening: $(cat "$C/kerr")"
+    lport=$(free_port); echo "127.0.0.1 $kport hop-key-1-0123456789" > "$C/next"
+    sig_start L "$C/next" /dev/null "$C/lerr" "$RDRECV" -v --relay-fd 0 "$lport" hop-key-0-0123456789
+    wait_listen "$lport" || t_fail "relay not listening: $(cat "$C/lerr")"
+    RDPIPE_STREAM_KEY=$SK start SP "$3" /dev/null "$C/serr" "$RDSEND" $1 127.0.0.1 "$lport" hop-key-0-0123456789
+    wait_for_text "$C/lerr" 'relaying from' 10 || t_fail "the relay did not start: $(cat "$C/lerr" "$C/serr" "$C/kerr")"
+}
+# relay_told SIG: the relay died by SIG after saying so, and both ends exit 4 naming it
+relay_told() {
+    local num=$1 name=$2
+    sig_end L "$(lim 5)" "signal $num" "the relay after $name"
+    grep -v -e 'listening on port' -e 'relaying from' -e 'using TCP' "$C/lerr" > "$C/lerr.e"
+    expect_err "$C/lerr.e" rdrecv "^rdrecv: interrupted by $name$"
+    wait_pid "$SP" "$(lim 5)"; expect_rc $? 4 "rdsend after its relay's $name" "$(cat "$C/serr")"
+    expect_err "$C/serr" rdsend "receiver: interrupted by $name$"
+    wait_pid "$KP" "$(lim 5)"; expect_rc $? 4 "the sink after the relay's $name" "$(cat "$C/kerr")"
+    expect_err "$C/kerr" rdrecv "^rdrecv: sender: interrupted by $name$"
+}
+
+for mode in "splices one connection to one:;" "passes 2 stripes pair by pair:--streams 2;--streams 2" \
+            "takes 2 stripes into 1 connection:--streams 2;--streams 1"; do
+    what=${mode%%:*}; opts=${mode#*:}
+    t_begin "SIGTERM to a relay that $what, at full speed: it dies by SIGTERM, rdsend and the sink exit 4 naming it"
+    relay_sig "${opts%;*}" "${opts#*;}" /dev/zero
+    sleep 0.3
+    kill -TERM "$L_pid"
+    relay_told 15 SIGTERM
+    t_end
+done
+
+t_begin "SIGINT to a relay whose sender is quiet: it dies by SIGINT, both ends exit 4 naming it, the bytes before it arrived"
+stall_feed "$C/feed" 1048576
+relay_sig "" "" "$C/feed" "$C/out"
+wait_size "$C/out" 1048576 || t_fail "the first 1 MiB did not arrive ($(stat -c %s "$C/out") bytes)"
+kill -INT "$L_pid"
+relay_told 2 SIGINT
+[ "$(stat -c %s "$C/out")" = 1048576 ] || t_fail "the sink wrote $(stat -c %s "$C/out") bytes, not the 1 MiB sent before the signal"
+kill_reap "$feeder"
+t_end

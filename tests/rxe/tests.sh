@@ -160,6 +160,28 @@ signal_case() {
         else fail "$name" "rdrecv exit $rc1, rdsend exit $rc2: $(tr '\n' '|' < "$T/serr")"; fi
     fi
 }
+# relay_signal_case UP DOWN: rdsend --streams UP from /dev/zero -> relay -> rdrecv granting
+# DOWN over RDMA; the relay sent SIGTERM mid-stream ends by it (143) after telling both ends
+# (ops->shut_recv on the verbs and direct-stripe transports; signals.sh does it over TCP)
+relay_signal_case() {
+    local up=$1 down=$2 kport rport kp rp sp rrc src krc sk name
+    name="SIGTERM to a relay between $up and $down QPs over RDMA"
+    sk=$(printf '%064x' 7)
+    next_port; kport=$PORT; next_port; rport=$PORT
+    echo "$S $kport key2" > "$T/next"
+    RDPIPE_STREAM_KEY=$sk "$RECV" "${RS[@]}" --streams $down $kport key2 > /dev/null 2> "$T/kerr" & kp=$!
+    "$RECV" -v "${RS[@]}" --relay-fd 0 $rport key < "$T/next" 2> "$T/rerr" & rp=$!
+    RDPIPE_STREAM_KEY=$sk "$SEND" "${SS[@]}" --streams $up --chunk-size 256K $S $rport key /dev/zero 2> "$T/serr" & sp=$!
+    wait_text "$T/rerr" 'relaying from' 20 || { fail "$name" "never started: $(cat "$T/rerr" "$T/serr" "$T/kerr" | tr '\n' '|')"; kill -9 $sp $rp $kp; wait $sp $rp $kp; return; }
+    sleep 0.5
+    kill -TERM $rp; wait_exit $rp 10; rrc=$?
+    wait_exit $sp 10; src=$?; wait_exit $kp 10; krc=$?
+    if [ $rrc = 143 ] && [ $src = 4 ] && [ $krc = 4 ] && [ "$(tail -n 1 "$T/rerr")" = "rdrecv: interrupted by SIGTERM" ] &&
+       [ "$(tail -n 1 "$T/serr")" = "rdsend: receiver: interrupted by SIGTERM" ] &&
+       [ "$(tail -n 1 "$T/kerr")" = "rdrecv: sender: interrupted by SIGTERM" ]; then
+        pass "$name: it ends by SIGTERM, rdsend and the sink exit 4 naming it"
+    else fail "$name" "relay $rrc, rdsend $src, sink $krc: $(cat "$T/rerr" "$T/serr" "$T/kerr" | tr '\n' '|')"; fi
+}
 # paused_case NAME: the receiver's consumer sleeps 10 s before it reads (longer than the 8 s
 # in which sends that never complete mean a lost link): the sender waits for credits, the
 # heartbeats keep the connection alive, and 24 MiB arrive whole (stalls.sh does it over TCP)
@@ -361,6 +383,9 @@ streams_cases() {
     RO=("${RS[@]}"); SO=("${SS[@]}" --streams 2)
     signal_case "SIGTERM to the sender, --streams 2 over RDMA" sender
     signal_case "SIGTERM to the receiver, --streams 2 over RDMA" receiver
+    relay_signal_case 1 1
+    relay_signal_case 2 2
+    relay_signal_case 2 1
     paused_case "a consumer pausing 10 s, --streams 2 over RDMA"
     RO=("${RS[@]}"); SO=("${SS[@]}")
     paused_case "a consumer pausing 10 s over RDMA"
