@@ -301,10 +301,13 @@ static void stripe_close(struct rd_transport *tp)
 {
     struct stripe *s = tp->priv;
     stripe_down(s);
+    /* every worker ends before any queue goes: a worker that fails late wakes all the
+     * queues (stripe_wake), an earlier worker's too (TSan: a destroyed mutex) */
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->w[i].started)
+            pthread_join(s->w[i].th, NULL);
     for (unsigned i = 0; i < s->n; i++) {
         struct worker *w = &s->w[i];
-        if (w->started)
-            pthread_join(w->th, NULL);
         struct rd_buf *b;
         while (w->have_q && s->dir == RD_DIR_SEND && (b = rd_queue_pop(&w->q)))
             rd_ref_done(b);   /* never sent: the relay's buffer goes back (the queue is closed) */

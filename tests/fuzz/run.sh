@@ -52,7 +52,8 @@ if [ $build = 1 ]; then
         echo "no libFuzzer: ${FUZZ_CC:-clang} -fsanitize=fuzzer cannot link (install clang and libclang-rt-14-dev)"
         exit 77
     fi
-    if ! make -s fuzz -j"$(nproc)" > "$LOGDIR/fuzz-build.log" 2>&1; then
+    # under a lock: .ci/run builds the targets ahead, in the background, with the same lock
+    if ! flock "$LOGDIR/fuzz-build.lock" make -s fuzz -j"$(nproc)" > "$LOGDIR/fuzz-build.log" 2>&1; then
         tail -20 "$LOGDIR/fuzz-build.log" | sed 's/^/       | /'
         echo "FAIL fuzz/build (make fuzz; log: tests/out/fuzz-build.log)"
         echo "0 passed, 1 failed"

@@ -18,9 +18,13 @@ PORT=7600; npass=0; nfail=0; nskip=0
 RS=(--transport rdma --bind "$S")          # receiver options
 SS=(--transport rdma --bind "$C" --timeout 20)   # sender options
 
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }   # a case that cannot run here
+# lap NAME: the seconds since the case before, for the slowest-cases list at the end (what to
+# trim when the stage grows: CI's whole run should stay under 30 minutes)
+LAP_T=$(date +%s%N); LAPS=/tmp/rxe-laps; : > "$LAPS"
+lap() { local t; t=$(date +%s%N); echo "$(((t - LAP_T) / 1000000)) ${1:0:90}" >> "$LAPS"; LAP_T=$t; }
+pass() { echo "PASS $1"; npass=$((npass + 1)); lap "$1"; }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); lap "$1"; }
+skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); lap "$1"; }   # a case that cannot run here
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b - a}'; }
 next_port() { PORT=$((PORT + 1)); }
@@ -1050,5 +1054,7 @@ if [ $src = 2 ]; then pass "no listener: rdsend exits 2 after $(since "$t0")s"
 else fail "no listener" "exit $src: $(cat "$T/serr")"; fi
 
 rm -rf "$T"
+echo "--- slowest cases (seconds since the case before):"
+sort -rn "$LAPS" | head -n 12 | awk '{ t = $1; $1 = ""; printf "  %6.1f %s\n", t / 1000, $0 }'
 echo "--- vm: $npass passed, $nfail failed, $nskip skipped"
 exit $nfail
