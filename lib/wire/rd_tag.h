@@ -4,9 +4,11 @@
  * frame as associated data (its header without the tag field, then its payload). The nonce
  * is the direction and the header's sequence number, so a frame is valid only once, only in
  * its place in its stream, and only in the direction it was sent: a replayed, reordered,
- * reflected or spliced frame fails its tag. Poly1305 runs at 10-13 GB/s per core here, a
- * third of XXH3 but twice AES-GMAC (tests/unit/test_tag prints the figures): the fastest
- * standard MAC this CPU has; the engine's lanes spread it over cores (engine/rd_lanes.h).
+ * reflected or spliced frame fails its tag. Poly1305 ran at 10-13 GB/s per core on the
+ * development machine of 2026-11-23..27, twice AES-GMAC, and at 5.3 on 2026-11-28's (Zen 3:
+ * no AVX-512, which OpenSSL's fastest Poly1305 uses), as fast as AES-GMAC there; XXH3 is 3-6x
+ * faster but no MAC (tests/unit/test_tag prints the figures). The engine's lanes spread it
+ * over cores (engine/rd_lanes.h).
  */
 #ifndef RD_TAG_H
 #define RD_TAG_H
