@@ -60,7 +60,7 @@ fi
 VMLOG=$(mktemp /tmp/rxe-vm.XXXXXX)
 echo "--- booting the Soft-RoCE VM (TCG: slow; the whole suite takes a few minutes)"
 RXE_MEM=${RXE_MEM:-3072} RXE_TIMEOUT=${RXE_TIMEOUT:-1500} "$HERE/run-in-vm.sh" "$TOP" \
-    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-10} RXE_BIG_MB=${RXE_BIG_MB:-200} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} RXE_MEASURE_CHUNK=${RXE_MEASURE_CHUNK:-4M} bash $HERE/tests.sh" \
+    "RDPIPE_SEED=${RDPIPE_SEED:-9} RDPIPE_BIN=$BIN RDPIPE_SMOKE=$TOP/$OUT/tests/verbs_smoke RXE_KILLS=${RXE_KILLS:-6} RXE_BIG_MB=${RXE_BIG_MB:-128} RXE_ONLY=${RXE_ONLY:-} RXE_MEASURE_MB=${RXE_MEASURE_MB:-48} RXE_MEASURE_ROUNDS=${RXE_MEASURE_ROUNDS:-3} RXE_MEASURE_CHUNK=${RXE_MEASURE_CHUNK:-4M} bash $HERE/tests.sh" \
     | tee "$VMLOG"
 vmrc=${PIPESTATUS[0]}
 if grep -q "^run-in-rxe-vm: the live copy" "$VMLOG"; then   # count from the whole log it printed again

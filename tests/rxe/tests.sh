@@ -3,8 +3,8 @@
 # Receiver on $RXE_SERVER_IP (rxe_a), sender bound to $RXE_CLIENT_IP (rxe_b): traffic crosses the
 # veth. Prints "PASS name" / "FAIL name: why" / "SKIP name: why" per case; exit status = number
 # of failures.
-# env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (10),
-#      RXE_BIG_MB (200), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
+# env: RDPIPE_BIN (dir of rdsend/rdrecv), RDPIPE_SMOKE (verbs_smoke binary), RXE_KILLS (6),
+#      RXE_BIG_MB (128), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
 #      RXE_ONLY=memlock (a relay and a receiver under a locked-memory limit alone),
 #      RXE_ONLY=rdcp (rdcp over RDMA alone),
@@ -12,7 +12,7 @@
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
 S=${RXE_SERVER_IP:-10.0.0.1}; C=${RXE_CLIENT_IP:-10.0.0.2}
-KILLS=${RXE_KILLS:-10}; BIG_MB=${RXE_BIG_MB:-200}
+KILLS=${RXE_KILLS:-6}; BIG_MB=${RXE_BIG_MB:-128}
 T=/tmp/rxe-tests; rm -rf "$T"; mkdir -p "$T"
 PORT=7600; npass=0; nfail=0; nskip=0
 RS=(--transport rdma --bind "$S")          # receiver options
