@@ -66,7 +66,10 @@ def connected(c, now):
     c.up = True
     sel.modify(c.sock, selectors.EVENT_READ, c)
     if c.kind == "stall":
-        c.sock.send(PREFIX)
+        try:
+            c.sock.send(PREFIX)
+        except OSError:   # the receiver may reset a connection it has just accepted
+            return lost(c, now)
     else:
         c.pos, c.at = 0, now
 
