@@ -14,6 +14,10 @@
 
 #define WATCH_EVERY_MS 500
 
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44   /* Linux 6.15; before it the kernel refuses it and keeps 120 s */
+#endif
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rd_tcp_watched *watched;   /* under lock */
 static int started;                      /* under lock */
@@ -21,13 +25,29 @@ static int started;                      /* under lock */
 /* Waiting on a closed window (lifted) or not. While lifted, a close is abortive (SO_LINGER 0):
  * a process killed meanwhile leaves no orphaned socket that the kernel keeps probing for
  * minutes with its unsent data, now that the timeout is off; its peer gets a reset at once.
- * rd_tcp_watch_remove puts the connection back first, so our own closes stay graceful. */
+ * rd_tcp_watch_remove puts the connection back first, so our own closes stay graceful.
+ * And the window probes come at least every half timeout (TCP_RTO_MAX_MS): the kernel doubles
+ * their interval up to 2 minutes while a pause lasts, so a host that vanished an hour into one
+ * was noticed only after two of those, up to 4 minutes; now after about the timeout, as with
+ * an open window. */
 static void set_lifted(struct rd_tcp_watched *w, int lifted)
 {
     int uto = lifted ? 0 : w->user_timeout_ms;
     struct linger lg = { .l_onoff = lifted, .l_linger = 0 };
     setsockopt(w->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof uto);
     setsockopt(w->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    if (lifted) {
+        int was = 0, cap = w->user_timeout_ms / 2;
+        socklen_t len = sizeof was;
+        if (getsockopt(w->fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &was, &len) == 0 && was > 0) {
+            cap = cap < 1000 ? 1000 : cap > was ? was : cap;   /* the kernel takes 1 s at least */
+            if (setsockopt(w->fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &cap, sizeof cap) == 0)
+                w->rto_max_ms = was;
+        }
+    } else if (w->rto_max_ms) {
+        setsockopt(w->fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &w->rto_max_ms, sizeof w->rto_max_ms);
+        w->rto_max_ms = 0;
+    }
     w->lifted = lifted;
 }
 
@@ -67,6 +87,7 @@ void rd_tcp_watch_add(struct rd_tcp_watched *w, int fd, int user_timeout_ms)
     w->fd = fd;
     w->user_timeout_ms = user_timeout_ms;
     w->lifted = 0;
+    w->rto_max_ms = 0;
     atomic_store(&w->silent, 0);
     pthread_mutex_lock(&lock);
     if (!started) {
