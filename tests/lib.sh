@@ -100,17 +100,19 @@ rd_stacks() {
     done >> "$out"
 }
 # timeout [OPTION]... LIMIT CMD...: coreutils' timeout, with the stacks taken a moment before
-# LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there). Once the stacks are
-# being taken they are finished, though the command ends meanwhile: gdb on a sanitizer build
-# with a dozen threads can take longer than those 2 s, and the stacks would lack its last
-# process.
+# LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there; under RDPIPE_SLOW
+# half of it, or 2 s times RDPIPE_SLOW before it: gdb attaching to a sanitizer build on a
+# loaded machine took more than 1.5 s, the signal came first, and the stacks lacked the
+# threads that had already ended). Once the stacks are being taken they are finished, though
+# the command ends meanwhile: gdb on a sanitizer build with a dozen threads can take longer
+# than those 2 s, and the stacks would lack its last process.
 timeout() {
     local i=1 limit me=$BASHPID wd rc taking
     while [[ ${!i} == -* ]]; do case ${!i} in -k|-s|--kill-after|--signal) i=$((i + 2)) ;; *) i=$((i + 1)) ;; esac; done
     limit=${!i%s}
     (
         trap 'kill $s 2>/dev/null; exit 0' TERM
-        sleep "$(awk -v l="$limit" 'BEGIN{d=l-2; if (d<l*0.75) d=l*0.75; printf "%.2f", d}')" & s=$!
+        sleep "$(awk -v l="$limit" -v f="$RD_SLOW" 'BEGIN{d=l-2*f; m=f>1?0.5:0.75; if (d<l*m) d=l*m; printf "%.2f", d}')" & s=$!
         wait $s
         trap - TERM
         : > "$RD_T/.taking-stacks.$BASHPID"
