@@ -469,7 +469,11 @@ fi
 # such a stream makes the receiver hold far more than its ring (the build that lent every
 # piece: 38 MB at its peak against 16 MB for an honest 64 MiB file in 1 MiB records). Its
 # peak memory must stay within 8 MB of that honest stream's, and the file must arrive whole.
-if [ -z "${TREEGEN_NOHASH:-}" ]; then
+# Not under ThreadSanitizer: its shadow memory alone put 20 MB between the two (70 against 50).
+if [ -z "${TREEGEN_NOHASH:-}" ] && nm "$BIN/rdcp" 2> /dev/null | grep -q ' __tsan_init$'; then
+    skip_case "a big file in 1-byte data records: copied whole, peak memory within 8 MiB of honest records'" \
+        "a ThreadSanitizer build: its shadow memory swamps the peak"
+elif [ -z "${TREEGEN_NOHASH:-}" ]; then
 peak() {   # peak STREAM: sets rc and the receiver's peak RSS in KiB, rss
     rm -rf "$S/dst" "$W/port" && mkdir "$S/dst"
     (RDPIPE_KEY=hostile-key exec python3 -c 'import resource, subprocess, sys
