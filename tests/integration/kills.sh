@@ -118,7 +118,7 @@ t_begin "rdrecv's consumer never reads, the sender is killed: rdrecv exits 4 wit
 # 3 MiB arrive, then the sender stalls: its chunks wait in rdrecv's queue (room for 64) while
 # the writer thread blocks in write() on the full pipe of a consumer that never reads. When the
 # sender dies the engine must wake that writer (rd_wake), not wait for the consumer. (With a
-# full queue rdrecv cannot see the death at all, see README: Failure detection.)
+# full queue and a sender holding unsent data: the next case.)
 port=$(free_port); mkfifo "$C/never" "$C/stall3"
 ( exec sleep "$(lim 30)" ) < "$C/never" & reader=$!; RD_PIDS+=("$reader")   # holds the pipe open, reads nothing
 ( head -c $((3 << 20)) /dev/zero; exec sleep "$(lim 30)" ) > "$C/stall3" & feeder=$!; RD_PIDS+=("$feeder")
@@ -132,6 +132,27 @@ wait_pid "$RP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
 expect_rc $rc 4 "rdrecv with a stuck consumer after the sender died"
 t_note "rdrecv exit $rc after ${dt}s"
 kill_reap "$reader" "$feeder" "$RP"
+t_end
+
+t_begin "rdrecv's consumer never reads, every buffer and the window fill, the sender is killed: rdrecv exits 4 within ${EXIT_LIMIT}s"
+# Now the sender has data it cannot send, so its FIN would wait behind it for ever. But while
+# the receiver's window is closed the sender's close is abortive (transport/rd_tcp_watch), so
+# its kernel resets the connection, and rdrecv, whose buffers all wait for the consumer,
+# watches the socket for just that (tcp_recv's poll) and fails without reading on.
+port=$(free_port); mkfifo "$C/never2"
+( exec sleep "$(lim 30)" ) < "$C/never2" & reader=$!; RD_PIDS+=("$reader")
+start RP /dev/null "$C/never2" "$C/rerr" "$RDRECV" -v "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+start SP /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
+wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
+sleep 2   # the pipe, rdrecv's buffers and both sockets are full; the watcher has seen the window closed
+sq=$(ss -Htn state established "( dport = :$port )" 2> /dev/null | awk '{print $2; exit}')
+[ "${sq:-0}" -gt 0 ] || t_fail "the sender's socket holds no unsent data (Send-Q '${sq:-}'): nothing would hold its FIN back"
+t0=$(now); kill -9 "$SP"; wait "$SP" 2>/dev/null
+wait_pid "$RP" "$EXIT_LIMIT"; rc=$?; dt=$(elapsed "$t0")
+expect_rc $rc 4 "rdrecv with a stuck consumer after the sender with unsent data died"
+t_note "rdrecv exit $rc after ${dt}s (the sender's Send-Q: $sq bytes)"
+kill_reap "$reader" "$RP"
 t_end
 
 t_begin "the same with the wall clock stepped back an hour: rdrecv still exits 4 within ${EXIT_LIMIT}s"
