@@ -221,6 +221,18 @@ start() {
     RD_PIDS+=("$p")
     printf -v "$__v" '%s' "$p"
 }
+# never_reading_receiver PORT [OPTION...]: rdrecv -v OPTION... PORT key ($RP, stderr $C/rerr)
+# whose stdout is a FIFO ($C/never_read) that a process ($reader) holds open and never reads:
+# a consumer that has stopped. A second call in the same case reuses the FIFO and its reader.
+never_reading_receiver() {
+    local port=$1; shift
+    if ! [ -p "$C/never_read" ]; then
+        mkfifo "$C/never_read"
+        ( exec sleep "$(lim 60)" ) < "$C/never_read" & reader=$!; RD_PIDS+=("$reader")
+    fi
+    start RP /dev/null "$C/never_read" "$C/rerr" "$RDRECV" -v "$@" "$port" key
+    wait_listen "$port" || t_fail "rdrecv not listening"
+}
 # kill_reap PID...: SIGKILL and reap quietly (no "Killed" job message)
 kill_reap() {
     local p

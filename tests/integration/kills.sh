@@ -119,11 +119,9 @@ t_begin "rdrecv's consumer never reads, the sender is killed: rdrecv exits 4 wit
 # the writer thread blocks in write() on the full pipe of a consumer that never reads. When the
 # sender dies the engine must wake that writer (rd_wake), not wait for the consumer. (With a
 # full queue and a sender holding unsent data: the next case.)
-port=$(free_port); mkfifo "$C/never" "$C/stall3"
-( exec sleep "$(lim 30)" ) < "$C/never" & reader=$!; RD_PIDS+=("$reader")   # holds the pipe open, reads nothing
+port=$(free_port); mkfifo "$C/stall3"
 ( head -c $((3 << 20)) /dev/zero; exec sleep "$(lim 30)" ) > "$C/stall3" & feeder=$!; RD_PIDS+=("$feeder")
-start RP /dev/null "$C/never" "$C/rerr" "$RDRECV" -v --chunk-size 64K --depth 64 "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+never_reading_receiver "$port" --chunk-size 64K --depth 64
 start SP "$C/stall3" /dev/null "$C/serr" "$RDSEND" --chunk-size 64K --depth 64 127.0.0.1 "$port" key
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
 sleep 1   # the 3 MiB are in: the pipe is full, the writer blocked, the rest queued
@@ -139,10 +137,7 @@ t_begin "rdrecv's consumer never reads, every buffer and the window fill, the se
 # the receiver's window is closed the sender's close is abortive (transport/rd_tcp_watch), so
 # its kernel resets the connection, and rdrecv, whose buffers all wait for the consumer,
 # watches the socket for just that (tcp_recv's poll) and fails without reading on.
-port=$(free_port); mkfifo "$C/never2"
-( exec sleep "$(lim 30)" ) < "$C/never2" & reader=$!; RD_PIDS+=("$reader")
-start RP /dev/null "$C/never2" "$C/rerr" "$RDRECV" -v "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+port=$(free_port); never_reading_receiver "$port"
 start SP /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
 sleep 2   # the pipe, rdrecv's buffers and both sockets are full; the watcher has seen the window closed

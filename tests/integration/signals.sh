@@ -120,10 +120,7 @@ sig_end R "$(lim 5)" "signal 15" "rdrecv waiting, after SIGTERM"
 t_end
 
 t_begin "rdsend stuck sending (the receiver's consumer never reads): SIGINT ends it within the 3 s grace, a second at once"
-port=$(free_port); mkfifo "$C/never2"
-( exec sleep "$(lim 60)" ) < "$C/never2" & reader=$!; RD_PIDS+=("$reader")
-start RP /dev/null "$C/never2" "$C/rerr" "$RDRECV" -v "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+port=$(free_port); never_reading_receiver "$port"
 sig_start S /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
 sleep 1   # every buffer on the way is full: rdsend blocks in its send
@@ -135,9 +132,7 @@ expect_within "$dt" "$(lim 5)" "stuck rdsend's exit after SIGINT"
 expect_err "$C/serr" rdsend "^rdsend: interrupted by SIGINT before the peer could be told$"
 t_note "one SIGINT: ${dt}s"
 kill_reap "$RP"
-port=$(free_port)
-start RP /dev/null "$C/never2" "$C/rerr" "$RDRECV" -v "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+port=$(free_port); never_reading_receiver "$port"
 sig_start S /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
 sleep 1
