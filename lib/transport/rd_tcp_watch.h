@@ -13,11 +13,11 @@
  * as the probes are answered, RFC 1122), and on again once it opens. A peer that stops
  * answering meanwhile (2 probes in a row, and no ACK for the timeout) is dead: the watcher
  * marks the connection silent and shuts it down, and every blocked call on it fails at once,
- * as the timeout would have ended it. Meanwhile the probes come at least every half timeout
+ * as the timeout would have ended it. The probes come at least every half timeout
  * (TCP_RTO_MAX_MS, Linux 6.15), not every 2 minutes as the kernel backs them off to, so that
- * happens about a timeout after the peer went, however long the pause had lasted. Meanwhile a close is abortive (SO_LINGER 0), so a
- * process killed while its peer's window is closed resets the connection at once instead of
- * leaving the kernel an orphan to probe for minutes. Connections whose window is open keep
+ * happens about a timeout after the peer went, however long the pause had lasted. Meanwhile
+ * a close is abortive (SO_LINGER 0), so a process killed while its peer's window is closed
+ * resets the connection at once instead of leaving the kernel an orphan to probe for minutes. Connections whose window is open keep
  * the kernel's TCP_USER_TIMEOUT for data that is never acknowledged, and keepalive when
  * idle. */
 #ifndef RD_TCP_WATCH_H
