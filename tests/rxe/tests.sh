@@ -48,8 +48,9 @@ wait_text() { local i; for ((i = 0; i < $3 * 20; i++)); do grep -qE "$2" "$1" 2>
 echo "--- rdma cases: receiver $S, sender bound to $C"
 ibv_devices | grep -q rxe_a || { fail "setup" "no rxe devices in the VM"; exit 1; }
 
-# smoke test of the transport alone (no engine)
-if [ -n "${RDPIPE_SMOKE:-}" ] && [ "${RXE_ONLY:-}" != streams ]; then
+# smoke test of the transport alone (no engine); not under RXE_ONLY, whose groups pick cases
+# (it takes half a minute under TCG)
+if [ -n "${RDPIPE_SMOKE:-}" ] && [ -z "${RXE_ONLY:-}" ]; then
     if timeout 300 "$RDPIPE_SMOKE" "$S" "$C" > "$T/smoke.log" 2>&1; then pass "verbs_smoke (transport alone: $(grep -c '^ok' "$T/smoke.log") cases)"
     else fail "verbs_smoke" "$(grep -E 'FAIL|^  ' "$T/smoke.log" | tr '\n' '|')"; fi
 fi
