@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -583,6 +584,26 @@ int rd_tcp_send_frame(struct rd_transport *tp, const uint8_t *frame, size_t len)
     return writev_all(tp, iov, 2);
 }
 
+/* A read of ours ended at our own shut_recv (a relay interrupted) with a frame half passed on:
+ * the bytes after SHUT_RD still queue and can be read, so wait for the rest of the frame, at
+ * most 1 s, rather than leave the next hop a torn frame, where the ABORT that follows would be
+ * read as payload and the reason lost. 1: more bytes are queued; 0: the peer closed, or no
+ * more came. Polling, because poll(2) reports a shut socket readable at once. */
+static int rest_of_frame_queued(struct tcp_conn *c)
+{
+    for (int ms = 0; ms < 1000; ms++) {
+        int queued = 0;
+        struct tcp_info ti;
+        socklen_t len = sizeof ti;
+        if (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)
+            return 1;
+        if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) || ti.tcpi_state != TCP_ESTABLISHED)
+            return 0;
+        usleep(1000);
+    }
+    return 0;
+}
+
 int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
                         const uint8_t head[RD_FRAME_HDR], size_t n, const int pipefd[2],
                         int *out_failed)
@@ -594,6 +615,8 @@ int rd_tcp_splice_frame(struct rd_transport *in, struct rd_transport *out,
     while (!rc && left) {
         ssize_t got = splice(ci->fd, NULL, pipefd[1], NULL, left, SPLICE_F_MOVE | SPLICE_F_MORE);
         if (got < 0 && errno == EINTR)
+            continue;
+        if (got == 0 && atomic_load(&ci->recv_shut) && !atomic_load(&ci->down) && rest_of_frame_queued(ci))
             continue;
         if (got <= 0) {
             rc = io_error(in, got == 0 ? 0 : errno, "in the middle of a frame");

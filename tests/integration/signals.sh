@@ -199,6 +199,21 @@ for mode in "splices one connection to one:;" "passes 2 stripes pair by pair:--s
     t_end
 done
 
+# The relay has passed on part of a frame and waits in splice for the rest when the signal
+# comes. It must not leave the sink a torn frame, where the ABORT after it would be read as
+# payload ("closed by peer in the middle of a frame"). To stop the sender inside a frame: the
+# sink stops, every queue fills, so rdsend waits inside a frame's write; rdsend stops; the
+# sink drains what was sent
+t_begin "SIGTERM to a relay waiting in the middle of a frame: the rest of the frame, then the ABORT; both ends exit 4 naming SIGTERM"
+relay_sig "" "" /dev/zero
+sleep 0.3
+kill -STOP "$KP"; sleep 0.5
+kill -STOP "$SP"; kill -CONT "$KP"; sleep 0.5
+kill -TERM "$L_pid"; sleep 0.2
+kill -CONT "$SP"
+relay_told 15 SIGTERM
+t_end
+
 t_begin "SIGINT to a relay whose sender is quiet: it dies by SIGINT, both ends exit 4 naming it, the bytes before it arrived"
 stall_feed "$C/feed" 1048576
 relay_sig "" "" "$C/feed" "$C/out"
