@@ -17,9 +17,9 @@
  * (TCP_RTO_MAX_MS, Linux 6.15), not every 2 minutes as the kernel backs them off to, so that
  * happens about a timeout after the peer went, however long the pause had lasted. Meanwhile
  * a close is abortive (SO_LINGER 0), so a process killed while its peer's window is closed
- * resets the connection at once instead of leaving the kernel an orphan to probe for minutes. Connections whose window is open keep
- * the kernel's TCP_USER_TIMEOUT for data that is never acknowledged, and keepalive when
- * idle. */
+ * resets the connection at once instead of leaving the kernel an orphan to probe for minutes.
+ * Connections whose window is open keep the kernel's TCP_USER_TIMEOUT for data that is never
+ * acknowledged, and keepalive when idle. */
 #ifndef RD_TCP_WATCH_H
 #define RD_TCP_WATCH_H
 
