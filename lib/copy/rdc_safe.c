@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,10 +72,40 @@ static int walk_open(int base, const char *rel)
     return fd;
 }
 
+/* rel of PATH_MAX bytes or more (a tree deeper than the kernel resolves in one call): its
+ * first part up to a '/' below PATH_MAX, then the rest beneath that */
+static int open_long(int base, const char *rel, size_t len)
+{
+    size_t cut = PATH_MAX - 1;
+    while (cut > 0 && rel[cut] != '/')
+        cut--;
+    if (cut == 0) {   /* one component longer than any name */
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    char *head = strndup(rel, cut);
+    if (!head) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = rdc_open_beneath(base, head);
+    free(head);
+    if (fd < 0 || cut + 1 >= len)
+        return fd;
+    int sub = rdc_open_beneath(fd, rel + cut + 1);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return sub;
+}
+
 int rdc_open_beneath(int base, const char *rel)
 {
     if (!*rel)
         return fcntl(base, F_DUPFD_CLOEXEC, 0);
+    size_t len = strlen(rel);
+    if (len >= PATH_MAX)
+        return open_long(base, rel, len);
     if (have_openat2 < 0)
         have_openat2 = getenv("RDCP_NO_OPENAT2") ? 0 : 1;
     if (have_openat2) {

@@ -14,7 +14,8 @@ const char *rdc_name_bad(const char *p, size_t n);
 /* A directory fd (O_RDONLY, close-on-exec) for base/rel, resolved without following any
  * symlink and without leaving base: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the
  * kernel has it, else an O_NOFOLLOW | O_DIRECTORY openat per component. rel "" = base
- * itself. -1 with errno (ELOOP or ENOTDIR where a component is a symlink or a file). */
+ * itself; a rel of PATH_MAX bytes or more is resolved a part at a time. -1 with errno (ELOOP
+ * or ENOTDIR where a component is a symlink or a file). */
 int rdc_open_beneath(int base, const char *rel);
 
 /* Create a new temporary file ".rdcp.NAME.XXXXXX" (random suffix, O_EXCL | O_NOFOLLOW, `mode`

@@ -402,7 +402,7 @@ static void walk(struct snd *s)
             rdc_put_u8(&s->pend, 'd');
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
             rdc_put_meta(&s->pend, &m);
-            put_xattrs(s, -1, e.fs, 1);
+            put_xattrs(s, e.fd, e.fs, 1);
             s->dirs++;
             break;
         case RDC_E_FILE:
@@ -425,7 +425,7 @@ static void walk(struct snd *s)
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
             rdc_put_meta(&s->pend, &m);
             rdc_put_u8(&s->pend, S_ISFIFO(e.st.st_mode) ? 'p' : 's');
-            put_xattrs(s, -1, e.fs, 0);   /* by path: opening a FIFO would wait for a writer */
+            put_xattrs(s, e.fd, e.fs, 0);   /* O_PATH: opening a FIFO would wait for a writer */
             s->files++;
             break;
         case RDC_E_MSG:
@@ -614,8 +614,8 @@ static void *count_main(void *arg)
     return NULL;
 }
 
-/* How many entries the walk may run ahead of the reader (each file among them holds an open
- * fd): RDCP_SEND_AHEAD (0: walk on the reader's thread), else 256, within RLIMIT_NOFILE. */
+/* How many entries the walk may run ahead of the reader (each file or directory among them
+ * holds an open fd): RDCP_SEND_AHEAD (0: walk on the reader's thread), else 256, within RLIMIT_NOFILE. */
 static size_t walk_ahead(void)
 {
     const char *e = getenv("RDCP_SEND_AHEAD");

@@ -110,16 +110,26 @@ static void close_top(struct rdc_walk *w)
     }
 }
 
-/* 0: it is the top frame; 1: it could not be listed (said); -1: stopping */
-static int push_dir(struct rdc_walk *w, const char *fs, const char *rel, const struct stat *st)
+/* The directory name in dfd (AT_FDCWD: a source argument, by its path), without following a
+ * last symlink unless -L. A subdirectory is opened from its parent's fd, never by its path, so
+ * a tree deeper than PATH_MAX is walked whole, as tar walks it. */
+static int open_dir(struct rdc_walk *w, int dfd, const char *name)
 {
-    int fd = open(fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int dfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    int nofollow = dfd != AT_FDCWD && !w->follow ? O_NOFOLLOW : 0;
+    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
+}
+
+/* 0: it is the top frame; 1: it could not be listed (said); -1: stopping */
+static int push_dir(struct rdc_walk *w, int dfd, const char *name, const char *fs, const char *rel,
+                    const struct stat *st)
+{
+    int fd = open_dir(w, dfd, name);
+    int lfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
     if (!d) {
         int e = errno;
-        if (dfd >= 0)
-            close(dfd);
+        if (lfd >= 0)
+            close(lfd);
         if (fd >= 0)
             close(fd);
         return put_err(w, "cannot open directory", fs, e) ? -1 : 1;
@@ -152,9 +162,25 @@ static int push_dir(struct rdc_walk *w, const char *fs, const char *rel, const s
     return 0;
 }
 
-static void pop_dir(struct rdc_walk *w)
+/* The parent of the top frame again, from the top frame's fd (its ".."), as long as that is
+ * still the directory the walk came from (same device and inode): no path is looked up, so
+ * depth has no limit. Else the parent stays closed and step() reopens it by its path. */
+static void reopen_parent(struct rdc_walk *w)
 {
-    struct frame *f = &w->st[--w->depth];
+    struct frame *child = &w->st[w->depth - 1], *parent = &w->st[w->depth - 2];
+    if (child->fd < 0 || parent->fd >= 0)
+        return;
+    int fd = openat(child->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) || st.st_dev != parent->dev || st.st_ino != parent->ino)) {
+        close(fd);   /* moved meanwhile, or reached through a symlink (-L) */
+        fd = -1;
+    }
+    parent->fd = fd;
+}
+
+static void free_frame(struct frame *f)
+{
     for (size_t i = 0; i < f->n; i++)
         free(f->ents[i].name);
     free(f->ents);
@@ -162,6 +188,13 @@ static void pop_dir(struct rdc_walk *w)
     free(f->rel);
     if (f->fd >= 0)
         close(f->fd);
+}
+
+static void pop_dir(struct rdc_walk *w)
+{
+    if (w->depth > 1)
+        reopen_parent(w);
+    free_frame(&w->st[--w->depth]);
 }
 
 /* open a regular file for reading, without following a last symlink unless -L, never
@@ -232,10 +265,12 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
                 return put_msg(w, 1, line);
             }
         }
-        int r = push_dir(w, fs, rel, &st);
+        int r = push_dir(w, dfd, name, fs, rel, &st);
         if (r)
             return r < 0 ? -1 : 0;
-        struct rdc_ent e = { .kind = RDC_E_DIR, .fd = -1, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
+        /* its own fd for its attributes (-X, -p), which a path deeper than PATH_MAX cannot reach */
+        int xfd = fcntl(w->st[w->depth - 1].fd, F_DUPFD_CLOEXEC, 0);
+        struct rdc_ent e = { .kind = RDC_E_DIR, .fd = xfd, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
         return put(w, &e);
     }
     if (S_ISREG(st.st_mode)) {
@@ -262,7 +297,8 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
         return put(w, &e);
     }
     if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {   /* made again, as cp -r makes them */
-        struct rdc_ent e = { .kind = RDC_E_NODE, .fd = -1, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
+        int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);   /* for its attributes */
+        struct rdc_ent e = { .kind = RDC_E_NODE, .fd = pfd, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
         return put(w, &e);
     }
     /* a device node would give whoever reads the copy the device: never made (rdc_tree.h) */
@@ -406,7 +442,7 @@ void rdc_walk_stop(struct rdc_walk *w)
         w->qn--;
     }
     while (w->depth > 0)
-        pop_dir(w);
+        free_frame(&w->st[--w->depth]);
     free(w->st);
     free(w->q);
     pthread_cond_destroy(&w->more);

@@ -29,7 +29,9 @@ struct rdc_ent {
     uint32_t root;
     char *fs, *rel;            /* path to open / inside the root (malloc'd) */
     struct stat st;
-    int fd;                    /* RDC_E_FILE: -1 when it could not be opened (what, err) */
+    int fd;                    /* RDC_E_FILE: -1 when it could not be opened (what, err);
+                                * RDC_E_DIR, RDC_E_NODE: the directory, the node (O_PATH) for
+                                * their attributes (-1: read them by path) */
     char *target;              /* RDC_E_LINK: the link's bytes (tlen of them); RDC_E_MSG: the line */
     size_t tlen;
     const char *what;

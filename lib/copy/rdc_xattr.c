@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 static const char ACL_ACCESS[] = "system.posix_acl_access";
 static const char ACL_DEFAULT[] = "system.posix_acl_default";
@@ -44,6 +45,17 @@ static ssize_t get(int fd, const char *path, int follow, const char *name, void 
 int rdc_xattr_record(struct rdc_buf *b, int fd, const char *path, int follow, unsigned which,
                      int dir)
 {
+    /* an O_PATH fd (a FIFO or a socket, which no open for reading may wait on) has no
+     * f*xattr: its /proc/self/fd link reaches the node itself, whatever the depth */
+    char via[40];
+    if (fd >= 0 && (fcntl(fd, F_GETFL) & O_PATH)) {
+        snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+        fd = -1;
+        if (path == NULL || access(via, F_OK) == 0) {
+            path = via;
+            follow = 1;
+        }
+    }
     char *names = NULL;
     ssize_t ln;
     for (size_t cap = 1024;; cap *= 2) {   /* the list can grow between the calls */

@@ -27,8 +27,8 @@
  * directory has a default ACL). */
 int rdc_xattr_wanted(const char *name, size_t n, unsigned which, int dir);
 
-/* Append the 'x' record of fd's attributes (fd >= 0) or path's (fd < 0; follow: through a
- * symlink) in the families `which` to b; nothing when it has none. 0, or -1 with errno (E2BIG:
+/* Append the 'x' record of fd's attributes (fd >= 0, O_PATH too) or path's (fd < 0; follow:
+ * through a symlink) in the families `which` to b; nothing when it has none. 0, or -1 with errno (E2BIG:
  * more than a record holds) and nothing appended. */
 int rdc_xattr_record(struct rdc_buf *b, int fd, const char *path, int follow, unsigned which,
                      int dir);

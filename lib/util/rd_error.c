@@ -51,6 +51,52 @@ int rd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void
     return e;
 }
 
+size_t rd_elide(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (cap == 0)
+        return 0;
+    if (n < cap) {
+        memcpy(dst, s, n + 1);
+        return n;
+    }
+    static const char mark[] = " ... ";
+    size_t keep = cap - 1 > sizeof mark - 1 ? cap - 1 - (sizeof mark - 1) : 0;
+    size_t tail = keep / 2, head = keep - tail;
+    /* whole UTF-8 characters at both cuts */
+    while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80)
+        head--;
+    size_t from = n - tail;
+    while (from < n && ((unsigned char)s[from] & 0xC0) == 0x80)
+        from++;
+    size_t out = 0;
+    memcpy(dst, s, head);
+    out += head;
+    if (keep) {
+        memcpy(dst + out, mark, sizeof mark - 1);
+        out += sizeof mark - 1;
+    }
+    memcpy(dst + out, s + from, n - from);
+    out += n - from;
+    dst[out] = '\0';
+    return out;
+}
+
+size_t rd_vfit(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    if (n >= 0 && (size_t)n >= cap) {
+        char *full = NULL;
+        if (vasprintf(&full, fmt, again) >= 0) {
+            n = (int)rd_elide(dst, cap, full, strlen(full));
+            free(full);
+        }
+    }
+    va_end(again);
+    return n < 0 ? 0 : (size_t)n;
+}
+
 enum how { CAUSE, AFTER, INSTEAD };
 
 static void record(enum how how, int code, const char *fmt, va_list ap)
@@ -59,7 +105,7 @@ static void record(enum how how, int code, const char *fmt, va_list ap)
     int after = how == AFTER;
     pthread_mutex_lock(&x->lock);
     if (x->code == 0 || (x->after && !after) || how == INSTEAD) {
-        vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+        rd_vfit(x->msg, sizeof x->msg, fmt, ap);
         x->code = code;
         x->after = after;
     }
@@ -154,14 +200,20 @@ const char *rd_progname(void)
     return progname;
 }
 
+void rd_vwarn_as(const char *tool, const char *fmt, va_list ap)
+{
+    char stack[600], *big = malloc(RD_WARN_MAX), *line = big ? big : stack;
+    rd_vfit(line, big ? RD_WARN_MAX : sizeof stack, fmt, ap);
+    fprintf(stderr, "%s: %s\n", tool, line);
+    free(big);
+}
+
 void rd_warn(const char *fmt, ...)
 {
-    char line[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    rd_vwarn_as(progname, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", progname, line);
 }
 
 int rd_report(void)

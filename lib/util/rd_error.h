@@ -3,6 +3,8 @@
 #define RD_ERROR_H
 
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 
 enum rd_err {
     RD_OK = 0,
@@ -68,8 +70,21 @@ const char *rd_strerror(int code);
 void rd_set_progname(const char *argv0);
 const char *rd_progname(void);
 
+/* A message that does not fit its buffer loses its middle, not its end: "cannot write
+ * '/very/long/.../path': No space left on device" still names the reason. rd_elide copies
+ * s (n bytes) into dst (cap bytes, NUL included), as " ... " in place of the middle when
+ * it does not fit; rd_vfit formats into dst the same way. Both return the length written. */
+size_t rd_elide(char *dst, size_t cap, const char *s, size_t n);
+size_t rd_vfit(char *dst, size_t cap, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
+/* The longest line rd_warn prints: a path deeper than PATH_MAX is printed whole up to here;
+ * an agent passes its lines on hex-encoded, under the control channel's limit (1 MiB). */
+#define RD_WARN_MAX (64u << 10)
+
 /* Print "prog: message" on stderr. */
 void rd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same as "tool: message". */
+void rd_vwarn_as(const char *tool, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Print the recorded error as "prog: message" and return its code. */
 int rd_report(void);
 

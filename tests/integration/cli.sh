@@ -147,6 +147,13 @@ expect_err "$C/e" rdcp "localhost: cannot open the directory of destination '.*/
 expect_empty "$C/o" "rdcp stdout"
 t_end
 
+t_begin "a path longer than the error's 512 bytes: the line keeps its start and the reason at its end"
+long=$C/$(printf 'L%.0s' $(seq 250))/$(printf 'M%.0s' $(seq 250))/$(printf 'N%.0s' $(seq 250))/out
+timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 5 0 key "$long" > "$C/o" 2> "$C/e"
+expect_rc $? 5 "rdrecv into a missing directory"
+expect_err "$C/e" rdrecv "^rdrecv: cannot open output file '$C/LLL+ \\.\\.\\. N+/out': No such file or directory$"
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/new" 2> "$C/e"

@@ -407,6 +407,41 @@ r=1; [ $rc = 23 ] && [ "$(grep -c 'directory loop, not copied' "$T/err")" = 3 ] 
     [ "$(cd "$T/loop-copy" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./d ./d/e ./d/e/g ./f " ] && r=0
 check "$name" $r "rc=$rc $(head -4 "$T/err" | tr '\n' ' ') $(find "$T/loop-copy" 2>/dev/null | head -5 | tr '\n' ' ')"
 
+name="a tree deeper than PATH_MAX (40 directories of 200-byte names), -a: xattrs, an ACL on a FIFO, hard links; remote -> remote, then --resume: whole, exit 0"
+# paths of 8 KB: each directory is opened from its parent's fd and the walk climbs back by
+# "..", the receiver resolves such a path a part at a time; diff -r cannot compare them, so
+# tests/rdcp/tree_cmp.py walks both trees by chdir
+python3 - "$T/abyss" <<'PY'
+import os, struct, sys
+os.mkdir(sys.argv[1]); os.chdir(sys.argv[1])
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in
+    [(1, 6, 0xFFFFFFFF), (2, 4, 1234), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF), (0x20, 0, 0xFFFFFFFF)])
+for i in range(40):
+    n = "%03d" % i + "d" * 197
+    os.mkdir(n); os.chdir(n)
+    os.setxattr(".", "user.level", str(i).encode())
+    with open("f", "wb") as f:
+        f.write(os.urandom(i * 997))
+    os.setxattr("f", "user.k", b"v%d" % i)
+    os.link("f", "h"); os.symlink("f", "l"); os.mkfifo("p")
+    os.setxattr("p", "system.posix_acl_access", acl)
+PY
+rdcp_h0 -a h1:"$T/abyss" h2:"$T/abyss-copy" 2> "$T/err"; rc1=$?
+python3 "$ROOT/tests/rdcp/tree_cmp.py" "$T/abyss" "$T/abyss-copy" > "$T/why" 2>&1; c1=$?
+python3 - "$T/abyss-copy" 2>> "$T/why" <<'PY'
+import os, sys
+os.chdir(sys.argv[1])
+for i in range(40):
+    os.chdir("%03d" % i + "d" * 197)
+with open("f", "r+b") as f:
+    f.write(b"changed")
+PY
+rdcp_h0 -a -v --resume h1:"$T/abyss/" h2:"$T/abyss-copy" 2>> "$T/err"; rc2=$?
+python3 "$ROOT/tests/rdcp/tree_cmp.py" "$T/abyss" "$T/abyss-copy" >> "$T/why" 2>&1; c2=$?
+r=1; [ $rc1 = 0 ] && [ $c1 = 0 ] && [ $rc2 = 0 ] && [ $c2 = 0 ] &&
+    grep -q '^rdcp: 160 files, 41 directories, 38883 bytes' "$T/err" && r=0
+check "$name" $r "rc=$rc1/$rc2 cmp=$c1/$c2 $(cat "$T/why" | head -3 | tr '\n' ' ') $(grep -v '^rdcp: 160 files' "$T/err" | head -2 | cut -c1-300 | tr '\n' ' ')"
+
 # the receiver writes small files on worker threads (lib/copy/rdc_recv_pool.c; the agent's
 # RDCP_RECV_WORKERS sets how many, 0 = none, for local copies whose agents inherit it)
 # gen_small DIR N SEED: N files of 0 B - 64 KiB of random bytes, 150 to a directory

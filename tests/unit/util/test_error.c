@@ -194,6 +194,33 @@ static void t_bind_and_back(void)
     CHECK_EQ_U(other.code, RD_ECONNECT);
 }
 
+/* A message longer than its slot loses its middle, never its end: the reason after a long
+ * path is what the user needs (it was cut off at 512 bytes before). */
+static void t_long_message_keeps_its_reason(void)
+{
+    char path[2000];
+    memset(path, 'p', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    rd_error_clear();
+    rd_fail(RD_EIO, "cannot write '/%s': No space left on device", path);
+    const char *m = rd_error_msg();
+    CHECK_EQ_U(strlen(m), 511);
+    CHECK(strncmp(m, "cannot write '/ppp", 18) == 0);
+    CHECK(strstr(m, "ppp ... ppp") != NULL);
+    const char *end = "ppp': No space left on device";
+    CHECK(strlen(m) > strlen(end) && strcmp(m + strlen(m) - strlen(end), end) == 0);
+    rd_error_clear();
+
+    char out[16];
+    CHECK_EQ_U(rd_elide(out, sizeof out, "short", 5), 5);
+    CHECK(strcmp(out, "short") == 0);
+    CHECK_EQ_U(rd_elide(out, sizeof out, "0123456789abcdefXYZ", 19), 15);
+    CHECK(strcmp(out, "01234 ... efXYZ") == 0);
+    /* a cut never splits a UTF-8 character: "é" is 2 bytes */
+    CHECK_EQ_U(rd_elide(out, 12, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 14), 9);
+    CHECK(strcmp(out, "\xc3\xa9 ... \xc3\xa9") == 0);
+}
+
 int main(void)
 {
     RUN(t_started_thread_shares_the_context);
@@ -204,5 +231,6 @@ int main(void)
     RUN(t_instead_replaces_in_one_step);
     RUN(t_instead_under_contention);
     RUN(t_bind_and_back);
+    RUN(t_long_message_keeps_its_reason);
     return check_summary();
 }
