@@ -56,7 +56,8 @@ size_t rd_elide(char *dst, size_t cap, const char *s, size_t n)
     if (cap == 0)
         return 0;
     if (n < cap) {
-        memcpy(dst, s, n + 1);
+        memcpy(dst, s, n);
+        dst[n] = '\0';
         return n;
     }
     static const char mark[] = " ... ";
@@ -89,12 +90,16 @@ size_t rd_vfit(char *dst, size_t cap, const char *fmt, va_list ap)
     if (n >= 0 && (size_t)n >= cap) {
         char *full = NULL;
         if (vasprintf(&full, fmt, again) >= 0) {
-            n = (int)rd_elide(dst, cap, full, strlen(full));
+            rd_elide(dst, cap, full, strlen(full));
             free(full);
         }
     }
     va_end(again);
-    return n < 0 ? 0 : (size_t)n;
+    if (!cap)
+        return 0;
+    if (n < 0)
+        dst[0] = '\0';
+    return strlen(dst);   /* cut short, not elided, when even the copy failed */
 }
 
 enum how { CAUSE, AFTER, INSTEAD };
