@@ -312,8 +312,11 @@ static int start_root(struct rdc_walk *w)
 {
     const char *src = w->srcs[w->next];
     uint32_t idx = (uint32_t)w->next++;
+    /* a symlink named on the command line is followed unless -r, as cp and scp follow it: the
+     * user asked for the file's bytes, and the link alone would be dangling on most hosts */
+    int follow = w->follow || !w->recursive;
     struct stat st;
-    if ((w->follow ? stat(src, &st) : lstat(src, &st)))
+    if ((follow ? stat(src, &st) : lstat(src, &st)))
         return put_err(w, "cannot stat", src, errno);
     if (S_ISDIR(st.st_mode) && !w->recursive) {
         char *p = rdc_shown(src);
@@ -330,7 +333,11 @@ static int start_root(struct rdc_walk *w)
                          .rkind = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f' };
     if (put(w, &e))
         return -1;
-    return do_entry(w, AT_FDCWD, src, DT_UNKNOWN, src, "");
+    int was = w->follow;
+    w->follow = follow;   /* for the root alone: without -r nothing below it is walked */
+    int r = do_entry(w, AT_FDCWD, src, DT_UNKNOWN, src, "");
+    w->follow = was;
+    return r;
 }
 
 /* One step of the walk: 0, or -1 once it ended (or is stopping). */

@@ -300,6 +300,17 @@ r=1; [ $rc = 0 ] && [ -d "$T/ldst/dl" ] && [ ! -L "$T/ldst/dl" ] && [ ! -L "$T/l
     [ "$(cat "$T/ldst/fl")" = target ] && [ "$(cat "$T/ldst/dl/t")" = target ] && r=0
 check "$name" $r "rc=$rc $(head -3 "$T/err" | tr '\n' ' ')"
 
+name="a symlink named as SRC: followed without -r, as cp and scp follow it (the bytes, not a link); with -r the link itself, as cp -r; a dangling one: exit 23"
+mkdir -p "$T/sl/d" && echo payload > "$T/sl/real" && ln -s real "$T/sl/rel" && ln -s /nonexistent/x "$T/sl/dangle"
+rdcp_h0 "$T/sl/rel" h1:"$T/sl/d/copied" 2> "$T/err"; rc1=$?
+rdcp_h0 -r "$T/sl/rel" h1:"$T/sl/d/as-link" 2>> "$T/err"; rc2=$?
+rdcp_h0 "$T/sl/dangle" h1:"$T/sl/d/dangle" 2> "$T/err3"; rc3=$?
+r=1; [ $rc1 = 0 ] && [ ! -L "$T/sl/d/copied" ] && [ "$(cat "$T/sl/d/copied")" = payload ] &&
+    [ $rc2 = 0 ] && [ "$(readlink "$T/sl/d/as-link")" = real ] &&
+    [ $rc3 = 23 ] && [ ! -e "$T/sl/d/dangle" ] && [ ! -L "$T/sl/d/dangle" ] &&
+    grep -q "^rdcp: localhost: cannot stat '.*/sl/dangle': No such file or directory$" "$T/err3" && r=0
+check "$name" $r "rc=$rc1/$rc2/$rc3 $(ls -l "$T/sl/d" | tail -n +2 | tr '\n' ' ') $(cat "$T/err" "$T/err3" | head -3 | tr '\n' ' ')"
+
 name="source vanished mid-copy: one line naming it, the rest copied, exit 23"
 mkdir -p "$T/vsrc"
 for i in 1 2 3 4 5; do head -c $((16 << 20)) /dev/urandom > "$T/vsrc/a$i"; done   # more than the engine reads ahead
