@@ -207,9 +207,16 @@ const char *rd_progname(void)
 
 void rd_vwarn_as(const char *tool, const char *fmt, va_list ap)
 {
-    char stack[600], *big = malloc(RD_WARN_MAX), *line = big ? big : stack;
-    rd_vfit(line, big ? RD_WARN_MAX : sizeof stack, fmt, ap);
-    fprintf(stderr, "%s: %s\n", tool, line);
+    char line[1024], *big = NULL;   /* the heap only for a long line */
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    if (n >= (int)sizeof line) {
+        big = malloc(RD_WARN_MAX);
+        rd_vfit(big ? big : line, big ? RD_WARN_MAX : sizeof line, fmt, again);
+    }
+    va_end(again);
+    fprintf(stderr, "%s: %s\n", tool, big ? big : line);
     free(big);
 }
 

@@ -221,6 +221,40 @@ static void t_long_message_keeps_its_reason(void)
     CHECK(strcmp(out, "\xc3\xa9 ... \xc3\xa9") == 0);
 }
 
+/* rd_warn prints a line of a few KiB whole (a deep path), on one line; past RD_WARN_MAX it
+ * elides as a recorded error does. */
+static void t_warn_prints_long_lines_whole(void)
+{
+    FILE *tmp = tmpfile();
+    CHECK_OR(tmp != NULL, return);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK_OR(saved >= 0 && dup2(fileno(tmp), 2) == 2, fclose(tmp); return);
+    static char path[3001], huge[RD_WARN_MAX + 100];
+    memset(path, 'q', sizeof path - 1);
+    memset(huge, 'h', sizeof huge - 1);
+    rd_set_progname("t");
+    rd_warn("cannot open '%s': Permission denied", path);
+    rd_warn("%s: the end", huge);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    static char got[2 * RD_WARN_MAX];
+    size_t n = fread(got, 1, sizeof got - 1, tmp);
+    fclose(tmp);
+    got[n] = '\0';
+    char *nl = strchr(got, '\n');
+    CHECK_OR(nl != NULL, return);
+    *nl = '\0';
+    CHECK_EQ_U(strlen(got), strlen("t: cannot open '': Permission denied") + 3000);
+    CHECK(strncmp(got, "t: cannot open 'qqq", 19) == 0 && strstr(got, "qqq': Permission denied") != NULL);
+    char *second = nl + 1;
+    CHECK_EQ_U(strlen(second), strlen("t: ") + RD_WARN_MAX - 1 + 1);   /* the slot, and the newline */
+    CHECK(strstr(second, "hhh ... hhh") != NULL);
+    CHECK(strcmp(second + strlen(second) - strlen("h: the end\n"), "h: the end\n") == 0);
+}
+
 int main(void)
 {
     RUN(t_started_thread_shares_the_context);
@@ -232,5 +266,6 @@ int main(void)
     RUN(t_instead_under_contention);
     RUN(t_bind_and_back);
     RUN(t_long_message_keeps_its_reason);
+    RUN(t_warn_prints_long_lines_whole);
     return check_summary();
 }
