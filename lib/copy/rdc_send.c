@@ -607,8 +607,13 @@ static void *count_main(void *arg)
 {
     struct snd *s = arg;
     rd_thread_name("rdc-count");
-    for (int i = 0; i < s->nsrc; i++)
-        nftw(s->srcs[i], count_cb, 16, s->follow ? 0 : FTW_PHYS);
+    for (int i = 0; i < s->nsrc; i++) {
+        struct stat st;
+        if (s->recursive)
+            nftw(s->srcs[i], count_cb, 16, s->follow ? 0 : FTW_PHYS);
+        else if (stat(s->srcs[i], &st) == 0 && !S_ISDIR(st.st_mode))   /* as the walk takes it */
+            count_cb(s->srcs[i], &st, FTW_F, NULL);
+    }
     dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)tot_files,
             (unsigned long long)tot_bytes);
     return NULL;

@@ -154,6 +154,16 @@ expect_rc $? 5 "rdrecv into a missing directory"
 expect_err "$C/e" rdrecv "^rdrecv: cannot open output file '$C/LLL+ \\.\\.\\. N+/out': No such file or directory$"
 t_end
 
+t_begin "rdcp -P without -r: the progress line's total counts what the copy takes (a file, a symlink to one), not a directory's contents"
+mkdir -p "$C/pd/d" "$C/pd/dst" && for i in 1 2 3; do printf 'x' > "$C/pd/d/f$i"; done
+printf 'y' > "$C/pd/f" && ln -sf f "$C/pd/l"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -P "$C/pd/d" "$C/pd/f" "$C/pd/l" "$C/pd/dst" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -P d f l dst (d needs -r)"
+tr '\r' '\n' < "$C/e" | grep -aq 'rdcp: 2/2 files' || t_fail "no 'rdcp: 2/2 files' progress line: $(tr '\r\033' '|?' < "$C/e" | head -c 400)"
+grep -q "'.*/pd/d' is a directory (not copied; use -r)" "$C/e" || t_fail "the directory not named: $(tr '\r' '|' < "$C/e" | head -c 300)"
+[ "$(cat "$C/pd/dst/l" 2>/dev/null)" = y ] && [ ! -L "$C/pd/dst/l" ] || t_fail "the symlink source did not arrive as its file"
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/new" 2> "$C/e"
