@@ -763,7 +763,8 @@ int rdc_tree_send_main(int argc, char **argv)
     pthread_t ct;
     if (count && rd_thread_create(&ct, NULL, count_main, &s) == 0)
         pthread_detach(ct);
-    s.w = rdc_walk_start(s.srcs, s.nsrc, s.recursive, s.follow, walk_ahead(), RDC_WALK_AHEAD_BYTES);
+    s.w = rdc_walk_start(s.srcs, s.nsrc, s.recursive, s.follow, s.xattrs != 0, walk_ahead(),
+                         RDC_WALK_AHEAD_BYTES);
     struct rd_source src;
     rd_source_custom(&src, "tree", fill, &s);
     rd_source_defer_reads(&src, lane_read);

@@ -39,6 +39,7 @@ struct frame {
 struct rdc_walk {
     char **srcs;
     int nsrc, next, recursive, follow, threaded, stop, noatime_off;
+    int attrs;                 /* -X or -p: directories and nodes hand an fd over for them */
     struct frame *st;
     int depth, cap;
     /* the hand-over ring: entries walked, not yet taken */
@@ -269,7 +270,7 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
         if (r)
             return r < 0 ? -1 : 0;
         /* its own fd for its attributes (-X, -p), which a path deeper than PATH_MAX cannot reach */
-        int xfd = fcntl(w->st[w->depth - 1].fd, F_DUPFD_CLOEXEC, 0);
+        int xfd = w->attrs ? fcntl(w->st[w->depth - 1].fd, F_DUPFD_CLOEXEC, 0) : -1;
         struct rdc_ent e = { .kind = RDC_E_DIR, .fd = xfd, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
         return put(w, &e);
     }
@@ -297,7 +298,7 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
         return put(w, &e);
     }
     if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {   /* made again, as cp -r makes them */
-        int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);   /* for its attributes */
+        int pfd = w->attrs ? openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;   /* for its attributes */
         struct rdc_ent e = { .kind = RDC_E_NODE, .fd = pfd, .st = st, .fs = strdup(fs), .rel = strdup(rel) };
         return put(w, &e);
     }
@@ -378,7 +379,7 @@ static void *walk_main(void *arg)
     return NULL;
 }
 
-struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow, size_t ahead,
+struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow, int attrs, size_t ahead,
                                 uint64_t ahead_bytes)
 {
     struct rdc_walk *w = calloc(1, sizeof *w);
@@ -388,6 +389,7 @@ struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow
     w->nsrc = nsrc;
     w->recursive = recursive;
     w->follow = follow;
+    w->attrs = attrs;
     w->max_bytes = ahead ? ahead_bytes : UINT64_MAX;
     w->qcap = ahead ? ahead : 4;   /* a step hands over two entries at most */
     w->q = calloc(w->qcap, sizeof *w->q);

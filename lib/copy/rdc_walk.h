@@ -44,10 +44,11 @@ struct rdc_ent {
 
 struct rdc_walk;
 
-/* Start walking srcs (nsrc of them; recursive: -r, follow: -L) on a thread that stays at most
+/* Start walking srcs (nsrc of them; recursive: -r, follow: -L; attrs: directories and FIFOs
+ * carry an fd for their attributes, -X or -p) on a thread that stays at most
  * `ahead` entries and about `ahead_bytes` of file data ahead of the reader. ahead 0: no
  * thread, rdc_walk_next walks on the caller's thread (RDCP_SEND_AHEAD=0, for measuring). */
-struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow, size_t ahead,
+struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow, int attrs, size_t ahead,
                                 uint64_t ahead_bytes);
 /* The next entry, in walk order (waits for the thread); the caller owns it: rdc_ent_free. */
 void rdc_walk_next(struct rdc_walk *w, struct rdc_ent *e);
