@@ -114,6 +114,22 @@ f a/b/c/evil @100000
 Z
 EOF
 
+# the same past PATH_MAX (the receiver resolves such a path a part at a time): 22 made
+# directories of 200-byte names, a symlink at the bottom, a file through it, and an honest
+# file beside it that must arrive
+deep=a; for i in $(seq 21); do deep=$deep/$(printf "%03d%0197d" "$i" 0); done
+EXPECT="^rdcp: refusing $D/$deep/b/evil': $NOTIN"
+case_ "past PATH_MAX: made directories, a symlink at the bottom, a file through it" 23 <<EOF
+R 0 d 1 x
+$(p=; for c in ${deep//\// }; do p=${p:+$p/}$c; echo "d $p"; done)
+l $deep/b $CAN
+f $deep/b/evil @100000
+f $deep/honest HONEST
+Z
+EOF
+[ "$(cd "$S/dst" && for c in ${deep//\// }; do cd "$c" || exit; done && cat honest)" = HONEST ] && [ ${#deep} -gt 4096 ] &&
+    ok "  ... the honest file $((${#deep} + 7)) bytes deep arrived" || bad "  ... the honest file arrived" "$(ls "$S/dst" | head -3)"
+
 EXPECT="^rdcp: cannot create directory $D/a': File exists"
 case_ "symlink, then a directory record of the same name, then a file into it (dropped)" 23 <<EOF
 R 0 d 1 x
