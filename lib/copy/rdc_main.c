@@ -5,6 +5,7 @@
  * both ends have it, TCP otherwise); this process only carries control lines.
  */
 #include "copy/rdc_main.h"
+#include "copy/rdc_home.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_tree.h"
 #include "util/rd_error.h"
@@ -42,11 +43,12 @@ static const char usage_text[] =
     "  rdcp -r fs1:/srv/proj fs2:/srv/proj           remote -> remote, fs1 -> fs2 directly\n"
     "  rdcp -r --resume dataset/ node7:/scratch/dataset\n"
     "\n"
-    "Paths are [user@]host:path ([user@][v6addr]:path) or local. Like cp -r: a directory copied\n"
-    "into an existing directory DST becomes DST/NAME, into a missing DST becomes DST; a source\n"
-    "directory written with a trailing '/' (like rsync) always puts its contents into DST.\n"
-    "Several sources need DST to be a directory; sources on several hosts are copied one host\n"
-    "after the other.\n"
+    "Paths are [user@]host:path ([user@][v6addr]:path) or local; on a host a relative path, or\n"
+    "~/path, is in the login's home directory, and ~user/path in user's. Like cp -r: a\n"
+    "directory copied into an existing directory DST becomes DST/NAME, into a missing DST\n"
+    "becomes DST; a source directory written with a trailing '/' (like rsync) always puts its\n"
+    "contents into DST. Several sources need DST to be a directory; sources on several hosts\n"
+    "are copied one host after the other.\n"
     "\n"
     "options:\n"
     "  -r, --recursive     copy directories\n"
@@ -155,7 +157,7 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
         }
     }
     if (!colon) {
-        *path = strdup(arg);
+        *path = rdc_home_literal(arg);
         *host = strdup("localhost");
         return 0;
     }

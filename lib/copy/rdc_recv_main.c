@@ -2,6 +2,7 @@
  * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
  * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h). */
 #include "copy/rdc_end.h"
+#include "copy/rdc_home.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_recv.h"
 #include "copy/rdc_tree.h"
@@ -60,16 +61,19 @@ int rdc_tree_recv_main(int argc, char **argv)
         rd_warn("tree-recv: missing key, ready fd or destination");
         return 1;
     }
-    struct rdc_rcv *r = rdc_rcv_new(argv[optind], nsrc, preserve, xattrs, nosync);
-    if (!r)
+    char *dst_path = rdc_home_expand(argv[optind]);
+    struct rdc_rcv *r = rdc_rcv_new(dst_path, nsrc, preserve, xattrs, nosync);
+    if (!r) {
+        free(dst_path);
         return RD_EIO;
+    }
     o.key = strdup(key);
     o.key_len = strlen(key);
     o.port = "0";
     if (resume)
         rdc_rcv_manifest(r, o.ready_fd);
     struct rd_sink dst;
-    rd_sink_custom(&dst, argv[optind], rdc_rcv_consume, rdc_rcv_finish, r);
+    rd_sink_custom(&dst, dst_path, rdc_rcv_consume, rdc_rcv_finish, r);
     rdc_rcv_sink(r, &dst);
     double t0 = rd_now();
     int rc = rd_recv_sink(&o, &dst);
@@ -77,6 +81,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     free(o.key);
     uint64_t errors = rdc_rcv_errors(r);
     rdc_rcv_free(r);
+    free(dst_path);
     if (rc)
         return rc;
     return errors ? RD_EPARTIAL : 0;

@@ -6,6 +6,7 @@
 #include "copy/rdc_tree.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
+#include "copy/rdc_home.h"
 #include "copy/rdc_walk.h"
 #include "copy/rdc_xattr.h"
 
@@ -753,8 +754,15 @@ int rdc_tree_send_main(int argc, char **argv)
     }
     o.key = strdup(key);
     o.key_len = strlen(key);
-    s.srcs = argv + optind;
+    /* as long-lived as argv: the --count thread reads them until the process exits */
+    static char **srcs;
     s.nsrc = argc - optind;
+    srcs = calloc((size_t)s.nsrc, sizeof *srcs);
+    if (!srcs)
+        abort();
+    for (int i = 0; i < s.nsrc; i++)
+        srcs[i] = rdc_home_expand(argv[optind + i]);
+    s.srcs = srcs;
     if (s.nsrc_all < s.nsrc)   /* an initiator that does not say: these are all */
         s.nsrc_all = s.nsrc;
     s.hs = XXH3_createState();

@@ -311,6 +311,19 @@ r=1; [ $rc1 = 0 ] && [ ! -L "$T/sl/d/copied" ] && [ "$(cat "$T/sl/d/copied")" = 
     grep -q "^rdcp: localhost: cannot stat '.*/sl/dangle': No such file or directory$" "$T/err3" && r=0
 check "$name" $r "rc=$rc1/$rc2/$rc3 $(ls -l "$T/sl/d" | tail -n +2 | tr '\n' ' ') $(cat "$T/err" "$T/err3" | head -3 | tr '\n' ' ')"
 
+name="~ in HOST:PATH is that host's home, as scp and rsync take it (~/x, ~root/x, as source and destination); a local '~name' stays literal; an unknown ~user: exit 5 naming it"
+H=$(on_h0 $SSH h2 'mktemp -d ~/.rdcp-test.XXXXXX') && HB=${H##*/} || H=
+mkdir -p "$T/tl" && echo literal > "$T/tl/~lit"
+rdcp_h0 files/f4095 "h2:~/$HB/x" 2> "$T/err"; rc1=$?
+rdcp_h0 "h2:~root/$HB/x" h1:"$T/tl/back" 2>> "$T/err"; rc2=$?
+(cd "$T/tl" && ip netns exec "${P}h0" env PATH="$BIN:$PATH" timeout 60 rdcp --no-progress --ssh "$SSH" '~lit' "h2:~/$HB/") 2>> "$T/err"; rc3=$?
+rdcp_h0 files/f1 "h2:~no-such-user-rdcp/x" 2> "$T/err4"; rc4=$?
+r=1; [ -n "$H" ] && [ $rc1 = 0 ] && cmp -s "$T/files/f4095" "$H/x" && [ $rc2 = 0 ] && cmp -s "$T/files/f4095" "$T/tl/back" &&
+    [ $rc3 = 0 ] && [ "$(cat "$H/~lit")" = literal ] && [ $rc4 = 5 ] &&
+    grep -q "^rdcp: h2: cannot open the directory of destination '~no-such-user-rdcp/x': No such file or directory$" "$T/err4" && r=0
+check "$name" $r "rc=$rc1/$rc2/$rc3/$rc4 H=$H $(ls -a "$H" 2>&1 | tr '\n' ' ') $(cat "$T/err" "$T/err4" | head -3 | tr '\n' ' ')"
+case $H in */.rdcp-test.*) rm -rf "$H" ;; esac
+
 name="source vanished mid-copy: one line naming it, the rest copied, exit 23"
 mkdir -p "$T/vsrc"
 for i in 1 2 3 4 5; do head -c $((16 << 20)) /dev/urandom > "$T/vsrc/a$i"; done   # more than the engine reads ahead

@@ -1,0 +1,63 @@
+/* rdc_home.c - "~" in HOST:PATH (see rdc_home.h) */
+#include "copy/rdc_home.h"
+
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* the home directory of user ("" = the caller), copied into out; 0 if there is none */
+static int home_of(const char *user, char *out, size_t cap)
+{
+    const char *env = getenv("HOME");
+    if (!*user && env && *env)
+        return (size_t)snprintf(out, cap, "%s", env) < cap;
+    long n = sysconf(_SC_GETPW_R_SIZE_MAX);
+    size_t len = n > 0 ? (size_t)n : 16384;
+    char *buf = malloc(len);
+    struct passwd pw, *got = NULL;
+    if (!buf)
+        abort();
+    int e = *user ? getpwnam_r(user, &pw, buf, len, &got) : getpwuid_r(getuid(), &pw, buf, len, &got);
+    int ok = e == 0 && got && pw.pw_dir && *pw.pw_dir && (size_t)snprintf(out, cap, "%s", pw.pw_dir) < cap;
+    free(buf);
+    return ok;
+}
+
+static char *copy(const char *s)
+{
+    char *c = strdup(s);
+    if (!c)
+        abort();
+    return c;
+}
+
+char *rdc_home_expand(const char *path)
+{
+    char *out;
+    if (path[0] != '~')
+        return copy(path);
+    const char *rest = strchr(path, '/');
+    size_t ul = rest ? (size_t)(rest - path - 1) : strlen(path + 1);
+    char *user = strndup(path + 1, ul), home[4096];
+    if (!user)
+        abort();
+    int found = home_of(user, home, sizeof home);
+    free(user);
+    if (!found)
+        return copy(path);
+    if (asprintf(&out, "%s%s", home, rest ? rest : "") < 0)
+        abort();
+    return out;
+}
+
+char *rdc_home_literal(const char *path)
+{
+    char *out;
+    if (path[0] != '~')
+        return copy(path);
+    if (asprintf(&out, "./%s", path) < 0)
+        abort();
+    return out;
+}
