@@ -136,6 +136,8 @@ static void clear_progress(struct run *r)
 static int parse_loc(const char *arg, char **dest, char **host, char **path)
 {
     *dest = *host = *path = NULL;
+    if (!*arg)   /* no file has an empty name (cp: ENOENT) */
+        return -1;
     const char *colon = NULL;
     const char *at = NULL;
     if (arg[0] != '/' && strncmp(arg, "./", 2) != 0) {

@@ -671,6 +671,15 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
         free(b);
         return;
     }
+    /* "DIR/" names a directory: a file or a link must not take the name DIR (cp refuses too) */
+    if (kind != 'd' && !r->dst_exists && !*rel && r->dst[0] && r->dst[strlen(r->dst) - 1] == '/') {
+        char *p = rdc_shown(r->dst);
+        rd_warn("destination '%s' is not a directory", p);
+        free(p);
+        r->errors++;
+        free(b);
+        return;
+    }
     if (kind == 'd' && r->dst_exists && !r->dst_is_dir && !*rel) {
         char *p = rdc_shown(r->dst);
         rd_warn("cannot overwrite non-directory '%s' with a directory", p);

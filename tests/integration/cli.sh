@@ -52,6 +52,8 @@ usage rdrecv 'too many' 1234 key file extra
 usage rdrecv 'invalid port' 12x34 key
 usage rdrecv 'depth' --depth x 1234 key
 usage rdrecv 'ready-fd' --ready-fd -1 1234 key
+usage rdcp "bad source ''" '' b
+usage rdcp "bad destination ''" a ''
 t_end
 
 t_begin "unknown option: exit 1 with one prefixed line"
@@ -145,6 +147,14 @@ timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --no-progress "$C/f" "$C/no-such-dir/sub
 expect_rc $? 5 "rdcp"
 expect_err "$C/e" rdcp "localhost: cannot open the directory of destination '.*/no-such-dir/sub/x': No such file or directory"
 expect_empty "$C/o" "rdcp stdout"
+t_end
+
+t_begin "rdcp of a file to DIR/ that does not exist: exit 23, one line, and no file named DIR (as cp refuses)"
+printf 'x' > "$C/f"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --no-progress "$C/f" "$C/not-yet/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp f not-yet/"
+expect_err "$C/e" rdcp "^rdcp: localhost: destination '.*/not-yet/' is not a directory$"
+[ -e "$C/not-yet" ] && t_fail "rdcp made $(ls -ld "$C/not-yet")"
 t_end
 
 t_begin "a path longer than the error's 512 bytes: the line keeps its start and the reason at its end"
