@@ -290,14 +290,15 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     r->hashed = !(flags & RDC_F_NOHASH) || start > 0;
     if (pooled(r, size, start, flags)) {
         struct rdc_job *j = calloc(1, sizeof *j);
-        if (!j || !(j->data = malloc(size ? (size_t)size : 1)))
+        if (!j)
             abort();
         j->final = strdup(f);
         j->name = strdup(name);
         j->key = rdc_pool_key(f);
         j->m = *m;
-        j->size = j->held = size;
+        j->size = size;
         j->fd = -1;
+        j->ptail = &j->pieces;
         j->dir = r->pdh;
         atomic_fetch_add(&r->pdh->refs, 1);
         r->job = j;
@@ -385,7 +386,8 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         if (status) {
             rdc_job_free(j);
         } else {
-            memset(j->data + r->hpos, 0, (size_t)(j->size - r->hpos));
+            if (j->data)   /* pieces: the worker sets the size, a tail hole stays one */
+                memset(j->data + r->hpos, 0, (size_t)(j->size - r->hpos));
             rdc_pool_submit(r, j);
         }
         clear_file(r);
@@ -462,6 +464,28 @@ fail:
     clear_file(r);
 }
 
+/* A small file's bytes into fd: its data, or its pieces out of the frames they came in (each
+ * frame given back as soon as it is written). 0, or the errno of the write that failed. */
+static int write_small(int fd, struct rdc_job *j)
+{
+    if (j->data)
+        return rdc_pwrite_all(fd, j->data, (size_t)j->size, 0);
+    uint64_t end = 0;
+    while (j->pieces) {
+        struct rdc_piece *pc = j->pieces;
+        int e = rdc_pwrite_all(fd, pc->p, pc->n, pc->off);
+        if (e)
+            return e;   /* the rest go back with the job */
+        end = pc->off + pc->n;
+        j->pieces = pc->next;
+        j->npieces--;
+        rd_hold_drop(pc->hold);
+        free(pc);
+    }
+    j->ptail = &j->pieces;
+    return end < j->size && ftruncate(fd, (off_t)j->size) ? errno : 0;
+}
+
 /* A worker: the job's file, the same calls (less the hash and the preallocation, which one
  * write of at most RDC_POOL_MAX_FILE bytes does not need) as the stream thread makes for a
  * file it writes itself, but made without a name (rdc_anon.h) where the kernel can: named
@@ -492,7 +516,7 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
         j->err = errno;
         return;
     }
-    if ((j->err = rdc_pwrite_all(fd, j->data, (size_t)j->size, 0))) {
+    if ((j->err = write_small(fd, j))) {
         j->what = "cannot write";
         goto fail;
     }
@@ -606,11 +630,40 @@ static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
     return 1;
 }
 
+/* A small file's n bytes at r->data_off, kept in the frame they came in: 1 when the job took
+ * them as a piece, 0 when they must be copied (into data it has already, past its pieces, or
+ * with no frame to hold: a compressed frame, the fuzzer's stream). While file creation lags,
+ * the ring is then the only cushion: the network waits for the workers. Copying once half the
+ * ring was lent, to keep it flowing, cost CPU that file creation needed: 20,000 files of
+ * 1-64 KiB copied locally, 6 rounds, median 1.79 s and 3.40 CPU s, against 1.63 s and 3.12
+ * CPU s without, 1.98 s and 3.80 CPU s with every byte copied (2026-11-28). */
+static int hold_small(struct rdc_rcv *r, struct rdc_job *j, const unsigned char *p, size_t n)
+{
+    if (j->data || j->npieces >= RDC_JOB_PIECES || !r->sink)
+        return 0;
+    struct rd_hold *h = rd_sink_hold(r->sink);
+    if (!h)
+        return 0;
+    struct rdc_piece *pc = malloc(sizeof *pc);
+    if (!pc)
+        abort();
+    *pc = (struct rdc_piece){ .p = p, .n = n, .off = r->data_off, .hold = h };
+    *j->ptail = pc;
+    j->ptail = &pc->next;
+    j->npieces++;
+    return 1;
+}
+
 void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
     if (r->job) {   /* record() kept [data_off, +n) inside the file and after hpos */
-        memset(r->job->data + r->hpos, 0, (size_t)(r->data_off - r->hpos));
-        memcpy(r->job->data + r->data_off, p, n);
+        struct rdc_job *j = r->job;
+        if (!hold_small(r, j, p, n)) {
+            if (!j->data)
+                rdc_job_own(j);
+            memset(j->data + r->hpos, 0, (size_t)(r->data_off - r->hpos));
+            memcpy(j->data + r->data_off, p, n);
+        }
         r->hpos = r->data_off + n;
         r->bytes += n;
         r->data_off += n;

@@ -24,7 +24,12 @@ struct rdc_dir {
 void rdc_dir_put(struct rdc_dir *d);
 
 /* A small file whose records all arrived: its data in memory, written, renamed into place and
- * closed by a worker (rdc_recv_pool.c), in any order with the other jobs. The stream thread
+ * closed by a worker (rdc_recv_pool.c), in any order with the other jobs. Its bytes stay in
+ * the engine's frames they came in (pieces, at most RDC_JOB_PIECES) and the worker writes them
+ * from there: the stream thread, the one serial step of the receiver, never copies them. A
+ * file with more pieces, or still gathering when a frame is handed back (the stream thread
+ * holds no frame between calls, so a broken stream can always give them all back), is copied
+ * into data (rdc_job_own). The stream thread
  * checked its path exactly as for a file it writes itself (place(): beneath DST, in a
  * directory this stream made); the worker only creates the temporary in dir, writes, renames.
  * Its outcome goes back to the stream thread, which says it (the same lines as when the
@@ -36,8 +41,10 @@ struct rdc_job {
     uint64_t key;             /* hash of final: the stream thread's pending check */
     struct rdc_meta m;
     uint64_t size;
-    uint64_t held;            /* bytes of memory it holds in the pool (data: size; a big file: 0) */
-    unsigned char *data;      /* size bytes (holes of the stream already zeros) */
+    uint64_t held;            /* bytes of memory it holds in the pool (data: size; pieces and a
+                               * big file: 0, their frames are the engine's ring) */
+    unsigned char *data;      /* NULL (its bytes are its pieces) or size bytes (holes of the
+                               * stream already zeros) */
     /* a big file (no data): its temporary, made by the stream thread, is written piece by
      * piece on the workers out of the engine's frames (struct rdc_piece), then finished as
      * a small one is. fd stays the stream thread's (r->fd) until the file's end record.
@@ -45,7 +52,8 @@ struct rdc_job {
      * written, whether a worker writes them now (one at a time, in order: a file is written
      * front to back, as a filesystem lays it out best, and ext4 and tmpfs take one write
      * into a file at a time anyway), whether it waits on the pool's list of files with
-     * pieces; the job is queued once it ended and has no piece left */
+     * pieces; the job is queued once it ended and has no piece left. A small file's
+     * pieces are the stream thread's until it is submitted, then its worker's */
     int fd;
     char *tmp;
     struct rdc_piece *pieces, **ptail;
@@ -75,6 +83,7 @@ struct rdc_piece {
 /* The worker pool: at most RDC_POOL_JOBS jobs and RDC_POOL_BYTES bytes in flight (queued,
  * being written, or done and not yet reaped by the stream thread). */
 #define RDC_POOL_MAX_FILE (1u << 20)   /* bigger files are written by the stream thread */
+#define RDC_JOB_PIECES 4                /* a small file in more pieces is copied */
 #define RDC_POOL_JOBS 256
 #define RDC_POOL_BYTES (64u << 20)
 struct rdc_pool {
@@ -217,6 +226,9 @@ int rdc_pool_pending(struct rdc_rcv *r, const char *final);
 /* every job finished and reaped, the workers joined */
 void rdc_pool_stop(struct rdc_rcv *r);
 void rdc_job_free(struct rdc_job *j);
+/* a small file's pieces copied into its data (allocated: size bytes, zeros between them), their
+ * frames given back */
+void rdc_job_own(struct rdc_job *j);
 /* what a worker does with one job (rdc_recv.c) */
 void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j);
 /* the stream thread's side of a finished job: its lines, its counts (rdc_recv.c) */

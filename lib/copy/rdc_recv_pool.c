@@ -50,10 +50,40 @@ uint64_t rdc_pool_key(const char *final)
     return h;
 }
 
+/* pieces not written (a small file that failed or was dropped), their frames given back */
+static void drop_pieces(struct rdc_job *j)
+{
+    for (struct rdc_piece *pc = j->pieces, *next; pc; pc = next) {
+        next = pc->next;
+        if (pc->hold)
+            rd_hold_drop(pc->hold);
+        free(pc);
+    }
+    j->pieces = NULL;
+    j->ptail = &j->pieces;
+    j->npieces = 0;
+}
+
+void rdc_job_own(struct rdc_job *j)
+{
+    if (!j->data && !(j->data = malloc(j->size ? (size_t)j->size : 1)))
+        abort();
+    uint64_t pos = 0;
+    for (struct rdc_piece *pc = j->pieces; pc; pc = pc->next) {
+        memset(j->data + pos, 0, (size_t)(pc->off - pos));
+        memcpy(j->data + pc->off, pc->p, pc->n);
+        pos = pc->off + pc->n;
+    }
+    drop_pieces(j);
+    j->held = j->size;
+}
+
 void rdc_job_free(struct rdc_job *j)
 {
     if (!j)
         return;
+    if (j->fd < 0)   /* a big file's pieces are the pool's (none are left when it is freed) */
+        drop_pieces(j);
     rdc_dir_put(j->dir);
     free(j->final);
     free(j->name);
@@ -148,8 +178,11 @@ static void *worker_main(void *arg)
             p->qtail = &p->queue;
         pthread_mutex_unlock(&p->lock);
         rdc_rcv_write_job(r, j);
-        free(j->data);   /* the bytes are in the file (or will never be): give them back now */
+        /* the bytes are in the file (or will never be): give them back now, the frames too
+         * (the engine waits for every frame before it returns, and only then is j reaped) */
+        free(j->data);
         j->data = NULL;
+        drop_pieces(j);
         pthread_mutex_lock(&p->lock);
         j->next = p->done;
         p->done = j;

@@ -149,9 +149,23 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
     return 0;
 }
 
+static int consume(struct rdc_rcv *r, const void *buf, size_t n);
+
+/* One frame's payload. The file still gathering its pieces when the frame goes back to the
+ * engine copies them: every frame the receiver keeps is then in a submitted job, which a
+ * worker finishes whatever the stream does next, and the engine's wait for its frames (at
+ * its end, also after a failure) ends. */
 int rdc_rcv_consume(void *ctx, const void *buf, size_t n)
 {
     struct rdc_rcv *r = ctx;
+    int rc = consume(r, buf, n);
+    if (r->job && r->job->pieces)
+        rdc_job_own(r->job);
+    return rc;
+}
+
+static int consume(struct rdc_rcv *r, const void *buf, size_t n)
+{
     const unsigned char *p = buf;
     while (n > 0 && !r->lost) {   /* lost: set where a record or data hashed a hole */
         if (r->data_left) {

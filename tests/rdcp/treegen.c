@@ -16,6 +16,9 @@
  *                                  zero hash
  *   p PATH SIZE PIECE              file of SIZE bytes of a pattern, sent whole as rdcp sends it
  *                                  (RDC_F_NOHASH, zero hash) in data records of PIECE bytes
+ *   T PATH SIZE SENT               file of SIZE bytes as p sends it, in one data record of
+ *                                  SIZE bytes, of which only the first SENT are written: the
+ *                                  stream ends inside the file
  *   l PATH TARGET [MTIME]          symlink
  *   h PATH ROOT TARGET             hard link to TARGET of root ROOT
  *   n PATH TYPE [MODE]             special file of TYPE (one byte: p FIFO, s socket; anything
@@ -226,6 +229,20 @@ int main(void)
             u8(0);
             for (int i = 0; i < 16; i++)
                 u8(0);
+        } else if (c == 'T' && n == 4) {
+            uint64_t size = strtoull(w[2], NULL, 10), sent = strtoull(w[3], NULL, 10);
+            u8('f');
+            str(w[1], l[1]);
+            meta(0644, mtime);
+            u64(size);
+            u64(0);
+            u8(4);   /* RDC_F_NOHASH */
+            str("", 0);
+            u8('D');
+            u64(0);
+            u64(size);
+            for (uint64_t i = 0; i < sent && i < size; i++)
+                u8((unsigned)('a' + i % 26));
         } else if (c == 'l' && n >= 3) {
             if (n > 3)
                 mtime = atoll(w[3]);
