@@ -18,9 +18,9 @@
 #include "run/rd_run.h"
 #include "util/rd_thread.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -590,31 +590,80 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
     }
 }
 
-/* --count: totals for the progress line, walked beside the transfer */
+/* --count: totals for the progress line, walked beside the transfer. Each directory is
+ * opened from its parent's fd, as the walk opens them (nftw goes by path and stopped at
+ * PATH_MAX: a deeper tree's total came out short); at most COUNT_DEPTH of them are open at
+ * once (the walk keeps half of what RLIMIT_NOFILE leaves for itself), and with -L a directory
+ * that is its own ancestor is not entered again. The total is a guide: what lies deeper, or
+ * cannot be read, is left out here (the walk names what it cannot read). */
+#define COUNT_DEPTH 64
 static uint64_t tot_files, tot_bytes;
-static int count_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+struct count_dir_id {
+    dev_t dev;
+    ino_t ino;
+};
+
+static void count_node(const struct stat *st)
 {
-    (void)p;
-    (void)f;
-    if (flag == FTW_F || flag == FTW_SL) {
-        tot_files++;
-        if (S_ISREG(st->st_mode))
-            tot_bytes += (uint64_t)st->st_size;
+    tot_files++;
+    if (S_ISREG(st->st_mode))
+        tot_bytes += (uint64_t)st->st_size;
+}
+
+/* the tree below the directory dfd (closed here); up[0..depth] its own and its ancestors' ids */
+static void count_dir(int dfd, int follow, struct count_dir_id *up, int depth)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
     }
-    return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW))
+            continue;
+        if (!S_ISDIR(st.st_mode)) {
+            count_node(&st);
+            continue;
+        }
+        int loop = depth + 1 >= COUNT_DEPTH;
+        for (int i = 0; i <= depth && !loop; i++)
+            loop = up[i].dev == st.st_dev && up[i].ino == st.st_ino;
+        int sub = loop ? -1 : openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+        if (sub < 0)
+            continue;
+        up[depth + 1] = (struct count_dir_id){ st.st_dev, st.st_ino };
+        count_dir(sub, follow, up, depth + 1);
+    }
+    closedir(d);
 }
 
 static void *count_main(void *arg)
 {
     struct snd *s = arg;
     rd_thread_name("rdc-count");
-    for (int i = 0; i < s->nsrc; i++) {
+    struct count_dir_id *up = calloc(COUNT_DEPTH, sizeof *up);
+    for (int i = 0; up && i < s->nsrc; i++) {
+        /* as the walk takes a source: with -r a symlink is itself (unless -L), and without
+         * -r a directory is not copied */
         struct stat st;
-        if (s->recursive)
-            nftw(s->srcs[i], count_cb, 16, s->follow ? 0 : FTW_PHYS);
-        else if (stat(s->srcs[i], &st) == 0 && !S_ISDIR(st.st_mode))   /* as the walk takes it */
-            count_cb(s->srcs[i], &st, FTW_F, NULL);
+        int follow = s->follow || !s->recursive;
+        if ((follow ? stat(s->srcs[i], &st) : lstat(s->srcs[i], &st)) != 0)
+            continue;
+        if (!S_ISDIR(st.st_mode)) {
+            count_node(&st);
+            continue;
+        }
+        int dfd = s->recursive ? open(s->srcs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd < 0)
+            continue;
+        up[0] = (struct count_dir_id){ st.st_dev, st.st_ino };
+        count_dir(dfd, s->follow, up, 0);
     }
+    free(up);
     dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)tot_files,
             (unsigned long long)tot_bytes);
     return NULL;

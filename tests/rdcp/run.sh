@@ -431,7 +431,7 @@ r=1; [ $rc = 23 ] && [ "$(grep -c 'directory loop, not copied' "$T/err")" = 3 ] 
     [ "$(cd "$T/loop-copy" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./d ./d/e ./d/e/g ./f " ] && r=0
 check "$name" $r "rc=$rc $(head -4 "$T/err" | tr '\n' ' ') $(find "$T/loop-copy" 2>/dev/null | head -5 | tr '\n' ' ')"
 
-name="a tree deeper than PATH_MAX (40 directories of 200-byte names), -a: xattrs, an ACL on a FIFO, hard links; remote -> remote, then --resume: whole, exit 0"
+name="a tree deeper than PATH_MAX (40 directories of 200-byte names), -a: xattrs, an ACL on a FIFO, hard links; remote -> remote (-P: the progress total counts all of it), then --resume: whole, exit 0"
 # paths of 8 KB: each directory is opened from its parent's fd and the walk climbs back by
 # "..", the receiver resolves such a path a part at a time; diff -r cannot compare them, so
 # tests/rdcp/tree_cmp.py walks both trees by chdir
@@ -450,8 +450,10 @@ for i in range(40):
     os.link("f", "h"); os.symlink("f", "l"); os.mkfifo("p")
     os.setxattr("p", "system.posix_acl_access", acl)
 PY
-rdcp_h0 -a h1:"$T/abyss" h2:"$T/abyss-copy" 2> "$T/err"; rc1=$?
+rdcp_h0 -a -P h1:"$T/abyss" h2:"$T/abyss-copy" 2> "$T/err"; rc1=$?
+tr '\r' '\n' < "$T/err" | grep -aq 'rdcp: 160/160 files' || echo "no progress line 'rdcp: 160/160 files' (the count walk's total): $(tr '\r\033' '|?' < "$T/err" | tail -c 200)" > "$T/count"
 python3 "$ROOT/tests/rdcp/tree_cmp.py" "$T/abyss" "$T/abyss-copy" > "$T/why" 2>&1; c1=$?
+cat "$T/count" >> "$T/why" 2>/dev/null && [ -s "$T/count" ] && c1=1
 python3 - "$T/abyss-copy" 2>> "$T/why" <<'PY'
 import os, sys
 os.chdir(sys.argv[1])
