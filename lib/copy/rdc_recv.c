@@ -694,6 +694,20 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
     r->data_left -= n;
 }
 
+/* a root that cannot go where DST says: the line (fmt names DST; NULL: said already),
+ * counted; its records are dropped (r->root stays NULL) */
+static void refuse_root(struct rdc_rcv *r, const char *fmt, char *b) __attribute__((format(printf, 2, 0)));
+static void refuse_root(struct rdc_rcv *r, const char *fmt, char *b)
+{
+    if (fmt) {
+        char *p = rdc_shown(r->dst);
+        rd_warn(fmt, p);
+        free(p);
+    }
+    r->errors++;
+    free(b);
+}
+
 void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl)
 {
     char *b = strndup(base, bl);
@@ -714,31 +728,18 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
     /* a name that is no single component goes where the contents of a directory go */
     int weird = rdc_name_bad(base, bl) || strchr(b, '/');
     const char *rel = rdc_root_rel(r->dst_is_dir, r->nsrc, contents || weird, b);
+    static int said;   /* several sources into a DST that is no directory: said once */
     if (!rel) {
-        static int said;
-        char *p = rdc_shown(r->dst);
-        if (!said++)
-            rd_warn("destination '%s' is not a directory", p);
-        free(p);
-        r->errors++;
-        free(b);
+        refuse_root(r, said++ ? NULL : "destination '%s' is not a directory", b);
         return;
     }
     /* "DIR/" names a directory: a file or a link must not take the name DIR (cp refuses too) */
     if (kind != 'd' && !r->dst_exists && !*rel && r->dst[0] && r->dst[strlen(r->dst) - 1] == '/') {
-        char *p = rdc_shown(r->dst);
-        rd_warn("destination '%s' is not a directory", p);
-        free(p);
-        r->errors++;
-        free(b);
+        refuse_root(r, "destination '%s' is not a directory", b);
         return;
     }
     if (kind == 'd' && r->dst_exists && !r->dst_is_dir && !*rel) {
-        char *p = rdc_shown(r->dst);
-        rd_warn("cannot overwrite non-directory '%s' with a directory", p);
-        free(p);
-        r->errors++;
-        free(b);
+        refuse_root(r, "cannot overwrite non-directory '%s' with a directory", b);
         return;
     }
     r->roots[idx] = rdc_join(r->pre, rel);
