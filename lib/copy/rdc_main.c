@@ -5,13 +5,13 @@
  * both ends have it, TCP otherwise); this process only carries control lines.
  */
 #include "copy/rdc_main.h"
-#include "copy/rdc_home.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_tree.h"
 #include "util/rd_error.h"
 
 #include "run/rd_cli.h"
 #include "run/rd_report.h"
+#include "remote/rdr_home.h"
 #include "remote/rdr_hop.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_link.h"
@@ -159,7 +159,7 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
         }
     }
     if (!colon) {
-        *path = rdc_home_literal(arg);
+        *path = rdr_home_literal(arg);
         *host = strdup("localhost");
         return 0;
     }

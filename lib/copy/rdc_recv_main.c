@@ -2,7 +2,6 @@
  * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
  * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h). */
 #include "copy/rdc_end.h"
-#include "copy/rdc_home.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_recv.h"
 #include "copy/rdc_tree.h"
@@ -10,6 +9,7 @@
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
 #include "engine/rd_io.h"
+#include "remote/rdr_home.h"
 #include "run/rd_report.h"
 #include "run/rd_run.h"
 
@@ -61,7 +61,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         rd_warn("tree-recv: missing key, ready fd or destination");
         return 1;
     }
-    char *dst_path = rdc_home_expand(argv[optind]);
+    char *dst_path = rdr_home_expand(argv[optind]);
     struct rdc_rcv *r = rdc_rcv_new(dst_path, nsrc, preserve, xattrs, nosync);
     if (!r) {
         free(dst_path);

@@ -82,8 +82,7 @@ void rdc_job_free(struct rdc_job *j)
 {
     if (!j)
         return;
-    if (j->fd < 0)   /* a big file's pieces are the pool's (none are left when it is freed) */
-        drop_pieces(j);
+    drop_pieces(j);   /* a small file's (a big file has none left when it is freed) */
     rdc_dir_put(j->dir);
     free(j->final);
     free(j->name);

@@ -6,7 +6,6 @@
 #include "copy/rdc_tree.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
-#include "copy/rdc_home.h"
 #include "copy/rdc_walk.h"
 #include "copy/rdc_xattr.h"
 
@@ -14,6 +13,7 @@
 #include "util/rd_error.h"
 #include "engine/rd_defer.h"
 #include "engine/rd_io.h"
+#include "remote/rdr_home.h"
 #include "run/rd_report.h"
 #include "run/rd_run.h"
 #include "util/rd_thread.h"
@@ -810,7 +810,7 @@ int rdc_tree_send_main(int argc, char **argv)
     if (!srcs)
         abort();
     for (int i = 0; i < s.nsrc; i++)
-        srcs[i] = rdc_home_expand(argv[optind + i]);
+        srcs[i] = rdr_home_expand(argv[optind + i]);
     s.srcs = srcs;
     if (s.nsrc_all < s.nsrc)   /* an initiator that does not say: these are all */
         s.nsrc_all = s.nsrc;

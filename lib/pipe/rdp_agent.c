@@ -14,6 +14,7 @@
 #include "pipe/rdp_agent.h"
 #include "pipe/rdp_agent_int.h"
 
+#include "remote/rdr_home.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
@@ -44,19 +45,6 @@ void rdpa_send_line(struct agent *a, const char *line)
         a->cout = -1;
 }
 
-static char *expand_path(const char *p)
-{
-    const char *home = getenv("HOME");
-    if (home && (strcmp(p, "~") == 0 || strncmp(p, "~/", 2) == 0)) {
-        size_t len = strlen(home) + strlen(p);
-        char *s = malloc(len);
-        if (s)
-            snprintf(s, len, "%s%s", home, p + 1);
-        return s;
-    }
-    return strdup(p);
-}
-
 /* A pipe with a big buffer: fewer context switches between the stages (best effort). */
 static int big_pipe(int p[2])
 {
@@ -79,10 +67,10 @@ static void open_file(struct agent *a)
 {
     if (a->kind != RDR_READ && a->kind != RDR_WRITE && a->kind != RDR_APPEND)
         return;
-    char *p = expand_path(a->path);
+    char *p = rdr_home_expand(a->path);
     int flags = a->kind == RDR_READ ? O_RDONLY
               : O_WRONLY | O_CREAT | (a->kind == RDR_APPEND ? O_APPEND : O_TRUNC);
-    a->file_fd = p ? open(p, flags | O_CLOEXEC, 0666) : -1;
+    a->file_fd = open(p, flags | O_CLOEXEC, 0666);
     if (a->file_fd < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "cannot open '%s': %s", a->path, strerror(errno));

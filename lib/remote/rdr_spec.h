@@ -22,7 +22,7 @@ struct rdr_seg {
     char *text;       /* the segment's command text as typed */
     enum rdr_kind kind;
     char *cmd;        /* RDR_CMD */
-    char *path;       /* RDR_READ / RDR_WRITE / RDR_APPEND, as typed ("~/" expanded by the agent) */
+    char *path;       /* RDR_READ / RDR_WRITE / RDR_APPEND, as typed (a leading "~" expanded by the agent) */
     enum rdr_in in;
     enum rdr_out out;
     int pseudo;       /* 1: the initiator's stdin end, 2: its stdout end */

@@ -149,6 +149,14 @@ if [ $r1$r2$r3$r4 = 0000 ] && [ "$(cat "$T/f")" = "$(printf 'one\ntwo')" ] && [ 
    [ "$out" = "$(printf 'one\ntwo')" ]; then after "$name" && ok "$name"
 else bad "$name" "rc=$r1$r2$r3$r4 f='$(cat "$T/f")' out='$out' err=$(head -c 600 "$T/err")"; fi
 
+name="'<file' and '>file' with ~/ and ~root/: that host's home directory, as scp takes it"
+H=$(on_h0 $SSH h2 'mktemp -d ~/.rdpipe-test.XXXXXX') && HB=${H##*/} || H=
+echo tilde-in > "$H/in" 2>/dev/null
+rdpipe_h0 h2:"< ~/$HB/in" h3:"> ~root/$HB/out" </dev/null 2>"$T/err"; rc=$?
+if [ -n "$H" ] && [ $rc = 0 ] && [ "$(cat "$H/out" 2>/dev/null)" = tilde-in ]; then after "$name" && ok "$name"
+else bad "$name" "rc=$rc H=$H $(ls -a "$H" 2>&1 | tr '\n' ' ') err=$(head -c 600 "$T/err")"; fi
+case $H in */.rdpipe-test.*) rm -rf "$H" ;; esac
+
 name="stdin that is a terminal is not read; '>file' without input truncates"
 if command -v script >/dev/null; then
     echo some-old-content > "$T/tty.out"

@@ -1,5 +1,5 @@
-/* rdc_home.c - "~" in HOST:PATH (see rdc_home.h) */
-#include "copy/rdc_home.h"
+/* rdr_home.c - "~" in a path an agent takes (see rdr_home.h) */
+#include "remote/rdr_home.h"
 
 #include <pwd.h>
 #include <stdio.h>
@@ -19,25 +19,27 @@ static int home_of(const char *user, char *out, size_t cap)
     struct passwd pw, *got = NULL;
     if (!buf)
         abort();
-    int e = *user ? getpwnam_r(user, &pw, buf, len, &got) : getpwuid_r(getuid(), &pw, buf, len, &got);
-    int ok = e == 0 && got && pw.pw_dir && *pw.pw_dir && (size_t)snprintf(out, cap, "%s", pw.pw_dir) < cap;
+    int e = *user ? getpwnam_r(user, &pw, buf, len, &got)
+                  : getpwuid_r(getuid(), &pw, buf, len, &got);
+    int ok = e == 0 && got && pw.pw_dir && *pw.pw_dir &&
+             (size_t)snprintf(out, cap, "%s", pw.pw_dir) < cap;
     free(buf);
     return ok;
 }
 
-static char *copy(const char *s)
-{
-    char *c = strdup(s);
-    if (!c)
-        abort();
-    return c;
-}
-
-char *rdc_home_expand(const char *path)
+/* a then b, malloc'd */
+static char *concat(const char *a, const char *b)
 {
     char *out;
+    if (asprintf(&out, "%s%s", a, b) < 0)
+        abort();
+    return out;
+}
+
+char *rdr_home_expand(const char *path)
+{
     if (path[0] != '~')
-        return copy(path);
+        return concat(path, "");
     const char *rest = strchr(path, '/');
     size_t ul = rest ? (size_t)(rest - path - 1) : strlen(path + 1);
     char *user = strndup(path + 1, ul), home[4096];
@@ -45,19 +47,10 @@ char *rdc_home_expand(const char *path)
         abort();
     int found = home_of(user, home, sizeof home);
     free(user);
-    if (!found)
-        return copy(path);
-    if (asprintf(&out, "%s%s", home, rest ? rest : "") < 0)
-        abort();
-    return out;
+    return found ? concat(home, rest ? rest : "") : concat(path, "");
 }
 
-char *rdc_home_literal(const char *path)
+char *rdr_home_literal(const char *path)
 {
-    char *out;
-    if (path[0] != '~')
-        return copy(path);
-    if (asprintf(&out, "./%s", path) < 0)
-        abort();
-    return out;
+    return concat(path[0] == '~' ? "./" : "", path);
 }
