@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -293,7 +294,9 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     rc = rd_listen_any(&reach, &lis);
     if (rc)
         goto wipe_key;
-    if (o->verbose)
+    /* PORT 0 is a port the system picked: unless --ready-fd reports it, only this line can */
+    int port_unknown = strtol(o->port, NULL, 10) == 0 && o->ready_fd < 0;
+    if (o->verbose || port_unknown)
         rd_warn("listening on port %u (%s)", lis.lis[0]->local_port,
                 lis.count == 2 ? "tcp and rdma" : lis.lis[0]->ops->name);
     if (o->ready_fd >= 0) {   /* whoever waits for the port must not wait forever */

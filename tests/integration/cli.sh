@@ -84,6 +84,29 @@ usage rdrecv 'invalid port' +1234 key
 usage rdrecv "--ready-fd 1 is stdout" --ready-fd 1 0 key
 t_end
 
+t_begin "rdrecv PORT 0 without --ready-fd names the port it picked (a sender reaches it), with --ready-fd only there"
+printf 'zero port\n' > "$C/in"
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" 0 key
+port=""
+for _ in $(seq 100); do
+    port=$(sed -n 's/^rdrecv: listening on port \([0-9][0-9]*\) (tcp)$/\1/p' "$C/rerr")
+    [ -n "$port" ] && break
+    sleep 0.05
+done
+if [ -z "$port" ]; then
+    t_fail "rdrecv 0 key did not name its port: $(tr '\n' '|' < "$C/rerr")"
+    kill "$rp" 2>/dev/null
+else
+    timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$C/in" 2> "$C/serr"; expect_rc $? 0 "rdsend to the port named" "$(cat "$C/serr")"
+    wait_pid "$rp" 10; expect_rc $? 0 rdrecv
+    cmp -s "$C/in" "$C/out" || t_fail "the stream to the port named did not arrive whole"
+    [ "$(wc -l < "$C/rerr")" = 1 ] || t_fail "rdrecv 0 key: more than the port on stderr: $(tr '\n' '|' < "$C/rerr")"
+fi
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key 2> "$C/e" 3> "$C/port" > /dev/null
+expect_rc $? 2 "rdrecv --ready-fd 3 --timeout 1 0 key"; expect_err "$C/e" rdrecv "timed out waiting for a sender"
+grep -Eqx '[0-9]+' "$C/port" || t_fail "--ready-fd got no port: $(cat "$C/port")"
+t_end
+
 t_begin "a usage error does not create or truncate the output FILE"
 printf 'precious\n' > "$C/keep"
 usage rdrecv 'depth' --depth 0 1234 key "$C/keep"
@@ -176,10 +199,10 @@ t_end
 
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
-timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/new" 2> "$C/e"
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null
 expect_rc $? 2 "rdrecv --timeout 1 (new FILE)"; expect_err "$C/e" rdrecv "timed out waiting for a sender"
 [ -e "$C/new" ] && t_fail "the FILE it created is still there"
-timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 0 key "$C/keep" 2> "$C/e"
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/keep" 2> "$C/e" 3> /dev/null
 expect_rc $? 2 "rdrecv --timeout 1 (existing FILE)"
 [ "$(cat "$C/keep" 2>/dev/null)" = precious ] || t_fail "the existing FILE changed"
 t_end
