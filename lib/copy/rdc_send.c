@@ -4,6 +4,7 @@
  * share chunks). Runs as a child of an rdpipe agent; the key comes in RDPIPE_KEY.
  */
 #include "copy/rdc_tree.h"
+#include "copy/rdc_count.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
 #include "copy/rdc_walk.h"
@@ -590,82 +591,14 @@ static ssize_t fill(void *ctx, void *buf, size_t cap)
     }
 }
 
-/* --count: totals for the progress line, walked beside the transfer. Each directory is
- * opened from its parent's fd, as the walk opens them (nftw goes by path and stopped at
- * PATH_MAX: a deeper tree's total came out short); at most COUNT_DEPTH of them are open at
- * once (the walk keeps half of what RLIMIT_NOFILE leaves for itself), and with -L a directory
- * that is its own ancestor is not entered again. The total is a guide: what lies deeper, or
- * cannot be read, is left out here (the walk names what it cannot read). */
-#define COUNT_DEPTH 64
-static uint64_t tot_files, tot_bytes;
-struct count_dir_id {
-    dev_t dev;
-    ino_t ino;
-};
-
-static void count_node(const struct stat *st)
-{
-    tot_files++;
-    if (S_ISREG(st->st_mode))
-        tot_bytes += (uint64_t)st->st_size;
-}
-
-/* the tree below the directory dfd (closed here); up[0..depth] its own and its ancestors' ids */
-static void count_dir(int dfd, int follow, struct count_dir_id *up, int depth)
-{
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
-            continue;
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW))
-            continue;
-        if (!S_ISDIR(st.st_mode)) {
-            count_node(&st);
-            continue;
-        }
-        int loop = depth + 1 >= COUNT_DEPTH;
-        for (int i = 0; i <= depth && !loop; i++)
-            loop = up[i].dev == st.st_dev && up[i].ino == st.st_ino;
-        int sub = loop ? -1 : openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-        if (sub < 0)
-            continue;
-        up[depth + 1] = (struct count_dir_id){ st.st_dev, st.st_ino };
-        count_dir(sub, follow, up, depth + 1);
-    }
-    closedir(d);
-}
-
+/* --count: the totals for the progress line, counted beside the transfer (rdc_count.h) */
 static void *count_main(void *arg)
 {
     struct snd *s = arg;
     rd_thread_name("rdc-count");
-    struct count_dir_id *up = calloc(COUNT_DEPTH, sizeof *up);
-    for (int i = 0; up && i < s->nsrc; i++) {
-        /* as the walk takes a source: with -r a symlink is itself (unless -L), and without
-         * -r a directory is not copied */
-        struct stat st;
-        int follow = s->follow || !s->recursive;
-        if ((follow ? stat(s->srcs[i], &st) : lstat(s->srcs[i], &st)) != 0)
-            continue;
-        if (!S_ISDIR(st.st_mode)) {
-            count_node(&st);
-            continue;
-        }
-        int dfd = s->recursive ? open(s->srcs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        if (dfd < 0)
-            continue;
-        up[0] = (struct count_dir_id){ st.st_dev, st.st_ino };
-        count_dir(dfd, s->follow, up, 0);
-    }
-    free(up);
-    dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)tot_files,
-            (unsigned long long)tot_bytes);
+    struct rdc_count c = rdc_count_sources(s->srcs, s->nsrc, s->recursive, s->follow);
+    dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)c.files,
+            (unsigned long long)c.bytes);
     return NULL;
 }
 

@@ -197,6 +197,33 @@ grep -q "'.*/pd/d' is a directory (not copied; use -r)" "$C/e" || t_fail "the di
 [ "$(cat "$C/pd/dst/l" 2>/dev/null)" = y ] && [ ! -L "$C/pd/dst/l" ] || t_fail "the symlink source did not arrive as its file"
 t_end
 
+t_begin "rdcp -P -r of a tree 150 levels deep, a symlink back up at the bottom (-L): the progress total counts all of it"
+mkdir -p "$C/deep" && (
+    cd "$C/deep" || exit 1
+    for i in $(seq 150); do
+        printf '%s' "$i" > "f$i"
+        [ $((i % 50)) = 0 ] && mkdir "side$i" && printf 's' > "side$i/s"
+        mkdir d && cd d || exit 1
+    done
+    printf 'leaf' > f && ln -s ../../.. up
+) || t_fail "cannot make the deep tree"
+for opt in -P -L; do
+    rm -rf "$C/deepcopy"
+    timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" -P -r $opt "$C/deep" "$C/deepcopy" > "$C/o" 2> "$C/e"
+    rc=$?
+    # -P: 154 files and the symlink; -L: the symlink is the directory 3 levels up, named as a
+    # loop and not entered (exit 23), so 154 files
+    if [ "$opt" = -P ]; then
+        want=155; expect_rc $rc 0 "rdcp -P -r -P of the deep tree"
+    else
+        want=154; expect_rc $rc 23 "rdcp -P -r -L of the deep tree"
+        grep -q "directory loop, not copied: '.*/d/up' is " "$C/e" || t_fail "-L: the loop not named: $(tr '\r' '|' < "$C/e" | tail -c 300)"
+    fi
+    tr '\r' '\n' < "$C/e" | grep -aq "rdcp: $want/$want files" ||
+        t_fail "$opt: no 'rdcp: $want/$want files' progress line: $(tr '\r\033' '|?' < "$C/e" | tail -c 300)"
+done
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null
