@@ -174,7 +174,9 @@ static int parse_loc(const char *arg, char **dest, char **host, char **path)
         return -1;
     }
     *path = strdup(*(colon + 1) ? colon + 1 : ".");
-    if (strcmp(h, "localhost") == 0) {
+    /* localhost is this machine, as rdpipe's localhost: segments: no ssh, paths as local
+     * ones. user@localhost asks for that user's login, so it goes through ssh as any host. */
+    if (!at && strcmp(h, "localhost") == 0) {
         *host = h;
         return 0;
     }

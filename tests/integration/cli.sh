@@ -224,6 +224,20 @@ for opt in -P -L; do
 done
 t_end
 
+t_begin "rdcp: localhost:PATH is this machine without ssh (PATH from here), user@localhost:PATH logs in as user"
+# an ssh that logs whom it was asked to reach and cannot log in
+printf '#!/bin/sh\necho "$@" >> "%s"\nexit 255\n' "$C/ssh.log" > "$C/ssh" && chmod +x "$C/ssh"
+mkdir -p "$C/lh" && printf 'lh' > "$C/lh/src"
+(cd "$C/lh" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" src localhost:copy) > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp src localhost:copy"
+[ "$(cat "$C/lh/copy" 2>/dev/null)" = lh ] || t_fail "localhost:copy is not ./copy"
+[ -e "$C/ssh.log" ] && t_fail "localhost: went through ssh: $(cat "$C/ssh.log")"
+(cd "$C/lh" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" src nobody@localhost:copy2) > "$C/o" 2> "$C/e"
+expect_rc $? 255 "rdcp src nobody@localhost:copy2 (ssh cannot log in)"
+grep -q '^-- nobody@localhost ' "$C/ssh.log" 2>/dev/null || t_fail "nobody@localhost did not go to ssh as nobody: $(cat "$C/ssh.log" 2>/dev/null)"
+[ -e "$C/lh/copy2" ] && t_fail "nobody@localhost:copy2 was written here, as this user"
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null
