@@ -826,6 +826,18 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     free(f);
 }
 
+/* Two sources of one copy that land on one name (rdcp a/x b/x DST/): the second would replace
+ * what the first just made, and exit 0 with the first's data gone. cp refuses the second
+ * ("will not overwrite just-created"); so does this, for a file made here or still in a
+ * worker's hands. Refused: 1. */
+static int refuse_just_made(struct rdc_rcv *r, const char *f)
+{
+    if (!rdc_set_has(&r->made_files, f) && !rdc_pool_pending(r, f))
+        return 0;
+    refuse(r, f, "this copy just made it from another source (two sources with one name)");
+    return 1;
+}
+
 void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
                   uint64_t start, uint8_t flags, const char *t, size_t tl)
 {
@@ -848,8 +860,11 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         discard_file(r, size, flags);
         return;
     }
-    if (rdc_pool_pending(r, f))
-        rdc_pool_reap(r, 1);
+    if (refuse_just_made(r, f)) {
+        free(f);
+        discard_file(r, size, flags);
+        return;
+    }
     rdc_stale_list(&r->stale, pfd, r->pdir);
     if (!(flags & RDC_F_SKIP)) {
         begin_file(r, f, name, m, size, start, flags, t, tl);   /* takes f */
@@ -882,7 +897,12 @@ static char *leaf(struct rdc_rcv *r, const char *path, size_t pl, int *pfd, cons
 {
     if (!r->root || skipped_path(r, path, pl))
         return NULL;
-    return place(r, path, pl, pfd, name);
+    char *f = place(r, path, pl, pfd, name);
+    if (f && refuse_just_made(r, f)) {
+        free(f);
+        return NULL;
+    }
+    return f;
 }
 
 /* A FIFO or a socket, made empty with the source's permission bits (the kernel applies the
@@ -901,8 +921,6 @@ void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         free(f);
         return;
     }
-    if (rdc_pool_pending(r, f))
-        rdc_pool_reap(r, 1);
     remove_old(pfd, name);
     mode_t kind = type == 'p' ? S_IFIFO : S_IFSOCK;
     if (mknodat(pfd, name, kind | (r->preserve ? 0600 : (m->mode & 0777)), 0)) {
@@ -931,8 +949,6 @@ void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struc
     char *f = leaf(r, path, pl, &pfd, &name);
     if (!f)
         return;
-    if (rdc_pool_pending(r, f))
-        rdc_pool_reap(r, 1);
     if (memchr(t, '\0', tl)) {
         refuse(r, f, "NUL byte in the link target");
         free(f);

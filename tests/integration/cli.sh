@@ -238,6 +238,24 @@ grep -q '^-- nobody@localhost ' "$C/ssh.log" 2>/dev/null || t_fail "nobody@local
 [ -e "$C/lh/copy2" ] && t_fail "nobody@localhost:copy2 was written here, as this user"
 t_end
 
+t_begin "rdcp: two sources with one name are refused the second time, as cp does (the first stays, exit 23); one source named twice is copied once"
+mkdir -p "$C/two/a/d" "$C/two/b/d" "$C/two/dst" "$C/two/dst2"
+printf 'A' > "$C/two/a/x"; printf 'B' > "$C/two/b/x"
+printf 'a1' > "$C/two/a/d/f1"; printf 'b2' > "$C/two/b/d/f2"; printf 'A' > "$C/two/a/d/same"; printf 'B' > "$C/two/b/d/same"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/two/a/x" "$C/two/b/x" "$C/two/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp a/x b/x dst/"
+expect_err "$C/e" rdcp "^rdcp: localhost: refusing '.*/two/dst/x': this copy just made it from another source \(two sources with one name\)$"
+[ "$(cat "$C/two/dst/x")" = A ] || t_fail "dst/x is not the first source's: $(cat "$C/two/dst/x")"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/two/a/d" "$C/two/b/d" "$C/two/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -r a/d b/d dst/ (merged, one name twice)"
+expect_err "$C/e" rdcp "refusing '.*/two/dst/d/same': this copy just made it"
+[ "$(cat "$C/two/dst/d/f1")$(cat "$C/two/dst/d/f2")$(cat "$C/two/dst/d/same")" = a1b2A ] || t_fail "the merged directory: $(ls -l "$C/two/dst/d")"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/two/a/x" "$C/two/a/x" "$C/two/dst2/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp a/x a/x dst2/"
+expect_err "$C/e" rdcp "^rdcp: warning: source '.*/two/a/x' named more than once \(copied once\)$"
+[ "$(cat "$C/two/dst2/x")" = A ] || t_fail "dst2/x: $(cat "$C/two/dst2/x")"
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null

@@ -223,8 +223,10 @@ Z
 EOF
 
 EXPECT="^rdcp: cannot rename into place $D/a': Is a directory
-^rdcp: cannot create directory $D/b': File exists"
-case_ "duplicate names: a file over a directory, a directory over a file (its subtree dropped)" 23 <<EOF
+^rdcp: cannot create directory $D/b': File exists
+^rdcp: refusing $D/b': this copy just made it from another source \(two sources with one name\)
+^rdcp: refusing $D/c': this copy just made it from another source \(two sources with one name\)"
+case_ "duplicate names: a file over a directory, a directory over a file (its subtree dropped), a file over a file" 23 <<EOF
 R 0 d 1 x
 d a
 f a OVER
@@ -236,8 +238,8 @@ f c C1
 f c C2
 Z
 EOF
-[ "$(cat "$S/dst/b")$(cat "$S/dst/c")" = B2C2 ] && [ -d "$S/dst/a" ] && ok "  ... later files of the same name replace earlier ones" ||
-    bad "  ... later files of the same name replace earlier ones" "$(ls -l "$S/dst")"
+[ "$(cat "$S/dst/b")$(cat "$S/dst/c")" = BC1 ] && [ -d "$S/dst/a" ] && ok "  ... a later file of the same name is refused, the first stays (as cp refuses it)" ||
+    bad "  ... a later file of the same name is refused, the first stays (as cp refuses it)" "$(ls -l "$S/dst")"
 
 EXPECT=''
 case_ "a file root into a directory DST lands in DST/NAME" 0 <<EOF
