@@ -828,11 +828,11 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
 
 /* Two sources of one copy that land on one name (rdcp a/x b/x DST/): the second would replace
  * what the first just made, and exit 0 with the first's data gone. cp refuses the second
- * ("will not overwrite just-created"); so does this, for a file made here or still in a
- * worker's hands. Refused: 1. */
+ * ("will not overwrite just-created"); so does this, for anything but a directory made here
+ * or still in a worker's hands. Refused: 1. */
 static int refuse_just_made(struct rdc_rcv *r, const char *f)
 {
-    if (!rdc_set_has(&r->made_files, f) && !rdc_pool_pending(r, f))
+    if (!rdc_set_has(&r->made_files, f) && !rdc_set_has(&r->made_others, f) && !rdc_pool_pending(r, f))
         return 0;
     refuse(r, f, "this copy just made it from another source (two sources with one name)");
     return 1;
@@ -935,6 +935,7 @@ void rdc_rcv_node(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         if (r->times)
             set_times_at(pfd, name, m);
         r->files++;
+        rdc_set_add(&r->made_others, f);
         r->xmade = f;   /* its 'x' record, if one follows: rdc_rcv_xattrs */
         return;
     }
@@ -964,6 +965,7 @@ void rdc_rcv_symlink(struct rdc_rcv *r, const char *path, size_t pl, const struc
         if (r->times)
             set_times_at(pfd, name, m);
         r->files++;
+        rdc_set_add(&r->made_others, f);
     }
     free(target);
     free(f);
@@ -1001,10 +1003,12 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
         int tfd = rdc_open_beneath(r->base, tdir);
         free(tdir);
         remove_old(pfd, name);
-        if (tfd < 0 || linkat(tfd, tname, pfd, name, 0))
+        if (tfd < 0 || linkat(tfd, tname, pfd, name, 0)) {
             rdc_rcv_err(r, "cannot create hard link", f, errno);
-        else
+        } else {
             r->files++;
+            rdc_set_add(&r->made_others, f);
+        }
         if (tfd >= 0)
             close(tfd);
     }

@@ -238,7 +238,7 @@ grep -q '^-- nobody@localhost ' "$C/ssh.log" 2>/dev/null || t_fail "nobody@local
 [ -e "$C/lh/copy2" ] && t_fail "nobody@localhost:copy2 was written here, as this user"
 t_end
 
-t_begin "rdcp: two sources with one name are refused the second time, as cp does (the first stays, exit 23); one source named twice is copied once"
+t_begin "rdcp: two sources with one name are refused the second time, as cp does (the first stays, a file or a symlink; exit 23); one source named twice is copied once"
 mkdir -p "$C/two/a/d" "$C/two/b/d" "$C/two/dst" "$C/two/dst2"
 printf 'A' > "$C/two/a/x"; printf 'B' > "$C/two/b/x"
 printf 'a1' > "$C/two/a/d/f1"; printf 'b2' > "$C/two/b/d/f2"; printf 'A' > "$C/two/a/d/same"; printf 'B' > "$C/two/b/d/same"
@@ -250,6 +250,11 @@ timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/two/a/d" "$C/two/b/d" "$C/two/dst
 expect_rc $? 23 "rdcp -r a/d b/d dst/ (merged, one name twice)"
 expect_err "$C/e" rdcp "refusing '.*/two/dst/d/same': this copy just made it"
 [ "$(cat "$C/two/dst/d/f1")$(cat "$C/two/dst/d/f2")$(cat "$C/two/dst/d/same")" = a1b2A ] || t_fail "the merged directory: $(ls -l "$C/two/dst/d")"
+mkdir -p "$C/two/l" "$C/two/dst3" && ln -s somewhere "$C/two/l/x"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/two/l/x" "$C/two/b/x" "$C/two/dst3/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -r l/x (a symlink) b/x dst3/"
+expect_err "$C/e" rdcp "refusing '.*/two/dst3/x': this copy just made it"
+[ "$(readlink "$C/two/dst3/x")" = somewhere ] || t_fail "dst3/x is not the symlink: $(ls -l "$C/two/dst3")"
 timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/two/a/x" "$C/two/a/x" "$C/two/dst2/" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp a/x a/x dst2/"
 expect_err "$C/e" rdcp "^rdcp: warning: source '.*/two/a/x' named more than once \(copied once\)$"

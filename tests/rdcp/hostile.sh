@@ -172,7 +172,7 @@ EOF
 
 EXPECT="^rdcp: refusing $D/a/file2': $NOTIN
 ^rdcp: cannot create directory $D/a': File exists
-^rdcp: refusing $D/l1': said to be complete here, but no regular file is"
+^rdcp: refusing $D/l1': this copy just made it from another source \(two sources with one name\)"
 case_ "-p: chmod and utimes through a link (skipped file, directory, the link itself)" 23 -p --resume <<EOF
 R 0 d 1 x
 l a $CAN/dir
@@ -182,6 +182,16 @@ l l1 $CAN/file1
 s l1 4 0777 5
 Z
 EOF
+
+# the same through a link that was in DST before the stream, not one the stream just made
+EXPECT="^rdcp: refusing $D/l1': said to be complete here, but no regular file is"
+PREP='ln -s "$CAN/file1" "$S/dst/l1"'
+case_ "-p: chmod and utimes through a link already in DST, said to be complete" 23 -p --resume <<EOF
+R 0 d 1 x
+s l1 4 0777 5
+Z
+EOF
+PREP=''
 
 EXPECT="^rdcp: refusing $D/\.\./evil-up': '\.\.' component
 ^rdcp: refusing $D/$S/evil-abs': absolute path
