@@ -986,7 +986,7 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
         char *tt = strndup(t, tl);
         tf = rdc_join(r->roots[root], tt);
         free(tt);
-        if (rdc_pool_pending(r, tf) || rdc_pool_pending(r, f))   /* the target is being written */
+        if (rdc_pool_pending(r, tf))   /* the target is being written (f itself: refused by leaf) */
             rdc_pool_reap(r, 1);
         if (!rdc_set_has(&r->made_files, tf))
             why = "its target is not a file this copy made";
