@@ -612,17 +612,6 @@ int rdc_main(int argc, char **argv)
             warnx("bad destination '%s'", argv[argc - 1]);
         goto out;
     }
-    /* a source named twice is copied once, as cp does (the second would be refused: its name
-     * is one this copy just made) */
-    char *twice = calloc((size_t)nsrc, 1);
-    if (!twice)
-        abort();
-    for (int i = 0; i < nsrc; i++)
-        for (int k = 0; k < i && !twice[i]; k++)
-            if (same_host(src[k].dest, src[i].dest) && strcmp(src[k].path, src[i].path) == 0) {
-                twice[i] = 1;
-                warnx("warning: source '%s' named more than once (copied once)", argv[optind + i]);
-            }
     fflush(stdout);
     /* One run per source host, in the order the hosts are first named: each copies that host's
      * sources, in their order, into DST (a directory, as cp wants for several sources). */
@@ -640,7 +629,7 @@ int rdc_main(int argc, char **argv)
         run.nsrc_all = nsrc;
         run.srcs = paths;
         for (int k = g; k < nsrc; k++)
-            if (same_host(src[k].dest, src[g].dest) && !twice[k])
+            if (same_host(src[k].dest, src[g].dest))
                 paths[run.nsrc++] = src[k].path;
         run.e[0].dest = src[g].dest ? strdup(src[g].dest) : NULL;
         run.e[0].host = strdup(src[g].host);
@@ -665,7 +654,6 @@ int rdc_main(int argc, char **argv)
             break;    /* interrupted, or a usage error every run would repeat */
     }
     report(&t, r.verbose, r.json, rc);
-    free(twice);
 out:
     for (int i = 0; i < nsrc; i++) {
         free(src[i].dest);

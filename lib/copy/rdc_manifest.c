@@ -98,11 +98,13 @@ void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir)
         return;
     }
     struct dirent *de;
+    char *key = rdc_tmp_key(pre);
     while ((de = readdir(d))) {
         char *fin = rdc_tmp_final(de->d_name);
-        if (fin && strcmp(fin, pre) == 0)
+        if (fin && strcmp(fin, key) == 0)
             man_file(out, fd, de->d_name, "", de->d_name);
         free(fin);
     }
+    free(key);
     closedir(d);
 }

@@ -227,6 +227,14 @@ static void clear_file(struct rdc_rcv *r)
 }
 
 /* a file whose records are read and dropped */
+/* rel is a name this copy made, or is making (in a worker, or here): rdc_stale_ours_fn */
+static int made_or_making(void *ctx, const char *rel)
+{
+    struct rdc_rcv *r = ctx;
+    return rdc_set_has(&r->made_files, rel) || rdc_set_has(&r->made_others, rel) ||
+           rdc_pool_pending(r, rel) || (r->in_file && r->final && strcmp(r->final, rel) == 0);
+}
+
 static void discard_file(struct rdc_rcv *r, uint64_t size, uint8_t flags)
 {
     if (flags & RDC_F_SKIP)
@@ -254,17 +262,22 @@ static mode_t create_mode(const struct rdc_rcv *r, mode_t mode)
     return r->preserve ? 0600 : (mode & 0777) | 0600;
 }
 
-/* The file's mode before it is named: with -p the source's, all 12 bits; else what it was
- * made with, less the owner bits the source lacks (nothing to do, and no syscall, for the
- * usual owner rw). Never wider than the kernel made it. */
-static void final_mode(const struct rdc_rcv *r, int fd, mode_t mode)
+/* The file's mode before it is named: with -p the source's, all 12 bits, but setuid, setgid
+ * and sticky only on a file that has the source's owner and group (cp -p drops them too
+ * when it cannot set both: a setuid program copied by another user must not run as that
+ * user); else what it was made with, less the owner bits the source lacks (nothing to do,
+ * and no syscall, for the usual owner rw). Never wider than the kernel made it. */
+static void final_mode(const struct rdc_rcv *r, int fd, const struct rdc_meta *m)
 {
     struct stat st;
-    mode_t drop = 0600 & ~mode;
-    if (r->preserve)
-        fchmod(fd, mode & 07777);
-    else if (drop && fstat(fd, &st) == 0)
+    mode_t mode = m->mode & 07777, drop = 0600 & ~mode;
+    if (r->preserve) {
+        if ((mode & 07000) && (fstat(fd, &st) || st.st_uid != m->uid || st.st_gid != m->gid))
+            mode &= 0777;
+        fchmod(fd, mode);
+    } else if (drop && fstat(fd, &st) == 0) {
         fchmod(fd, st.st_mode & 07777 & ~drop);
+    }
 }
 
 /* A file for the pool: sent whole and unhashed (the tags cover it), small, no holes. */
@@ -435,7 +448,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     }
     if (r->preserve && r->owners && fchown(fd, r->m.uid, r->m.gid))
         rdc_rcv_err(r, "cannot set the owner of", r->final, errno);
-    final_mode(r, fd, r->m.mode);
+    final_mode(r, fd, &r->m);
     rdc_rcv_set_xattrs(r, fd, r->xattr, r->xattr_len, r->final);   /* after the owner: a chown clears some */
     if (r->times) {
         struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
@@ -455,7 +468,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         return;
     }
     rdc_set_add(&r->made_files, r->final);
-    rdc_stale_done(&r->stale, r->pfd, r->final);
+    rdc_stale_done(&r->stale, r->pfd, r->final, made_or_making, r);
     r->files++;
     clear_file(r);
     return;
@@ -523,7 +536,7 @@ void rdc_rcv_write_job(const struct rdc_rcv *r, struct rdc_job *j)
 written:
     if (r->preserve && r->owners && fchown(fd, j->m.uid, j->m.gid))
         j->owner_err = errno;
-    final_mode(r, fd, j->m.mode);
+    final_mode(r, fd, &j->m);
     if (j->xattr)
         j->xattr_err = rdc_xattr_apply(fd, j->xattr, j->xattr_len, &j->xattr_failed);
     if (r->times) {
@@ -582,7 +595,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
         return;
     }
     rdc_set_add(&r->made_files, j->final);
-    rdc_stale_done(&r->stale, j->dir->fd, j->final);
+    rdc_stale_done(&r->stale, j->dir->fd, j->final, made_or_making, r);
     r->files++;
 }
 
@@ -808,10 +821,11 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     }
     if (rdc_pool_pending(r, f))   /* a job still writes that name: it comes first, as sent */
         rdc_pool_reap(r, 1);
-    /* without -p as cp -r makes it: the source's bits, the umask or the default ACL applied
-     * by the kernel, owner rwx while the copy fills it (taken back at the end) */
+    /* without -p as cp -r makes it: the source's bits and its sticky bit (not setuid or
+     * setgid), the umask or the default ACL applied by the kernel, owner rwx while the copy
+     * fills it (taken back at the end) */
     struct stat st;
-    int made = mkdirat(pfd, name, r->preserve ? 0700 : (m->mode & 0777) | 0700) == 0;
+    int made = mkdirat(pfd, name, r->preserve ? 0700 : (m->mode & 01777) | 0700) == 0;
     if (!made && !(errno == EEXIST && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
         rdc_rcv_err(r, "cannot create directory", f, errno);
         skip_subtree(r, path, pl);
@@ -832,7 +846,7 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
  * or still in a worker's hands. Refused: 1. */
 static int refuse_just_made(struct rdc_rcv *r, const char *f)
 {
-    if (!rdc_set_has(&r->made_files, f) && !rdc_set_has(&r->made_others, f) && !rdc_pool_pending(r, f))
+    if (!made_or_making(r, f))
         return 0;
     refuse(r, f, "this copy just made it from another source (two sources with one name)");
     return 1;
@@ -877,12 +891,22 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     } else if ((uint64_t)st.st_size != size) {
         refuse(r, f, "said to be complete here, but the file here has another size");
     } else {
-        if (r->preserve && fchmodat(pfd, name, m->mode & 07777, AT_SYMLINK_NOFOLLOW))
-            rdc_rcv_err(r, "cannot set the mode of", f, errno);
+        if (r->preserve) {
+            int owned = st.st_uid == m->uid && st.st_gid == m->gid;
+            if (!owned && r->owners) {
+                if (fchownat(pfd, name, m->uid, m->gid, AT_SYMLINK_NOFOLLOW))
+                    rdc_rcv_err(r, "cannot set the owner of", f, errno);
+                else
+                    owned = 1;
+            }
+            /* setuid, setgid and sticky only with the source's owner and group (final_mode) */
+            if (fchmodat(pfd, name, m->mode & (owned ? 07777 : 0777), AT_SYMLINK_NOFOLLOW))
+                rdc_rcv_err(r, "cannot set the mode of", f, errno);
+        }
         if (r->times)
             set_times_at(pfd, name, m);
         rdc_set_add(&r->made_files, f);
-        rdc_stale_done(&r->stale, pfd, f);
+        rdc_stale_done(&r->stale, pfd, f, made_or_making, r);
         r->skipped += size;
         r->files++;
         r->xmade = f;   /* its attributes, if an 'x' record follows */
@@ -978,7 +1002,8 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
     char *f = leaf(r, path, pl, &pfd, &name);
     if (!f)
         return;
-    const char *why = rdc_name_bad(t, tl);
+    /* an empty target is its root itself: a file named as a source ('rdcp a/x a/y DIR/') */
+    const char *why = tl ? rdc_name_bad(t, tl) : NULL;
     char *tf = NULL;
     if (!why && (root >= r->nroots || !r->roots[root]))
         why = "its target's root was not copied";

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -128,12 +129,11 @@ int rdc_open_beneath(int base, const char *rel)
 int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, const char *t, void *arg), void *arg)
 {
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    size_t bl = strlen(name);
-    if (bl > 200)   /* NAME_MAX is 255: leave room for the prefix and the suffix */
-        bl = 200;
-    size_t len = strlen(RDC_TMP_PREFIX) + bl + 8 + 1;
+    char *key = rdc_tmp_key(name);
+    size_t len = strlen(RDC_TMP_PREFIX) + strlen(key) + 8 + 1;
     char *t = malloc(len);
     if (!t) {
+        free(key);
         errno = ENOMEM;
         return -1;
     }
@@ -147,9 +147,10 @@ int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, cons
         for (int i = 0; i < 6; i++)
             sfx[i] = al[rnd[i] % (sizeof al - 1)];
         sfx[6] = '\0';
-        snprintf(t, len, RDC_TMP_PREFIX "%.*s.%s", (int)bl, name, sfx);
+        snprintf(t, len, RDC_TMP_PREFIX "%s.%s", key, sfx);
         int rc = make(dfd, t, arg);
         if (rc >= 0) {
+            free(key);
             *tmp = t;
             return rc;
         }
@@ -157,6 +158,7 @@ int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, cons
             break;
     }
     int e = errno;
+    free(key);
     free(t);
     errno = e;
     return -1;
@@ -176,6 +178,30 @@ int rdc_tmp_lock(int fd)
         return 0;
     errno = EBUSY;
     return -1;
+}
+
+char *rdc_tmp_key(const char *name)
+{
+    size_t n = strlen(name);
+    char *k = malloc(n <= RDC_TMP_KEEP ? n + 1 : RDC_TMP_KEEP + 1);
+    if (!k)
+        abort();
+    if (n <= RDC_TMP_KEEP) {
+        memcpy(k, name, n + 1);
+    } else {
+        memcpy(k, name, RDC_TMP_KEEP - 17);
+        snprintf(k + RDC_TMP_KEEP - 17, 18, "~%016llx", (unsigned long long)XXH3_64bits(name, n));
+    }
+    return k;
+}
+
+char *rdc_tmp_key_path(const char *rel)
+{
+    const char *base;
+    char *dir = rdc_dir_of(rel, &base), *key = rdc_tmp_key(base), *p = rdc_join(dir, key);
+    free(key);
+    free(dir);
+    return p;
 }
 
 char *rdc_tmp_final(const char *tmp)

@@ -29,8 +29,18 @@ int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
  * errno EBUSY when another process holds it (a partial file a running rdcp writes), else 0. */
 int rdc_tmp_lock(int fd);
 
-/* A temporary file's name ".rdcp.NAME.XXXXXX" -> "NAME" (malloc'd), or NULL for any other
- * name. A NAME longer than the 200 bytes a temporary keeps comes back cut. */
+/* What a temporary file's name keeps of NAME (malloc'd): NAME itself up to 200 bytes (NAME_MAX
+ * is 255: room for the prefix and the suffix); a longer one as its first 183 bytes, '~' and
+ * 16 hex digits of its hash, so that a later copy still finds that file's partial. */
+#define RDC_TMP_KEEP 200
+char *rdc_tmp_key(const char *name);
+
+/* rel ("a/b/NAME") with its last component as rdc_tmp_key keeps it (malloc'd): what
+ * rdc_tmp_final gives back for a partial file of rel, joined to its directory. */
+char *rdc_tmp_key_path(const char *rel);
+
+/* A temporary file's name ".rdcp.KEY.XXXXXX" -> "KEY" (malloc'd: rdc_tmp_key of its NAME), or
+ * NULL for any other name. */
 char *rdc_tmp_final(const char *tmp);
 
 /* The same names, made by make(dfd, tmpname, arg) (>= 0: done, its result is returned; -1 with

@@ -7,6 +7,7 @@
 #include "copy/rdc_count.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
+#include "copy/rdc_safe.h"
 #include "copy/rdc_walk.h"
 #include "copy/rdc_xattr.h"
 
@@ -278,7 +279,9 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
     if (s->resume && s->root_prefix) {
         char *key = rdc_join(s->root_prefix, rel);
         const struct rdc_manifest_entry *e = find_man(s, key, 'F');
-        const struct rdc_manifest_entry *p = find_man(s, key, 'P');
+        char *pkey = rdc_tmp_key_path(key);   /* a partial file names a long NAME by its key */
+        const struct rdc_manifest_entry *p = find_man(s, pkey, 'P');
+        free(pkey);
         free(key);
         unsigned char h[16];
         if (e && e->size == size &&

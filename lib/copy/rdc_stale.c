@@ -70,18 +70,30 @@ static void remove_unheld(int dfd, const char *tmp)
     close(fd);
 }
 
-void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final)
+void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final, rdc_stale_ours_fn ours, void *ctx)
 {
-    if (!s->n || !rdc_set_has(&s->finals, final))
+    if (!s->n)
         return;
+    char *key = rdc_tmp_key_path(final);   /* how its partial files name it */
+    if (!rdc_set_has(&s->finals, key)) {
+        free(key);
+        return;
+    }
+    const char *base;
+    char *dir = rdc_dir_of(final, &base);
     for (size_t i = 0; i < s->n; i++) {
         struct rdc_stale_file *f = &s->f[i];
-        if (f->tmp && strcmp(f->final, final) == 0) {
-            remove_unheld(dfd, f->tmp);
+        if (f->tmp && strcmp(f->final, key) == 0) {
+            char *rel = rdc_join(dir, f->tmp);
+            if (!ours(ctx, rel))
+                remove_unheld(dfd, f->tmp);
+            free(rel);
             free(f->tmp);
             f->tmp = NULL;
         }
     }
+    free(dir);
+    free(key);
 }
 
 void rdc_stale_free(struct rdc_stale *s)

@@ -15,7 +15,7 @@ struct rdc_stale {
     struct rdc_set listed;     /* base-relative directories listed (or made by this copy) */
     struct rdc_set finals;     /* base-relative final paths that have partial files */
     struct rdc_stale_file {
-        char *final;           /* base-relative path of NAME */
+        char *final;           /* base-relative path of NAME, its name as rdc_tmp_key keeps it */
         char *tmp;             /* its partial file's name in the directory; NULL once removed */
     } *f;
     size_t n, cap;
@@ -27,9 +27,13 @@ void rdc_stale_made(struct rdc_stale *s, const char *dir);
 /* List dir (open as dfd) for partial files, the first time it is named. */
 void rdc_stale_list(struct rdc_stale *s, int dfd, const char *dir);
 
+/* Whether this copy made, or is making, base-relative path rel: a source file may itself be
+ * named like a partial file (a tree that an interrupted rdcp wrote into, copied on). */
+typedef int (*rdc_stale_ours_fn)(void *ctx, const char *rel);
+
 /* final (base-relative, its name in dfd) is in place: remove its partial files that no
- * process holds locked. */
-void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final);
+ * process holds locked and that ours() does not claim. */
+void rdc_stale_done(struct rdc_stale *s, int dfd, const char *final, rdc_stale_ours_fn ours, void *ctx);
 
 void rdc_stale_free(struct rdc_stale *s);
 

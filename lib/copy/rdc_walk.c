@@ -36,8 +36,17 @@ struct frame {
     int fd;                    /* open only while it is the top frame (-1: reopen by path) */
 };
 
+struct root_id {
+    dev_t dev;
+    ino_t ino;
+    int contents;
+    char *base;
+};
+
 struct rdc_walk {
     char **srcs;
+    struct root_id *roots;     /* the roots started so far (nroots of nsrc) */
+    int nroots;
     int nsrc, next, recursive, follow, threaded, stop, noatime_off;
     int attrs;                 /* -X or -p: directories and nodes hand an fd over for them */
     struct frame *st;
@@ -252,8 +261,11 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
             return r;
     }
     struct stat st;
-    if (fstatat(dfd, name, &st, w->follow ? 0 : AT_SYMLINK_NOFOLLOW))
-        return put_err(w, errno == ENOENT ? "source vanished:" : "cannot stat", fs, errno);
+    if (fstatat(dfd, name, &st, w->follow ? 0 : AT_SYMLINK_NOFOLLOW)) {
+        int e = errno;   /* -L and a dangling symlink: there, but nothing to follow (cp: "cannot stat") */
+        int vanished = e == ENOENT && !(w->follow && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+        return put_err(w, vanished ? "source vanished:" : "cannot stat", fs, e);
+    }
     if (S_ISDIR(st.st_mode)) {
         /* a directory that is its own ancestor (-L: "l -> ."; or a bind mount) would be
          * walked forever: one line, not copied */
@@ -309,6 +321,22 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
     return put_msg(w, 1, line);
 }
 
+/* Whether an earlier root is this one again: the same file or directory (dev, ino) landing
+ * on the same name. Remembered otherwise. */
+static int seen_root(struct rdc_walk *w, const struct stat *st, int contents, const char *base)
+{
+    for (int i = 0; i < w->nroots; i++) {
+        const struct root_id *r = &w->roots[i];
+        if (r->dev == st->st_dev && r->ino == st->st_ino && r->contents == contents &&
+            (contents || strcmp(r->base, base) == 0))
+            return 1;
+    }
+    if (!w->roots && !(w->roots = calloc((size_t)w->nsrc, sizeof *w->roots)))
+        abort();
+    w->roots[w->nroots++] = (struct root_id){ st->st_dev, st->st_ino, contents, strdup(base) };
+    return 0;
+}
+
 static int start_root(struct rdc_walk *w)
 {
     const char *src = w->srcs[w->next];
@@ -325,11 +353,30 @@ static int start_root(struct rdc_walk *w)
         free(p);
         return put_msg(w, 1, line);
     }
+    if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && !w->recursive) {
+        /* its bytes (a pipe: 'rdcp <(cmd) host:f'), or an empty FIFO there? cp reads them,
+         * scp and rsync refuse: the size must be known before the data, and a stream is
+         * rdsend's */
+        char *p = rdc_shown(src);
+        char *line = fmt("'%s' is a %s, not a regular file (not copied: rdsend sends a stream, -r makes the %s again)",
+                         p, S_ISFIFO(st.st_mode) ? "FIFO" : "socket", S_ISFIFO(st.st_mode) ? "FIFO" : "socket");
+        free(p);
+        return put_msg(w, 1, line);
+    }
     size_t len = strlen(src);
     int contents = S_ISDIR(st.st_mode) && len > 1 && src[len - 1] == '/';
     char *base = rdc_basename(src);
     if (S_ISDIR(st.st_mode) && (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0))
         contents = 1;
+    if (seen_root(w, &st, contents, base)) {
+        /* 'f ./f': one source named twice, copied once as cp does (the second would be
+         * refused as two sources with one name) */
+        char *p = rdc_shown(src);
+        char *line = fmt("warning: source '%s' named more than once (copied once)", p);
+        free(p);
+        free(base);
+        return put_msg(w, 0, line);
+    }
     struct rdc_ent e = { .kind = RDC_E_ROOT, .fd = -1, .root = idx, .base = base, .contents = contents,
                          .rkind = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f' };
     if (put(w, &e))
@@ -454,6 +501,9 @@ void rdc_walk_stop(struct rdc_walk *w)
         free_frame(&w->st[--w->depth]);
     free(w->st);
     free(w->q);
+    for (int i = 0; i < w->nroots; i++)
+        free(w->roots[i].base);
+    free(w->roots);
     pthread_cond_destroy(&w->more);
     pthread_cond_destroy(&w->room);
     pthread_mutex_destroy(&w->lock);

@@ -257,8 +257,97 @@ expect_err "$C/e" rdcp "refusing '.*/two/dst3/x': this copy just made it"
 [ "$(readlink "$C/two/dst3/x")" = somewhere ] || t_fail "dst3/x is not the symlink: $(ls -l "$C/two/dst3")"
 timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/two/a/x" "$C/two/a/x" "$C/two/dst2/" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp a/x a/x dst2/"
-expect_err "$C/e" rdcp "^rdcp: warning: source '.*/two/a/x' named more than once \(copied once\)$"
+expect_err "$C/e" rdcp "^rdcp: localhost: warning: source '.*/two/a/x' named more than once \(copied once\)$"
 [ "$(cat "$C/two/dst2/x")" = A ] || t_fail "dst2/x: $(cat "$C/two/dst2/x")"
+t_end
+
+t_begin "rdcp: hard links between sources stay hard links (a/x a/y DIR/, and a file named before its tree)"
+mkdir -p "$C/hl/src" "$C/hl/d1" "$C/hl/d2"
+printf 'one' > "$C/hl/src/x" && ln "$C/hl/src/x" "$C/hl/src/y"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/hl/src/x" "$C/hl/src/y" "$C/hl/d1/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp x y d1/ (y a hard link of x)"
+expect_empty "$C/e" "rdcp x y d1/ stderr"
+[ "$(cat "$C/hl/d1/x")$(cat "$C/hl/d1/y")" = oneone ] && [ "$C/hl/d1/x" -ef "$C/hl/d1/y" ] ||
+    t_fail "d1: not one file under two names: $(ls -li "$C/hl/d1" | tr '\n' '|')"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/hl/src/x" "$C/hl/src" "$C/hl/d2/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r src/x src d2/"
+expect_empty "$C/e" "rdcp -r src/x src d2/ stderr"
+[ "$C/hl/d2/x" -ef "$C/hl/d2/src/x" ] && [ "$C/hl/d2/x" -ef "$C/hl/d2/src/y" ] ||
+    t_fail "d2: the tree's links are not the named file: $(ls -liR "$C/hl/d2" | tr '\n' '|')"
+t_end
+
+t_begin "rdcp: one source spelled two ways (f ./f /abs/f, d d/.) is copied once, with a warning per repeat, exit 0"
+mkdir -p "$C/sp/d" "$C/sp/out" "$C/sp/out2" && printf 'F' > "$C/sp/f" && printf 'G' > "$C/sp/d/g"
+(cd "$C/sp" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" f ./f "$C/sp/f" out/) > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp f ./f /abs/f out/"
+[ "$(grep -c "^rdcp: localhost: warning: source '.*f' named more than once (copied once)$" "$C/e")" = 2 ] &&
+    [ "$(wc -l < "$C/e")" = 2 ] || t_fail "not two warnings: $(tr '\n' '|' < "$C/e")"
+[ "$(cat "$C/sp/out/f")" = F ] || t_fail "out/f: $(ls -l "$C/sp/out")"
+(cd "$C/sp" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r d/ d/. out2/) > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r d/ d/. out2/"
+expect_err "$C/e" rdcp "^rdcp: localhost: warning: source 'd/\.' named more than once \(copied once\)$"
+[ "$(cat "$C/sp/out2/g")" = G ] || t_fail "out2/g: $(ls -l "$C/sp/out2")"
+t_end
+
+t_begin "rdcp: a FIFO named as a source without -r is refused (one line, exit 23, nothing made); with -r it is made again"
+mkdir -p "$C/ff" && mkfifo "$C/ff/pipe"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/ff/pipe" "$C/ff/copy" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp FIFO copy"
+expect_err "$C/e" rdcp "^rdcp: localhost: '.*/ff/pipe' is a FIFO, not a regular file \(not copied: rdsend sends a stream, -r makes the FIFO again\)$"
+[ -e "$C/ff/copy" ] && t_fail "something was made: $(ls -l "$C/ff/copy")"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/ff/pipe" "$C/ff/copy" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r FIFO copy"
+[ -p "$C/ff/copy" ] || t_fail "-r: no FIFO made: $(ls -l "$C/ff")"
+t_end
+
+t_begin "rdcp: a source file named like a partial file (.rdcp.NAME.XXXXXX) is copied, and a copy over the last one keeps it"
+mkdir -p "$C/pn/src" && printf 'real' > "$C/pn/src/a" && printf 'user data' > "$C/pn/src/.rdcp.a.ABCDEF"
+for round in 1 2; do
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/pn/src/" "$C/pn/dst" > "$C/o" 2> "$C/e"
+    expect_rc $? 0 "rdcp -r src/ dst (round $round)"
+    [ "$(cat "$C/pn/dst/.rdcp.a.ABCDEF" 2>/dev/null)" = "user data" ] && [ "$(cat "$C/pn/dst/a")" = real ] ||
+        t_fail "round $round: $(ls -a "$C/pn/dst" | tr '\n' ' ')"
+done
+t_end
+
+t_begin "rdcp: a name over 200 bytes: an interrupted copy's partial file is continued by --resume, then gone"
+long=$(printf 'n%.0s' $(seq 230))
+mkdir -p "$C/ln/src" "$C/ln/dst" && head -c $((32 << 20)) /dev/urandom > "$C/ln/src/$long"
+# zstd at level 19 on random bytes: a copy slow enough to interrupt inside the file
+"$RD_BIN/rdcp" --no-progress --compress=19 -r "$C/ln/src/" "$C/ln/dst" 2> "$C/e" & pid=$!
+part=0
+for _ in $(seq $((400 * RD_SLOW))); do
+    part=$(find "$C/ln/dst" -name '.rdcp.*' -printf '%s\n' 2>/dev/null | head -1)
+    [ "${part:-0}" -gt $((1 << 20)) ] && break
+    sleep 0.05
+done
+kill -INT $pid; wait $pid; rc=$?
+expect_rc $rc 130 "the interrupted copy"
+[ "${part:-0}" -gt $((1 << 20)) ] || t_fail "no partial file of over 1 MiB seen: $(ls -a "$C/ln/dst" | cut -c1-40 | tr '\n' ' ')"
+timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" --no-progress -v --resume -r "$C/ln/src/" "$C/ln/dst" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume"
+sk=$(sed -n 's/.*skipped \([0-9]*\) bytes.*/\1/p' "$C/e")
+[ "${sk:-0}" -gt 0 ] || t_fail "--resume skipped nothing: $(tr '\n' '|' < "$C/e")"
+cmp -s "$C/ln/src/$long" "$C/ln/dst/$long" || t_fail "the copy differs"
+[ "$(ls -A "$C/ln/dst" | wc -l)" = 1 ] || t_fail "left in dst: $(ls -A "$C/ln/dst" | cut -c1-40 | tr '\n' ' ')"
+t_end
+
+t_begin "rdcp -p by a user who cannot keep the owner: setuid and setgid dropped (cp -p), kept by root; a directory's sticky bit kept without -p (cp -r)"
+command -v setpriv > /dev/null || t_skip "no setpriv (apt-get install util-linux)"
+PD=$(mktemp -d /tmp/rdcp-suid.XXXXXX) && chmod 755 "$PD"
+mkdir "$PD/bin" "$PD/out" && cp "$RD_BIN/rdcp" "$RD_BIN/rdpipe" "$RD_BIN/rdsend" "$RD_BIN/rdrecv" "$PD/bin/"
+printf 'x' > "$PD/suid" && chmod 6755 "$PD/suid" && chown nobody "$PD/out"
+mkdir -p "$PD/tree/stk" && chmod 1777 "$PD/tree/stk"
+(cd "$PD" && timeout -k 2 "$(lim 20)" setpriv --reuid=nobody --regid=nogroup --clear-groups env PATH="$PD/bin:$PATH" rdcp -p suid out/) > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -p suid out/ as nobody"
+[ "$(stat -c '%a %U' "$PD/out/suid")" = "755 nobody" ] || t_fail "as nobody: $(stat -c '%a %U' "$PD/out/suid")"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -p "$PD/suid" "$PD/rootcopy" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -p suid rootcopy as root"
+[ "$(stat -c '%a %U' "$PD/rootcopy")" = "6755 root" ] || t_fail "as root: $(stat -c '%a %U' "$PD/rootcopy")"
+(umask 022 && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$PD/tree" "$PD/tree2") > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r tree tree2"
+[ "$(stat -c '%a' "$PD/tree2/stk")" = 1755 ] || t_fail "without -p, sticky directory: $(stat -c '%a' "$PD/tree2/stk")"
+rm -rf "$PD"
 t_end
 
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
