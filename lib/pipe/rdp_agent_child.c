@@ -236,8 +236,11 @@ void rdpa_report(struct agent *a)
         if (a->cout >= 0 && rdr_send(a->cout, "%s%s", line, h) < 0)
             a->cout = -1;
         free(h);
-        if (c->code && !c->killed && !a->killing) {
-            /* one failure ends the segment: above all no clean END may go downstream */
+        /* A failing rdrecv, rdsend or copy ends the segment: above all no clean END may go
+         * downstream of a broken stream. The command's own failure does not: what it wrote
+         * still goes on and ends cleanly, as a shell pipe passes it (diff, grep and tar exit
+         * 1 with their output), and its status names the failure (rdpipe waits for the rest). */
+        if (c->code && !c->killed && !a->killing && i != C_CMD) {
             if (i == C_RECV)
                 let_consumer_finish(a);
             a->killing = 1;

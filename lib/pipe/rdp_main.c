@@ -68,9 +68,10 @@ static const char usage_text[] =
     "to the hosts' RDMA-network addresses (HostName in ~/.ssh/config) and give -H with this\n"
     "machine's RDMA-network address when it runs a segment or the stdin/stdout ends.\n"
     "\n"
-    "exit status: 0 when every segment succeeded; otherwise that of the first failing segment\n"
-    "(its command's status, or rdsend/rdrecv's: 2 connect, 3 auth, 4 stream, 5 local IO, 101 no\n"
-    "RDMA device), 255 when the connection to a host was lost, 128+N on signal N, 1 usage.\n";
+    "exit status: 0 when every segment succeeded; otherwise that of the last command that failed\n"
+    "(as set -o pipefail; what a failing command wrote still reaches the next segments), or of\n"
+    "the first other failure: rdsend/rdrecv's 2 connect, 3 auth, 4 stream, 5 local IO, 101 no\n"
+    "RDMA device, 255 when the connection to a host was lost, 128+N on signal N, 1 usage.\n";
 
 struct node {
     struct rdr_seg s;
@@ -84,6 +85,7 @@ struct node {
     double recv_seconds;
     char recv_transport[96];
     char addr[80];             /* where the previous node sends to */
+    char *shown;               /* its command text for messages: control bytes as \ooo */
 };
 
 struct failure {
@@ -100,6 +102,7 @@ struct run {
     struct rdr_watch w;        /* the links of n[0..count-1] while the pipeline runs */
     struct failure best;
     int have_failure, seq;
+    int ending;                /* a failure that stops the pipeline (not a command's own) */
     double settle_at;
     int interrupted;
 };
@@ -113,7 +116,7 @@ static const char *label(const struct node *x, char *buf, size_t len)
     else if (x->s.pseudo == 2)
         snprintf(buf, len, "local stdout");
     else
-        snprintf(buf, len, "%s '%s'", x->s.host, x->s.text);
+        snprintf(buf, len, "%s '%s'", x->s.host, x->shown);
     return buf;
 }
 
@@ -215,18 +218,33 @@ static void send_to4(struct node *x, const char *fmt, const char *a, const char 
         rdr_link_close(&x->l);
 }
 
+/* The failure named and whose status is the exit: the lowest rank (a cause before its
+ * consequences), among commands the last one in the pipeline (as set -o pipefail names it),
+ * else the first one seen. Any failure but a command's own ends the pipeline SETTLE_S later
+ * (a command's output still flows to the end, as in a shell pipe). */
 static void add_failure(struct run *r, int node, const char *role, int rank, int code, const char *msg)
 {
-    int seq = r->seq++;
-    if (!r->have_failure)
+    int seq = r->seq++, cmd = strcmp(role, "cmd") == 0;
+    if (!cmd && !r->ending) {
+        r->ending = 1;
         r->settle_at = rd_now() + SETTLE_S;
-    if (r->have_failure && (r->best.rank < rank || (r->best.rank == rank && r->best.seq < seq)))
+    }
+    if (r->have_failure && (r->best.rank < rank ||
+                            (r->best.rank == rank && !(cmd && strcmp(r->best.role, "cmd") == 0 && node > r->best.node))))
         return;
     free(r->best.msg);
     r->best = (struct failure){ .node = node, .rank = rank, .code = code, .seq = seq,
                                 .msg = msg ? strdup(msg) : NULL };
     snprintf(r->best.role, sizeof r->best.role, "%s", role);
     r->have_failure = 1;
+}
+
+/* An rdrecv's, relay's or rdsend's failure: killed is a cause; an error often a
+ * consequence, "transfer broken" most often (its peer failed first: a sink that cannot
+ * write, an input that cannot be read, both exit 5), whichever end's line came first. */
+static int transport_rank(int code)
+{
+    return code > 128 ? 15 : code == RD_ESTREAM ? 25 : 20;
 }
 
 /* What an agent says beyond the setup replies: logs, statistics, exits. */
@@ -256,25 +274,27 @@ static void handle_line(void *ctx, int i, char **w, int n)
         const char *role = w[1];
         int rank;
         if (strcmp(role, "cmd") == 0) {
-            rank = code == 128 + SIGPIPE ? 30 : 0;
+            /* killed by SIGPIPE: a consequence of a failure after it, but the last one's
+             * reader is the caller's stdout (rdpipe ... | head): its own cause, as in bash */
+            rank = code == 128 + SIGPIPE && i + 1 < r->count ? 30 : 0;
             if (code > 128 && code < 128 + 65)
                 snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
-                         x->s.text, code - 128);
+                         x->shown, code - 128);
             else
                 snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
-                         x->s.text, code);
+                         x->shown, code);
         } else if (strcmp(role, "recv") == 0) {
-            rank = code > 128 ? 15 : 20;   /* killed: a cause; an error: often a consequence */
+            rank = transport_rank(code);
             snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
                      x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
                      m && *m ? ": " : "", m ? m : "");
         } else if (strcmp(role, "relay") == 0) {
-            rank = code > 128 ? 15 : 20;
+            rank = transport_rank(code);
             snprintf(msg, sizeof msg, "%s: relaying the stream from %s to %s failed (rdrecv exit %d)%s%s",
                      x->s.host, i > 0 ? r->n[i - 1].s.host : "?", i + 1 < r->count ? r->n[i + 1].s.host : "?",
                      code, m && *m ? ": " : "", m ? m : "");
         } else if (strcmp(role, "send") == 0) {
-            rank = code > 128 ? 15 : 20;
+            rank = transport_rank(code);
             snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",
                      x->s.host, label(x, lb, sizeof lb), i + 1 < r->count ? r->n[i + 1].s.host : "?",
                      code, m && *m ? ": " : "", m ? m : "");
@@ -406,7 +426,7 @@ static int run_pipeline(struct run *r)
             if (!r->n[i].l.done)
                 all_done = 0;
         }
-        if (r->have_failure && (all_done || rd_now() >= r->settle_at))
+        if (r->have_failure && (all_done || (r->ending && rd_now() >= r->settle_at)))
             break;
         if (started && all_done)
             break;
@@ -443,7 +463,7 @@ static int run_pipeline(struct run *r)
                 }
             break;
         }
-        double wait = r->have_failure ? r->settle_at - rd_now() : started ? 1.0 : deadline - rd_now();
+        double wait = r->ending ? r->settle_at - rd_now() : started ? 1.0 : deadline - rd_now();
         rdr_watch_pump(&r->w, wait > 0 ? (int)(wait * 1000) + 1 : 0);
     }
     int rc = 0;
@@ -515,6 +535,9 @@ int rdp_main(int argc, char **argv)
     for (int i = 0; i < nplan; i++) {
         r.n[i].s = plan[i];
         r.n[i].l.wfd = r.n[i].l.rfd = -1;
+        const char *t = plan[i].text ? plan[i].text : "";
+        if (!(r.n[i].shown = rdr_printable(t, strlen(t))))
+            abort();
     }
     free(plan);
     if (r.dry_run) {
@@ -524,8 +547,10 @@ int rdp_main(int argc, char **argv)
         fflush(stdout);
         rc = run_pipeline(&r);
     }
-    for (int i = 0; i < r.count; i++)
+    for (int i = 0; i < r.count; i++) {
         rdr_link_free(&r.n[i].l);
+        free(r.n[i].shown);
+    }
     free(r.n);
     free(r.best.msg);
 out:

@@ -196,14 +196,20 @@ static size_t utf8_printable(const unsigned char *s, size_t n)
 char *rdr_unhex_text(const char *hex)
 {
     size_t n;
-    unsigned char *raw = (unsigned char *)rdr_unhex(hex, &n);
+    char *raw = rdr_unhex(hex, &n);
     if (!raw)
         return NULL;
+    char *out = rdr_printable(raw, n);
+    free(raw);
+    return out;
+}
+
+char *rdr_printable(const char *text, size_t n)
+{
+    const unsigned char *raw = (const unsigned char *)text;
     char *out = malloc(4 * n + 1), *o = out;
-    if (!out) {
-        free(raw);
+    if (!out)
         return NULL;
-    }
     for (size_t i = 0; i < n;) {
         size_t k = raw[i] >= 0x80 ? utf8_printable(raw + i, n - i) : raw[i] >= 0x20 && raw[i] != 0x7f;
         if (k) {
@@ -216,7 +222,6 @@ char *rdr_unhex_text(const char *hex)
         }
     }
     *o = '\0';
-    free(raw);
     return out;
 }
 

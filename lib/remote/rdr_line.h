@@ -42,6 +42,9 @@ char *rdr_unhex(const char *hex, size_t *n);            /* malloc'd, NUL-termina
  * backslash (rdcp shows a name's bad bytes as \ooo already). */
 char *rdr_unhex_text(const char *hex);
 
+/* The same for n bytes of text already at hand (a command as typed, shown in a message). */
+char *rdr_printable(const char *text, size_t n);
+
 /* A stat line's transport word as the tool said it: the agent writes its spaces as '-' (words
  * are space separated: "tcp, 3 streams" travels as "tcp,-3-streams"). */
 void rdr_stat_transport(const char *word, char *out, size_t n);

@@ -1,0 +1,67 @@
+#!/bin/bash
+# pipeline.sh - what rdpipe does when a segment fails, against what bash's `set -o pipefail`
+# pipe does, with local segments (no ssh): a command that fails on its own still hands on
+# what it wrote, the exit status is the last failing command's, and the cause is named, not
+# its consequences. Each case runs a few times: the builds before failed them by timing.
+. "$(dirname "$0")/../lib.sh"
+
+RDPIPE=$RD_BIN/rdpipe
+rdp() { timeout -k 2 "$(lim 30)" "$RDPIPE" "$@"; }
+cd "$C" || exit 2
+printf 'a\n' > da && printf 'b\n' > db && head -c $((1 << 20)) /dev/urandom > r1m
+
+t_begin "a command that fails on its own (diff: exit 1) still delivers what it wrote; the next segment runs to its end; exit 1, one line naming it"
+want=$(diff da db)
+for round in 1 2 3 4 5; do
+    rdp 'diff da db' 'cat -' < /dev/null > o 2> e
+    expect_rc $? 1 "round $round: rdpipe 'diff da db' 'cat -'"
+    [ "$(cat o)" = "$want" ] || t_fail "round $round: the diff did not arrive: '$(tr '\n' '|' < o)'"
+    expect_err e rdpipe "^rdpipe: localhost: command 'diff da db' failed with exit status 1$"
+done
+t_end
+
+t_begin "1 MiB, then exit 1: all of it arrives (wc -c); 'echo new; exit 3' into '>file': the file holds it"
+for round in 1 2 3; do
+    rdp 'cat r1m; exit 1' 'wc -c' < /dev/null > o 2> e
+    expect_rc $? 1 "round $round: rdpipe 'cat r1m; exit 1' 'wc -c'"
+    [ "$(tr -d ' ' < o)" = 1048576 ] || t_fail "round $round: wc -c said '$(cat o)'"
+done
+echo old > m5
+rdp 'echo new; exit 3' '>m5' < /dev/null > o 2> e
+expect_rc $? 3 "rdpipe 'echo new; exit 3' '>m5'"
+[ "$(cat m5)" = new ] || t_fail "m5 holds '$(cat m5)'"
+t_end
+
+t_begin "two failing commands: the last one's status, as pipefail gives it"
+for round in 1 2 3 4; do
+    rdp 'exit 3' 'cat -' 'exit 4' < /dev/null > o 2> e
+    expect_rc $? 4 "round $round: rdpipe 'exit 3' 'cat -' 'exit 4'"
+    expect_err e rdpipe "^rdpipe: localhost: command 'exit 4' failed with exit status 4$"
+done
+t_end
+
+t_begin "the last command killed by SIGPIPE (rdpipe ... | head): 141, naming it, as bash gives it"
+for round in 1 2 3; do
+    rdp 'cat /dev/zero' 'cat -' < /dev/null 2> e | head -c 10 > /dev/null
+    expect_rc "${PIPESTATUS[0]}" 141 "round $round: rdpipe 'cat /dev/zero' 'cat -' | head -c 10"
+    expect_err e rdpipe "^rdpipe: localhost: command 'cat -' was killed by signal 13$"
+done
+t_end
+
+t_begin "the cause, not its consequence: stdout /dev/full and stdin closed are exit 5 (local I/O), not the peer's 4"
+for round in 1 2 3; do
+    rdp 'echo x' cat < /dev/null > /dev/full 2> e
+    expect_rc $? 5 "round $round: rdpipe 'echo x' cat > /dev/full"
+    expect_err e rdpipe "cannot write stdout: No space left on device$"
+    rdp cat cat <&- > o 2> e
+    expect_rc $? 5 "round $round: rdpipe cat cat <&-"
+    expect_err e rdpipe "cannot read stdin: Bad file descriptor$"
+done
+t_end
+
+t_begin "a command's control bytes are shown as \\ooo on its one line"
+rdp $'echo a\nexit 3 # \e[31mred' 'cat -' < /dev/null > o 2> e
+expect_rc $? 3 "rdpipe with a newline and an escape in the command"
+expect_err e rdpipe "^rdpipe: localhost: command 'echo a\\\\012exit 3 # \\\\033\[31mred' failed with exit status 3$"
+[ "$(cat o)" = a ] || t_fail "the output: '$(cat o)'"
+t_end
