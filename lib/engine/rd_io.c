@@ -50,7 +50,8 @@ int rd_source_open(struct rd_source *s, const char *path, int direct)
     if (!path || strcmp(path, "-") == 0) {
         s->fd = STDIN_FILENO;
         snprintf(s->name, sizeof s->name, "stdin");
-        if (rd_stdfd_was_closed(STDIN_FILENO))   /* before connecting, as cat <&- fails */
+        int fl = fcntl(STDIN_FILENO, F_GETFL);   /* before connecting, as cat <&- or 0>>f fails */
+        if (rd_stdfd_was_closed(STDIN_FILENO) || (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY))
             return rd_fail(RD_EIO, "cannot read stdin: %s", strerror(EBADF));
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
@@ -347,8 +348,8 @@ int rd_sink_begin(struct rd_sink *s)
     if (s->fifo_later) {   /* until its reader comes, as a write to a full pipe waits for it */
         do
             s->fd = open(s->fifo_later, O_WRONLY | O_CLOEXEC);
-        while (s->fd < 0 && errno == EINTR);
-        if (s->fd < 0)
+        while (s->fd < 0 && errno == EINTR && !(s->stop && atomic_load(s->stop)));
+        if (s->fd < 0)   /* stopped: the reason (a signal) is recorded already */
             return rd_fail(RD_EIO, "cannot open output file '%s': %s", s->fifo_later, strerror(errno));
         s->fifo_later = NULL;
         fcntl(s->fd, F_SETPIPE_SZ, PIPE_SIZE);

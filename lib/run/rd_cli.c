@@ -4,6 +4,7 @@
 
 #include "util/rd_error.h"
 #include "util/rd_opterr.h"
+#include "util/rd_stdfd.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
 #include "run/rd_version.h"
@@ -11,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio_ext.h>
 #include <stdio.h>
@@ -132,6 +134,13 @@ int rd_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* fd is open for writing and was not closed when the tool started (rd_stdfd_reserve) */
+static int writable_fd(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_PATH) && !rd_stdfd_was_closed(fd);
+}
+
 static int load_key_file(struct rd_opts *o, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -140,9 +149,12 @@ static int load_key_file(struct rd_opts *o, const char *path)
     char *line = NULL;
     size_t cap = 0;
     ssize_t n = getline(&line, &cap, f);
+    int e = ferror(f) ? errno : 0;   /* a directory reads as EISDIR, not as an empty file */
     fclose(f);
     if (n < 0) {
         free(line);
+        if (e)
+            return rd_fail(RD_EUSAGE, "cannot read key file '%s': %s", path, strerror(e));
         return rd_fail(RD_EUSAGE, "key file '%s' is empty", path);
     }
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -253,7 +265,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             char *end;
             long t = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end || t < 0 || t > 1000000)
-                return rd_fail(RD_EUSAGE, "--timeout takes whole seconds, not '%s'", optarg);
+                return rd_fail(RD_EUSAGE, "--timeout takes whole seconds from 0 to 1000000 (11 days), not '%s'", optarg);
             o->timeout_s = (int)t;
             break;
         }
@@ -359,6 +371,10 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         o->file = pos[i];
     if (!is_sender && o->ready_fd == STDOUT_FILENO && o->relay_fd < 0 && (!o->file || strcmp(o->file, "-") == 0))
         return rd_fail(RD_EUSAGE, "--ready-fd 1 is stdout, where the stream goes: give FILE, or another fd");
+    /* a closed one now would be the number FILE or a socket gets next: the port would be
+     * written into FILE before any sender proved the key */
+    if (o->ready_fd >= 0 && !writable_fd(o->ready_fd))
+        return rd_fail(RD_EIO, "cannot write the port to --ready-fd %d: %s", o->ready_fd, strerror(EBADF));
     if (o->progress < 0)
         o->progress = isatty(STDERR_FILENO);
     return RD_OK;

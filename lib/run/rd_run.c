@@ -7,6 +7,7 @@
 #include "wire/rd_seal.h"
 #include "util/rd_error.h"
 #include "util/rd_interrupt.h"
+#include "util/rd_wake.h"
 #include "run/rd_plan.h"
 #include "run/rd_report.h"
 #include "transport/rd_rails.h"
@@ -16,6 +17,8 @@
 #include "transport/rd_waiting.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -221,6 +224,10 @@ int rd_run_send(const struct rd_opts *o)
         return rc;
     }
     rc = rd_send_source(o, &src);
+    /* stdin a file: leave its offset past what was sent, as cat does ('{ rdsend ...; cmd; } <
+     * file'); the lanes read it with pread, which moves nothing */
+    if (rc == RD_OK && src.fd == STDIN_FILENO && src.is_regular)
+        lseek(STDIN_FILENO, (off_t)src.offset, SEEK_SET);
     rd_source_close(&src);
     return rc;
 }
@@ -229,6 +236,39 @@ int rd_run_send(const struct rd_opts *o)
  * agreed): the stream. Every error is final. */
 typedef int (*serve_fn)(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
                         const struct rd_params *won, void *ctx);
+
+/* A FIFO sink is opened once a sender is in, and the open waits for the FIFO's reader: a
+ * signal meanwhile ends that wait (rd_wake) and is the reason the sender is told. */
+struct fifo_wait {
+    pthread_t self;
+    atomic_int stop;
+    struct rd_errctx *err;
+};
+
+static int interrupt_fifo_open(void *ctx, int signo)
+{
+    struct fifo_wait *w = ctx;
+    if (!atomic_exchange(&w->stop, 1))
+        rd_interrupt_record(w->err, signo);
+    rd_wake_kick(w->self);
+    return 1;
+}
+
+static int begin_sink(struct rd_sink *dst)
+{
+    if (!dst->fifo_later)
+        return rd_sink_begin(dst);
+    struct fifo_wait w = { .self = pthread_self(), .err = rd_errctx_current() };
+    struct rd_interrupt_hook before;
+    rd_wake_install();
+    rd_wake_unblock();
+    dst->stop = &w.stop;
+    rd_interrupt_set(interrupt_fifo_open, &w, &before);
+    int rc = rd_sink_begin(dst);
+    rd_interrupt_restore(&before);
+    dst->stop = NULL;
+    return rc;
+}
 
 static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
                       const struct rd_params *won, void *ctx)
@@ -252,9 +292,11 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     if (agreed.depth_asked)   /* it works, slower than it could: say why, once */
         rd_warn("warning: ulimit -l lets this end pin %u frames in flight, not the %u the sender asked for; "
                 "raise it for full speed (rdcheck names the value)", agreed.depth, agreed.depth_asked);
-    rc = rd_sink_begin(dst);
-    if (rc)
+    rc = begin_sink(dst);
+    if (rc) {   /* the sender is in and waits: tell it why, as the engine would */
+        rd_send_reason(tp, RD_ABORT, rc, rd_error_msg());
         return rc;
+    }
     double t0 = rd_now();
     if (o->progress)
         rd_progress_start(&rep, &cnt, 0);

@@ -46,6 +46,8 @@ usage rdsend 'timeout' --timeout soon host 1234 key
 usage rdsend 'empty' host 1234 ''
 usage rdsend 'key file' --key-file "$C/no-such-key-file" host 1234
 usage rdsend 'key file|empty' --key-file "$C/emptykey" host 1234
+usage rdsend "^rdsend: cannot read key file '.*': Is a directory$" --key-file "$C" host 1234
+usage rdrecv "^rdrecv: --timeout takes whole seconds from 0 to 1000000 \(11 days\), not '2147483647'$" --timeout 2147483647 1234 key
 usage rdrecv 'missing PORT'
 usage rdrecv 'missing KEY' 1234
 usage rdrecv 'too many' 1234 key file extra

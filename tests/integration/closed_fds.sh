@@ -33,6 +33,43 @@ wait_pid "$rp" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
 expect_same_file "$C/in" "$C/out" "stdout"
 t_end
 
+t_begin "rdsend with stdin open for writing only (0>>f): exit 5 'cannot read stdin' before connecting; rdrecv's FILE keeps its bytes"
+gen "$C/in" 3000000
+cp "$C/in" "$C/keep"
+port=$(free_port)
+start rp /dev/null /dev/null "$C/rerr" "$RDRECV" --timeout "$(lim 3)" "$port" key "$C/keep"
+wait_listen "$port" || t_fail "rdrecv not listening"
+timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key 0>> "$C/wo" 2> "$C/serr"
+expect_rc $? 5 "rdsend 0>>wo"
+expect_err "$C/serr" rdsend "^rdsend: cannot read stdin: Bad file descriptor$"
+wait_pid "$rp" "$(lim 10)"; expect_rc $? 2 "rdrecv (no sender got in)" "$(cat "$C/rerr")"
+expect_same_file "$C/in" "$C/keep" "rdrecv's FILE"
+t_end
+
+t_begin "--ready-fd N that is not open when rdrecv starts: exit 5 at once, one line; FILE (which would get that number) untouched"
+printf 'PRECIOUS\n' > "$C/keep8"
+timeout -k 2 "$(lim 10)" bash -c 'exec 3>&-; exec "$0" --timeout 2 --ready-fd 3 0 key "$1"' "$RDRECV" "$C/keep8" 2> "$C/rerr"
+expect_rc $? 5 "rdrecv --ready-fd 3 with fd 3 closed"
+expect_err "$C/rerr" rdrecv "^rdrecv: cannot write the port to --ready-fd 3: Bad file descriptor$"
+[ "$(cat "$C/keep8")" = PRECIOUS ] || t_fail "FILE changed: $(od -c "$C/keep8" | head -2 | tr '\n' ' ')"
+timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 2 --ready-fd 3 0 key "$C/keep8" 2> "$C/rerr" 3< /dev/null
+expect_rc $? 5 "rdrecv --ready-fd 3 with fd 3 read-only"
+expect_err "$C/rerr" rdrecv "cannot write the port to --ready-fd 3: Bad file descriptor$"
+t_end
+
+t_begin "rdsend from a file on stdin leaves its offset after what it sent, as cat does ({ rdsend; cmd; } < file)"
+gen "$C/in" 3000000
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+off=$( { python3 -c 'import os; os.lseek(0, 1000, 0)'; "$RDSEND" 127.0.0.1 "$port" key 2> "$C/serr"; echo "rc=$?"
+         python3 -c 'import os; print(os.lseek(0, 0, 1))'; } < "$C/in" )
+[ "$(echo $off)" = "rc=0 3000000" ] || t_fail "rdsend's status and the offset after it: '$(echo $off)' $(cat "$C/serr")"
+wait_pid "$rp" "$(lim 10)"; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+tail -c +1001 "$C/in" > "$C/want"
+expect_same_file "$C/want" "$C/out" "what arrived (from offset 1000)"
+t_end
+
 t_begin "rdrecv with stdout closed and no FILE: exit 5 'cannot write stdout' before it listens"
 port=$(free_port)
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 0 key >&- 2> "$C/rerr" 3> "$C/port"

@@ -102,6 +102,19 @@ expect_err "$C/serr" rdsend "receiver: interrupted by SIGHUP$"
 kill_reap "$reader"
 t_end
 
+t_begin "SIGINT to rdrecv waiting for its FIFO's reader, a sender in: it says so and dies by SIGINT, rdsend exits 4 naming it"
+port=$(free_port); mkfifo "$C/fifo"; gen "$C/in" 3000000
+sig_start R /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" key "$C/fifo"
+wait_listen "$port" || t_fail "rdrecv not listening"
+start sp "$C/in" /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key
+sleep 0.5   # the sender is in, rdrecv waits in open(FIFO) for a reader that never comes
+kill -INT "$R_pid"
+sig_end R "$(lim 5)" "signal 2" "rdrecv after SIGINT"
+expect_err "$C/rerr" rdrecv "^rdrecv: interrupted by SIGINT$"
+wait_pid "$sp" "$(lim 5)"; expect_rc $? 4 "rdsend after the receiver's SIGINT" "$(cat "$C/serr")"
+expect_err "$C/serr" rdsend "^rdsend: receiver: interrupted by SIGINT$"
+t_end
+
 t_begin "SIGINT to rdrecv waiting for a sender: the FILE it created is gone, an existing FILE is left as it was"
 port=$(free_port)
 sig_start R /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" key "$C/new"
