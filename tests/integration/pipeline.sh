@@ -7,7 +7,8 @@
 
 RDPIPE=$RD_BIN/rdpipe
 rdp() { timeout -k 2 "$(lim 30)" "$RDPIPE" "$@"; }
-cd "$C" || exit 2
+W=$RD_T/work   # the cases' files, kept from case to case ($C is emptied at each)
+mkdir -p "$W" && cd "$W" || exit 2
 printf 'a\n' > da && printf 'b\n' > db && head -c $((1 << 20)) /dev/urandom > r1m
 
 t_begin "a command that fails on its own (diff: exit 1) still delivers what it wrote; the next segment runs to its end; exit 1, one line naming it"
