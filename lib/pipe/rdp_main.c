@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,14 @@ static int transport_rank(int code)
     return code > 128 ? 15 : code == RD_ESTREAM ? 25 : 20;
 }
 
+/* Our stdout is a pipe or socket whose reader has closed it (poll: POLLERR on a pipe's
+ * write end with no reader, POLLHUP on a socket). */
+static int stdout_reader_gone(void)
+{
+    struct pollfd p = { .fd = STDOUT_FILENO, .events = 0 };
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
 /* What an agent says beyond the setup replies: logs, statistics, exits. */
 static void handle_line(void *ctx, int i, char **w, int n)
 {
@@ -283,6 +292,12 @@ static void handle_line(void *ctx, int i, char **w, int n)
             else
                 snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
                          x->shown, code);
+        } else if (strcmp(role, "recv") == 0 && x->s.out == RDR_OUT_STDOUT && !x->s.dest && stdout_reader_gone()) {
+            /* our stdout's reader went away (rdpipe ... | head): as bash names that pipeline,
+             * by the SIGPIPE of its last command, whatever the hop to here reported */
+            rank = 0;
+            code = 128 + SIGPIPE;
+            snprintf(msg, sizeof msg, "the reader of stdout went away (SIGPIPE)");
         } else if (strcmp(role, "recv") == 0) {
             rank = transport_rank(code);
             snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",

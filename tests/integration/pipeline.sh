@@ -66,3 +66,13 @@ expect_rc $? 3 "rdpipe with a newline and an escape in the command"
 expect_err e rdpipe "^rdpipe: localhost: command 'echo a\\\\012exit 3 # \\\\033\[31mred' failed with exit status 3$"
 [ "$(cat o)" = a ] || t_fail "the output: '$(cat o)'"
 t_end
+
+t_begin "stdout's reader goes away behind a last segment that is a relay ('cat') or remote (a stand-in ssh): 141, as bash gives it"
+printf '#!/bin/bash\n# a stand-in ssh: skip its options and the host, run the command here\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nexec bash -c "$*"\n' "$RD_BIN" > fakessh
+chmod +x fakessh
+for pipeline in "'seq 10000000' cat" "--ssh ./fakessh 'seq 10000000' 127.0.0.1:'tr 1 2'" "--ssh ./fakessh 127.0.0.1:'seq 10000000'"; do
+    eval "rdp $pipeline" < /dev/null 2> e | head -1 > /dev/null
+    expect_rc "${PIPESTATUS[0]}" 141 "rdpipe $pipeline | head -1"
+    expect_err e rdpipe "^rdpipe: the reader of stdout went away \(SIGPIPE\)$"
+done
+t_end
