@@ -451,7 +451,16 @@ static int agent_start(const struct copts *o, const char *key, struct agent *a)
             rdb_text_clean((const uint8_t *)l, strlen(l), said, sizeof said);
             snprintf(a->errtext, sizeof a->errtext, "it said '%s', not '%s'", said, READY_FORM);
         } else if (!a->errtext[0]) {
-            snprintf(a->errtext, sizeof a->errtext, "no answer within 30 s");
+            int st, got = 0;   /* an ssh that ended without a word (a refused login in BatchMode) */
+            for (int i = 0; i < 20 && (got = (int)waitpid(a->pid, &st, WNOHANG)) == 0; i++)
+                usleep(10000);   /* its output's end comes just before its exit */
+            if (got == a->pid) {
+                a->pid = 0;
+                snprintf(a->errtext, sizeof a->errtext, "%s exited with status %d and said nothing", argv[0],
+                         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+            } else {
+                snprintf(a->errtext, sizeof a->errtext, "no answer within 30 s");
+            }
         }
         agent_stop(a);
         return -1;

@@ -40,9 +40,19 @@ char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel)
 {
     const char *t = rel;
     size_t pl = strlen(r->pre);
-    if (pl && strncmp(rel, r->pre, pl) == 0 && (rel[pl] == '/' || !rel[pl]))
+    char *j;
+    if (pl && strncmp(rel, r->pre, pl) == 0 && (rel[pl] == '/' || !rel[pl])) {
         t = rel + pl + (rel[pl] == '/');
-    char *j = rdc_join(r->dst, t), *s = rdc_shown(j);
+        j = rdc_join(r->dst, t);
+    } else if (pl) {   /* DST names a file, and rel is beside it (its partial file) */
+        const char *name;
+        char *dir = rdc_dir_of(r->dst, &name);
+        j = rdc_join(*dir || r->dst[0] != '/' ? dir : "/", rel);
+        free(dir);
+    } else {
+        j = rdc_join(r->dst, t);
+    }
+    char *s = rdc_shown(j);
     free(j);
     return s;
 }

@@ -371,6 +371,10 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         o->file = pos[i];
     if (!is_sender && o->ready_fd == STDOUT_FILENO && o->relay_fd < 0 && (!o->file || strcmp(o->file, "-") == 0))
         return rd_fail(RD_EUSAGE, "--ready-fd 1 is stdout, where the stream goes: give FILE, or another fd");
+    const char *cipher = getenv("RDPIPE_CIPHER");   /* rd_seal.c reads it: a typo must not pass */
+    if (cipher && *cipher && strcmp(cipher, "aes-256-ocb") && strcmp(cipher, "aes-256-gcm") &&
+        strcmp(cipher, "chacha20-poly1305"))
+        return rd_fail(RD_EUSAGE, "RDPIPE_CIPHER must be aes-256-ocb, aes-256-gcm or chacha20-poly1305, not '%s'", cipher);
     /* a closed one now would be the number FILE or a socket gets next: the port would be
      * written into FILE before any sender proved the key */
     if (o->ready_fd >= 0 && !writable_fd(o->ready_fd))

@@ -33,6 +33,14 @@ static const char *cipher_name(const struct rd_params *p)
     return p->caps & RD_FLAG_ENCRYPTED ? rd_cipher_name(rd_cipher_agreed(p->caps)) : NULL;
 }
 
+/* The status this tool will end with: after SIGINT, SIGTERM or SIGHUP it dies by the signal
+ * (rd_interrupt_finish), whatever the stream's error code. */
+static int exit_code_of(int rc)
+{
+    int signo = rd_interrupted();
+    return rc && signo ? 128 + signo : rc;
+}
+
 static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
                       const struct rd_params *p, const struct rd_counters *cnt, double seconds, int rc)
 {
@@ -44,7 +52,7 @@ static void summarize(const struct rd_opts *o, const char *tool, const struct rd
         .tool = tool, .transport = tp ? tp->desc : NULL, .peer = tp ? tp->peer : NULL,
         .bytes = cnt ? atomic_load(&cnt->bytes) : 0, .wire_bytes = cnt ? atomic_load(&cnt->wire_bytes) : 0,
         .compression = zstd[0] ? zstd : NULL, .seconds = seconds, .chunk_size = p ? p->chunk_size : 0,
-        .depth = p ? p->depth : 0, .exit_code = rc, .error = rc ? rd_error_msg() : NULL,
+        .depth = p ? p->depth : 0, .exit_code = exit_code_of(rc), .error = rc ? rd_error_msg() : NULL,
         .lanes = p ? p->lanes : 0, .link_rate = p ? p->link_rate : 0, .cipher = p ? cipher_name(p) : NULL,
     };
     if (o->verbose && rc == RD_OK)

@@ -56,6 +56,9 @@ usage rdrecv 'depth' --depth x 1234 key
 usage rdrecv 'ready-fd' --ready-fd -1 1234 key
 usage rdcp "bad source ''" '' b
 usage rdcp "bad destination ''" a ''
+RDPIPE_CIPHER=aes-128-xyz timeout 5 env -u RDPIPE_KEY "$RD_BIN/rdsend" host 1234 key > "$C/o" 2> "$C/e" < /dev/null
+expect_rc $? 1 "RDPIPE_CIPHER=aes-128-xyz rdsend"
+expect_err "$C/e" rdsend "^rdsend: RDPIPE_CIPHER must be aes-256-ocb, aes-256-gcm or chacha20-poly1305, not 'aes-128-xyz'$"
 t_end
 
 t_begin "unknown option: exit 1 with one prefixed line"

@@ -191,6 +191,11 @@ timeout 30 "$RDCHECK" --ssh "$SSH" --remote-path /nonexistent/rdrecv 127.0.0.1 >
 expect_rc $? 1 "rdcheck --remote-path /nonexistent/rdrecv"
 grep -q '^✗ agent: could not start rdrecv --check on 127.0.0.1: .*No such file or directory; fix: install rdpipe on 127.0.0.1, or give its path with --remote-path$' "$C/o" ||
     t_fail "agent line: $(grep agent "$C/o")"
+# an ssh that fails without a word: named by its status at once, not "no answer within 30 s"
+timeout 30 "$RDCHECK" --ssh false 127.0.0.1 > "$C/o" 2> "$C/e"
+expect_rc $? 1 "rdcheck --ssh false"
+grep -q '^✗ agent: could not start rdrecv --check on 127.0.0.1: false exited with status 1 and said nothing; fix: ' "$C/o" ||
+    t_fail "agent line (ssh false): $(grep agent "$C/o")"
 t_end
 
 # What the agent says on stdout comes from the other host: its port must be a port (not "ssh",

@@ -55,6 +55,20 @@ expect_err "$C/rerr" rdrecv "sender aborted: interrupted by SIGINT$"
 kill_reap "$feeder"
 t_end
 
+t_begin "--json of a tool ended by SIGINT gives the status it dies with (130), not the stream's 4"
+port=$(free_port); stall_feed "$C/feed" 65536
+start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --json "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+sig_start S "$C/feed" /dev/null "$C/serr" "$RDSEND" --json 127.0.0.1 "$port" key
+sleep 0.5
+kill -INT "$S_pid"
+sig_end S "$(lim 5)" "signal 2" "rdsend after SIGINT"
+grep -q '"exit_code":130,"error":"interrupted by SIGINT"' "$C/serr" || t_fail "rdsend's JSON: $(grep '^{' "$C/serr")"
+wait_pid "$RP" "$(lim 5)"; expect_rc $? 4 "rdrecv after the sender's SIGINT"
+grep -q '"exit_code":4,' "$C/rerr" || t_fail "rdrecv's JSON: $(grep '^{' "$C/rerr")"
+kill_reap "$feeder"
+t_end
+
 t_begin "SIGTERM to rdsend mid-stream (a file at full speed): it dies by SIGTERM, rdrecv exits 4 naming it"
 port=$(free_port)
 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" -v "$port" key
