@@ -55,7 +55,7 @@ static const char usage[] =
     "  -v, --verbose          what each check did, on stderr\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n"
-    "\nexit codes: 0 every check passed, 1 a check failed, 2 usage error\n";
+    "\nexit codes: 0 every check passed, 1 a check failed, 2 usage error, 5 output not written\n";
 
 struct copts {
     const char *ssh, *remote_path, *bind, *device, *port, *host;

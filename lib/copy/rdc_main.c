@@ -79,7 +79,8 @@ static const char usage_text[] =
     "destination not a directory, directory loop with -L, or a record the destination refused:\n"
     "a name with '..', a leading '/', an empty component or a NUL, a path through a symlink);\n"
     "1 usage; 2 cannot connect; 3 authentication; 4 transfer broken; 5 local I/O error;\n"
-    "255 lost the connection to a host; 128+N on signal N.\n";
+    "101 --transport rdma and no RDMA device; 255 ssh could not log in to a host, found no\n"
+    "rdpipe there, or the connection to it was lost; 128+N on signal N.\n";
 
 struct end {
     char *dest;        /* ssh destination, NULL = local */

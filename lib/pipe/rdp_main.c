@@ -72,7 +72,8 @@ static const char usage_text[] =
     "exit status: 0 when every segment succeeded; otherwise that of the last command that failed\n"
     "(as set -o pipefail; what a failing command wrote still reaches the next segments), or of\n"
     "the first other failure: rdsend/rdrecv's 2 connect, 3 auth, 4 stream, 5 local IO, 101 no\n"
-    "RDMA device, 255 when the connection to a host was lost, 128+N on signal N, 1 usage.\n";
+    "RDMA device, 255 when ssh could not log in to a host, found no rdpipe there, or the\n"
+    "connection to it was lost, 128+N on signal N, 1 usage.\n";
 
 struct node {
     struct rdr_seg s;
