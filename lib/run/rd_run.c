@@ -286,8 +286,10 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
     int rc = RD_OK;
-    if (agreed.streams > 1)
+    if (agreed.streams > 1) {
         rc = rd_stripe_accept(lis, tpp, &agreed);
+        rd_listener_close_tcp(lis);
+    }
     if (rc)
         return rc;
     struct rd_transport *tp = *tpp;
@@ -386,6 +388,8 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     rd_waiting_free(waiting);
     if (rc || agreed.streams <= 1)
         rd_waiting_drop_early(&lis);
+    if (!rc && agreed.streams <= 1)
+        rd_listener_close_tcp(&lis);   /* nothing more to accept (rd_select.h) */
     if (!rc) {
         served = 1;
         rc = serve(o, &lis, &tp, &agreed, ctx);
@@ -450,6 +454,8 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     /* a striped upstream stays striped: its connections first (they are on their way now),
      * then downstream asks for as many, so no hop of a pipeline is one core's copy */
     int rc = agreed.streams > 1 ? rd_stripe_accept(lis, tpp, &agreed) : RD_OK;
+    if (agreed.streams > 1)
+        rd_listener_close_tcp(lis);
     struct rd_transport *up = *tpp;
     if (rc) {   /* upstream has its ABORT */
         summarize(o, "rdrecv", up, &agreed, &cnt, 0, rc);

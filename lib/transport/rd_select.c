@@ -168,6 +168,18 @@ int rd_accept_any(struct rd_listener *l, struct rd_transport **out, int timeout_
     return rd_fail(RD_ECONNECT, "no connection");
 }
 
+void rd_listener_close_tcp(struct rd_listener *l)
+{
+    int k = 0;
+    for (int i = 0; i < l->count; i++) {
+        if (strcmp(l->lis[i]->ops->name, "tcp") == 0)
+            l->lis[i]->ops->close(l->lis[i]);
+        else
+            l->lis[k++] = l->lis[i];
+    }
+    l->count = k;
+}
+
 void rd_listener_close(struct rd_listener *l)
 {
     for (int i = 0; i < l->count; i++)

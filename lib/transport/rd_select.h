@@ -39,6 +39,10 @@ int rd_connect_any(const struct rd_reach *o, struct rd_transport **out);
  * --bind address (or all); -d may name several devices, whose connections are all taken. */
 int rd_listen_any(const struct rd_reach *o, struct rd_listener *l);
 int rd_accept_any(struct rd_listener *l, struct rd_transport **out, int timeout_ms);
+/* Once a sender is served and its stripes are in: stop listening on TCP, so that another
+ * sender is refused at once (and retries, or says so) instead of waiting unanswered in the
+ * backlog until this stream ends. */
+void rd_listener_close_tcp(struct rd_listener *l);
 void rd_listener_close(struct rd_listener *l);
 
 #endif

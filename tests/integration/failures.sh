@@ -235,6 +235,23 @@ wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
 expect_same_file "$RD_T/in" "$C/out" data
 t_end
 
+t_begin "a second sender while rdrecv serves the first: refused (exit 2 after its --timeout, not an unanswered wait ending in 4); the first arrives whole"
+port=$(free_port)
+start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening"
+# the first sender: 100,000 bytes, 3 s of silence, the rest
+( ( head -c 100000 "$RD_T/in"; sleep 3; tail -c +100001 "$RD_T/in" ) | exec "$RDSEND" 127.0.0.1 "$port" key 2> "$C/s1err" ) & S1=$!; RD_PIDS+=("$S1")
+for _ in $(seq 100); do [ "$(stat -c %s "$C/out" 2>/dev/null)" = 100000 ] && break; sleep 0.05; done
+t0=$(date +%s.%N)
+timeout -k 2 "$(lim 20)" "$RDSEND" --timeout 2 127.0.0.1 "$port" key < /dev/null 2> "$C/s2err"
+expect_rc $? 2 "the second rdsend"
+expect_err "$C/s2err" rdsend "^rdsend: cannot connect to 127\.0\.0\.1 port $port: Connection refused$"
+fle "$(echo "$t0 $(date +%s.%N)" | awk '{print $2 - $1}')" "$(lim 3)" || t_fail "the second rdsend took over 3 s"
+wait_pid "$S1" "$(lim 10)"; expect_rc $? 0 "the first rdsend" "$(cat "$C/s1err")"
+wait_pid "$RP" "$(lim 10)"; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_same_file "$RD_T/in" "$C/out" data
+t_end
+
 # ---------------------------------------------------------------- local IO errors
 t_begin "unreadable input: missing file, directory, directory on stdin -> 5 before connecting"
 port=$(free_port)   # nothing listens: a 5 (not a 2) proves the input is checked first
