@@ -332,8 +332,16 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
         char *t = strndup(tmpname, tmplen);
         int ours = strlen(t) == tmplen && !strchr(t, '/') &&
                    strncmp(t, RDC_TMP_PREFIX, strlen(RDC_TMP_PREFIX)) == 0;
+        int made = 0;   /* a name this copy made (a source file named like a partial) is no partial */
+        if (ours) {
+            const char *nm;
+            char *dir = rdc_dir_of(f, &nm), *rel = rdc_join(dir, t);
+            made = made_or_making(r, rel);
+            free(rel);
+            free(dir);
+        }
         struct stat st;
-        if (ours)
+        if (ours && !made)
             r->fd = openat(r->pfd, t, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (r->fd >= 0 && (fstat(r->fd, &st) || !S_ISREG(st.st_mode))) {
             close(r->fd);
@@ -353,7 +361,7 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
             errno = EBUSY;
         }
         if (r->fd < 0 || rdc_hash_prefix(r->fd, start, r->hs) || ftruncate(r->fd, (off_t)start)) {
-            rdc_rcv_err(r, "cannot continue the partial file of", f, ours ? errno : EINVAL);
+            rdc_rcv_err(r, "cannot continue the partial file of", f, made ? EEXIST : ours ? errno : EINVAL);
             if (r->fd >= 0)
                 close(r->fd);
             r->fd = -1;

@@ -239,6 +239,20 @@ static int pseudo_copy(int fd, const char *fs, struct stat *st)
     return m;
 }
 
+/* Whether the directory of source file fs holds name (not followed): a partial file that the
+ * destination's manifest names may be a source file named like one, copied there by an
+ * earlier run; continuing from it would take that file for the start of this one. */
+static int in_source(const char *fs, const char *name)
+{
+    const char *base;
+    char *dir = rdc_dir_of(fs, &base), *p = rdc_join(*dir || fs[0] != '/' ? dir : "/", name);
+    struct stat st;
+    int there = fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    free(p);
+    free(dir);
+    return there;
+}
+
 /* A regular file, opened and stat'ed by the walk: its header, and make it current (data
  * follows in fill()); fd is ours to close. */
 static void start_file(struct snd *s, const char *fs, const char *rel, const struct stat *stp, int fd)
@@ -291,7 +305,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
                 flags |= RDC_F_SKIP;
             XXH3_128bits_reset(s->hs);
         }
-        if (!(flags & RDC_F_SKIP) && p && p->size <= size && p->size > 0 &&
+        if (!(flags & RDC_F_SKIP) && p && p->size <= size && p->size > 0 && !in_source(fs, p->tmp) &&
             rdc_hash_prefix(fd, p->size, s->hs) == 0) {
             XXH3_state_t *cp = XXH3_createState();
             XXH3_copyState(cp, s->hs);

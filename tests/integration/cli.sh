@@ -315,6 +315,19 @@ for round in 1 2; do
 done
 t_end
 
+t_begin "rdcp --resume: a source file named like a partial of another (.rdcp.a.X, a's first MiB) is no partial: both arrive whole"
+for round in 1 2 3; do
+    rm -rf "$C/rs"; mkdir -p "$C/rs/S"
+    head -c $((4 << 20)) /dev/urandom > "$C/rs/S/a" && head -c $((1 << 20)) "$C/rs/S/a" > "$C/rs/S/.rdcp.a.ABCDEF"
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -r "$C/rs/S/" "$C/rs/D" > "$C/o" 2> "$C/e" || t_fail "round $round: the first copy: $(cat "$C/e")"
+    rm "$C/rs/D/a"
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --resume -r "$C/rs/S/" "$C/rs/D" > "$C/o" 2> "$C/e"
+    expect_rc $? 0 "round $round: rdcp --resume"
+    cmp -s "$C/rs/S/a" "$C/rs/D/a" && cmp -s "$C/rs/S/.rdcp.a.ABCDEF" "$C/rs/D/.rdcp.a.ABCDEF" ||
+        t_fail "round $round: $(ls -la "$C/rs/D" | tr '\n' '|')"
+done
+t_end
+
 t_begin "rdcp: a name over 200 bytes: an interrupted copy's partial file is continued by --resume, then gone"
 long=$(printf 'n%.0s' $(seq 230))
 mkdir -p "$C/ln/src" "$C/ln/dst" && head -c $((32 << 20)) /dev/urandom > "$C/ln/src/$long"

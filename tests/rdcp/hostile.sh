@@ -410,6 +410,17 @@ EOF
 [ "$(cat "$S/dst/z")" = own ] && [ "$(stat -c %a "$S/dst/z")" != 600 ] && ok "  ... z untouched" ||
     bad "  ... z untouched" "$(stat -c '%a %s' "$S/dst/z")"
 PREP=
+# A partial file to continue must not be a file this stream just made: a source file named
+# like one (copied on by an honest sender) would be appended to and renamed away
+EXPECT="^rdcp: cannot continue the partial file of $D/f': File exists"
+case_ "--resume: a 'partial file' the stream itself just made is not continued" 23 -p --resume <<EOF
+R 0 d 1 x
+f .rdcp.f.abcdef mine 0644
+c f twoPWNED 3 .rdcp.f.abcdef
+Z
+EOF
+[ "$(cat "$S/dst/.rdcp.f.abcdef" 2>/dev/null)" = mine ] && [ ! -e "$S/dst/f" ] && ok "  ... the file it made kept, no f" ||
+    bad "  ... the file it made kept, no f" "$(ls -la "$S/dst" | tr '\n' '|')"
 
 # A directory whose metadata cannot be set at the end (-p: here an existing directory made
 # immutable, so chown, chmod and utimes fail): one line for each, exit 23 (before 2026-11-27
