@@ -563,10 +563,10 @@ int rdp_main(int argc, char **argv)
         fflush(stdout);
         rc = run_pipeline(&r);
     }
-    for (int i = 0; i < r.count; i++) {
+    for (int i = 0; i < r.count; i++)
         rdr_link_free(&r.n[i].l);
+    for (int i = 0; i < nplan; i++)   /* r.count stops at a node that could not be started */
         free(r.n[i].shown);
-    }
     free(r.n);
     free(r.best.msg);
 out:

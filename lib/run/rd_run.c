@@ -275,6 +275,8 @@ static int begin_sink(struct rd_sink *dst)
     int rc = rd_sink_begin(dst);
     rd_interrupt_restore(&before);
     dst->stop = NULL;
+    if (!rc && atomic_load(&w.stop))   /* the signal came as the open succeeded: it still ends it */
+        rc = rd_error_or(RD_EIO);
     return rc;
 }
 

@@ -57,10 +57,10 @@ t_end
 
 t_begin "--json of a tool ended by SIGINT gives the status it dies with (130), not the stream's 4"
 port=$(free_port); stall_feed "$C/feed" 65536
-start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --json "$port" key
+start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" --json "$port" key
 wait_listen "$port" || t_fail "rdrecv not listening"
 sig_start S "$C/feed" /dev/null "$C/serr" "$RDSEND" --json 127.0.0.1 "$port" key
-sleep 0.5
+wait_size "$C/out" 65536 || t_fail "the first 64 KiB did not arrive"
 kill -INT "$S_pid"
 sig_end S "$(lim 5)" "signal 2" "rdsend after SIGINT"
 grep -q '"exit_code":130,"error":"interrupted by SIGINT"' "$C/serr" || t_fail "rdsend's JSON: $(grep '^{' "$C/serr")"
@@ -118,13 +118,15 @@ t_end
 
 t_begin "SIGINT to rdrecv waiting for its FIFO's reader, a sender in: it says so and dies by SIGINT, rdsend exits 4 naming it"
 port=$(free_port); mkfifo "$C/fifo"; gen "$C/in" 3000000
-sig_start R /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" key "$C/fifo"
+sig_start R /dev/null /dev/null "$C/rerr" "$RDRECV" -v "$port" key "$C/fifo"
 wait_listen "$port" || t_fail "rdrecv not listening"
 start sp "$C/in" /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key
-sleep 0.5   # the sender is in, rdrecv waits in open(FIFO) for a reader that never comes
+# the sender is in (-v says so just before the FIFO is opened), and no reader ever comes
+for _ in $(seq 200); do grep -q 'receiving from' "$C/rerr" && break; sleep 0.05; done
+sleep 0.2
 kill -INT "$R_pid"
 sig_end R "$(lim 5)" "signal 2" "rdrecv after SIGINT"
-expect_err "$C/rerr" rdrecv "^rdrecv: interrupted by SIGINT$"
+grep -q '^rdrecv: interrupted by SIGINT$' "$C/rerr" || t_fail "rdrecv did not say it: $(tr '\n' '|' < "$C/rerr")"
 wait_pid "$sp" "$(lim 5)"; expect_rc $? 4 "rdsend after the receiver's SIGINT" "$(cat "$C/serr")"
 expect_err "$C/serr" rdsend "^rdsend: receiver: interrupted by SIGINT$"
 t_end
