@@ -1,6 +1,7 @@
 /* rdp_agent_child.c - the agent's children: the watchdog that takes them down with the agent,
  * starting rdsend/rdrecv and the commands, what they report, and reaping them. */
 #include "pipe/rdp_agent_int.h"
+#include "util/rd_error.h"
 
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
@@ -217,6 +218,17 @@ static void let_consumer_finish(struct agent *a)
     }
 }
 
+/* rdrecv could not write to the command because the command closed its input (head, or
+ * 'exec 0<&-'): the command chose to stop reading, as in a shell pipe where the writer gets
+ * SIGPIPE and the reader goes on. Its output is whole by its own measure, so it still goes
+ * downstream; the hops before fail (they were cut), not this segment. Any other rdrecv
+ * failure (exit 2-4: a stream that broke) still ends the segment. */
+static int consumer_closed(const struct agent *a, const struct child *c)
+{
+    return a->kind == RDR_CMD && a->ch[C_CMD].pid && c->code == RD_EIO && c->error &&
+           strstr(c->error, strerror(EPIPE));
+}
+
 void rdpa_report(struct agent *a)
 {
     for (int i = 0; i < NCHILD; i++) {
@@ -224,6 +236,11 @@ void rdpa_report(struct agent *a)
         if (!c->pid || !c->exited || c->reported || c->cap >= 0)
             continue;
         c->reported = 1;
+        int closed = i == C_RECV && c->code && !c->killed && !a->killing && consumer_closed(a, c);
+        if (closed) {
+            c->killed = 1;   /* a consequence of the command's choice: not a failure to name */
+            rdpa_send_line(a, "closed");
+        }
         char line[256];
         if (c->have_stat) {
             snprintf(line, sizeof line, "stat %s %llu %.6f %s", role_name[i], c->bytes, c->seconds,
@@ -240,7 +257,7 @@ void rdpa_report(struct agent *a)
          * downstream of a broken stream. The command's own failure does not: what it wrote
          * still goes on and ends cleanly, as a shell pipe passes it (diff, grep and tar exit
          * 1 with their output), and its status names the failure (rdpipe waits for the rest). */
-        if (c->code && !c->killed && !a->killing && i != C_CMD) {
+        if (c->code && !c->killed && !a->killing && i != C_CMD) {   /* (closed: killed is set) */
             if (i == C_RECV)
                 let_consumer_finish(a);
             a->killing = 1;

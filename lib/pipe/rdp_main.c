@@ -105,6 +105,9 @@ struct run {
     struct failure best;
     int have_failure, seq;
     int ending;                /* a failure that stops the pipeline (not a command's own) */
+    unsigned char *ends;       /* per node: it had such a failure */
+    int closed_below;          /* a command at this node closed its input early: the hops
+                                * before it fail as a consequence, and stop nothing else */
     double settle_at;
     int interrupted;
 };
@@ -220,16 +223,68 @@ static void send_to4(struct node *x, const char *fmt, const char *a, const char 
         rdr_link_close(&x->l);
 }
 
+static int transport_role(const char *role)
+{
+    return !strcmp(role, "recv") || !strcmp(role, "relay") || !strcmp(role, "send");
+}
+
+/* "h1: the stream of h1 'yes' was cut: h2 'head -1' stopped reading (SIGPIPE)": what bash
+ * reports as the writer's SIGPIPE (141) */
+static const char *cut_msg(const struct run *r, int node, char *buf, size_t len)
+{
+    char a[512], b[512];
+    const struct node *x = &r->n[node];
+    snprintf(buf, len, "%s: the stream of %s was cut: %s stopped reading (SIGPIPE)", x->s.host,
+             label(x, a, sizeof a), label(&r->n[r->closed_below], b, sizeof b));
+    return buf;
+}
+
+static void mark_ending(struct run *r, int node)
+{
+    if (r->ends && node >= 0 && node < r->count)
+        r->ends[node] = 1;
+    if (!r->ending) {
+        r->ending = 1;
+        r->settle_at = rd_now() + SETTLE_S;
+    }
+}
+
+/* Node i's command closed its input early (its agent said "closed"): as in a shell pipe the
+ * hops before it are cut, and it and what follows run on to their end. The failures those
+ * hops report stop nothing (a failure at or after i still does). */
+static void closed_early(struct run *r, int i)
+{
+    if (i <= r->closed_below)
+        return;
+    r->closed_below = i;
+    r->ending = 0;
+    for (int k = i; k < r->count; k++)
+        if (r->ends && r->ends[k])
+            r->ending = 1;
+    if (r->have_failure && r->best.node < i && transport_role(r->best.role)) {   /* it came first */
+        char cut[1024];
+        free(r->best.msg);
+        r->best.msg = strdup(cut_msg(r, r->best.node, cut, sizeof cut));
+        r->best.rank = 30;
+        r->best.code = 128 + SIGPIPE;
+    }
+}
+
 /* The failure named and whose status is the exit: the lowest rank (a cause before its
  * consequences), among commands the last one in the pipeline (as set -o pipefail names it),
  * else the first one seen. Any failure but a command's own ends the pipeline SETTLE_S later
- * (a command's output still flows to the end, as in a shell pipe). */
+ * (a command's output still flows to the end, as in a shell pipe), and so does none of the
+ * hops cut by a command that closed its input early (closed_early). */
 static void add_failure(struct run *r, int node, const char *role, int rank, int code, const char *msg)
 {
     int seq = r->seq++, cmd = strcmp(role, "cmd") == 0;
-    if (!cmd && !r->ending) {
-        r->ending = 1;
-        r->settle_at = rd_now() + SETTLE_S;
+    char cut[1024];
+    if (!cmd && node < r->closed_below && transport_role(role)) {
+        rank = 30;   /* cut by a consumer that closed its input (closed_early): SIGPIPE */
+        code = 128 + SIGPIPE;
+        msg = cut_msg(r, node, cut, sizeof cut);
+    } else if (!cmd) {
+        mark_ending(r, node);
     }
     if (r->have_failure && (r->best.rank < rank ||
                             (r->best.rank == rank && !(cmd && strcmp(r->best.role, "cmd") == 0 && node > r->best.node))))
@@ -263,7 +318,9 @@ static void handle_line(void *ctx, int i, char **w, int n)
     struct run *r = ctx;
     struct node *x = &r->n[i];
     char lb[512];
-    if (strcmp(w[0], "log") == 0 && n == 2) {
+    if (strcmp(w[0], "closed") == 0 && n == 1) {
+        closed_early(r, i);
+    } else if (strcmp(w[0], "log") == 0 && n == 2) {
         char *t = rdr_unhex_text(w[1]);
         if (t && r->verbose)
             fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
@@ -548,6 +605,8 @@ int rdp_main(int argc, char **argv)
     }
     r.n = calloc((size_t)nplan, sizeof *r.n);
     r.count = nplan;
+    if (!(r.ends = calloc((size_t)nplan, 1)))
+        abort();
     for (int i = 0; i < nplan; i++) {
         r.n[i].s = plan[i];
         r.n[i].l.wfd = r.n[i].l.rfd = -1;
@@ -567,6 +626,7 @@ int rdp_main(int argc, char **argv)
         rdr_link_free(&r.n[i].l);
     for (int i = 0; i < nplan; i++)   /* r.count stops at a node that could not be started */
         free(r.n[i].shown);
+    free(r.ends);
     free(r.n);
     free(r.best.msg);
 out:

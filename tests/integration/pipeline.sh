@@ -76,3 +76,19 @@ for pipeline in "'seq 10000000' cat" "--ssh ./fakessh 'seq 10000000' 127.0.0.1:'
     expect_err e rdpipe "^rdpipe: the reader of stdout went away \(SIGPIPE\)$"
 done
 t_end
+
+t_begin "a command that stops reading early (head -c 10M) still hands on all it wrote, and what follows runs to its end; the hops before it are cut: 141 (SIGPIPE), or the command's own status"
+for round in 1 2 3; do
+    rdp 'head -c 100M /dev/zero' 'head -c 10M' 'wc -c' < /dev/null > o 2> e
+    expect_rc $? 141 "round $round: rdpipe 'head -c 100M /dev/zero' 'head -c 10M' 'wc -c'"
+    [ "$(tr -d ' ' < o)" = 10485760 ] || t_fail "round $round: wc -c said '$(cat o)'"
+    expect_err e rdpipe "^rdpipe: localhost: the stream of localhost 'head -c 100M /dev/zero' was cut: localhost 'head -c 10M' stopped reading \(SIGPIPE\)$"
+    rdp 'head -c 100M /dev/zero' 'head -c 10M; exit 3' 'wc -c' < /dev/null > o 2> e
+    expect_rc $? 3 "round $round: ... 'head -c 10M; exit 3' ..."
+    [ "$(tr -d ' ' < o)" = 10485760 ] || t_fail "round $round, exit 3: wc -c said '$(cat o)'"
+done
+# it closes its input and goes on for a second: not stopped (it was, 200 ms after)
+rdp yes 'exec 0<&-; sleep 1; echo x' < /dev/null > o 2> e
+expect_rc $? 141 "rdpipe yes 'exec 0<&-; sleep 1; echo x'"
+[ "$(cat o)" = x ] || t_fail "its output: '$(cat o)'"
+t_end
