@@ -13,6 +13,7 @@ test=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 q
       kmod cpio iperf3 netcat-openbsd socat mbuffer openssh-server openssh-client openssl procps psmisc
       coreutils util-linux bsdutils rsync python3 python3-xxhash strace nftables acl attr
       ethtool                                             # a tap that reports 100 Gb/s (netns.sh)
+      exfat-fuse exfatprogs                               # a filesystem that folds case (cli.sh)
       gdb                                                 # stacks of a process that hangs (tests/lib.sh)
       libclang-rt-14-dev                                  # libFuzzer for the fuzz targets (make fuzz)
       mandoc man-db bash-completion                       # man pages: lint, `man rdsend`; completion

@@ -25,6 +25,7 @@
 #include "engine/rd_io.h"
 #include "util/rd_error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -815,6 +816,53 @@ static void skip_subtree(struct rdc_rcv *r, const char *rel, size_t n)
     r->skip_len = r->skip ? n : 0;
 }
 
+#define FOLDS_ONTO "this filesystem takes it for a name this copy just made (it does not tell case apart)"
+
+/* pfd holds an entry spelled exactly name (readdir: a lookup would fold case) */
+static int entry_named(int pfd, const char *name)
+{
+    int fd = fcntl(pfd, F_DUPFD_CLOEXEC, 0), found = 0;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;   /* cannot tell: as on a filesystem that tells case apart */
+    }
+    rewinddir(d);   /* the dup shares its offset with pfd */
+    for (struct dirent *de; !found && (de = readdir(d));)
+        found = strcmp(de->d_name, name) == 0;
+    closedir(d);
+    return found;
+}
+
+/* On a filesystem that folds case (FAT, exFAT, ext4 casefold, SMB) 'a' after 'A' is the
+ * entry 'A' again, and writing it would replace what this copy just made under another
+ * spelling, with exit 0 (cp refuses it: "File exists"). Only a path whose ASCII-folded
+ * spelling this copy already took is looked at (so nothing is looked up per file): once
+ * what the other spelling's worker writes is in place, a lookup of this name that finds an
+ * entry no readdir spells so is that entry. 1: refused (one line, exit 23). */
+static int folds_onto_made(struct rdc_rcv *r, const char *f, int pfd, const char *name)
+{
+    char *k = strdup(f);
+    if (!k)
+        abort();
+    for (char *c = k; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    int seen = rdc_set_has(&r->made_folded, k);
+    if (!seen)
+        rdc_set_add(&r->made_folded, k);
+    free(k);
+    if (!seen)
+        return 0;
+    rdc_pool_reap(r, 1);
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) || entry_named(pfd, name))
+        return 0;
+    refuse(r, f, FOLDS_ONTO);
+    return 1;
+}
+
 void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m)
 {
     r->xdir = -1;
@@ -839,6 +887,11 @@ void rdc_rcv_dir(struct rdc_rcv *r, const char *path, size_t pl, const struct rd
     }
     if (rdc_pool_pending(r, f))   /* a job still writes that name: it comes first, as sent */
         rdc_pool_reap(r, 1);
+    if (!rdc_set_has(&r->made_dirs, f) && folds_onto_made(r, f, pfd, name)) {   /* 'Dir' after 'dir' */
+        free(f);
+        skip_subtree(r, path, pl);
+        return;
+    }
     /* without -p as cp -r makes it: the source's bits and its sticky bit (not setuid or
      * setgid), the umask or the default ACL applied by the kernel, owner rwx while the copy
      * fills it (taken back at the end) */
@@ -892,7 +945,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         discard_file(r, size, flags);
         return;
     }
-    if (refuse_just_made(r, f)) {
+    if (refuse_just_made(r, f) || folds_onto_made(r, f, pfd, name)) {
         free(f);
         discard_file(r, size, flags);
         return;
@@ -940,7 +993,7 @@ static char *leaf(struct rdc_rcv *r, const char *path, size_t pl, int *pfd, cons
     if (!r->root || skipped_path(r, path, pl))
         return NULL;
     char *f = place(r, path, pl, pfd, name);
-    if (f && refuse_just_made(r, f)) {
+    if (f && (refuse_just_made(r, f) || folds_onto_made(r, f, *pfd, *name))) {
         free(f);
         return NULL;
     }

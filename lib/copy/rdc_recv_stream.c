@@ -387,6 +387,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_set_free(&r->made_dirs);
     rdc_set_free(&r->made_files);
     rdc_set_free(&r->made_others);
+    rdc_set_free(&r->made_folded);
     rdc_stale_free(&r->stale);
     rdc_buf_free(&r->pend);
     free(r->skip);
