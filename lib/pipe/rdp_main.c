@@ -341,9 +341,10 @@ static void handle_line(void *ctx, int i, char **w, int n)
         const char *role = w[1];
         int rank;
         if (strcmp(role, "cmd") == 0) {
-            /* killed by SIGPIPE: a consequence of a failure after it, but the last one's
-             * reader is the caller's stdout (rdpipe ... | head): its own cause, as in bash */
-            rank = code == 128 + SIGPIPE && i + 1 < r->count ? 30 : 0;
+            /* killed by SIGPIPE: a consequence of a failure after it (named before it, as
+             * is the cut it met, closed_early), but the last one's reader is the caller's
+             * stdout (rdpipe ... | head): its own cause, as in bash */
+            rank = code == 128 + SIGPIPE && i + 1 < r->count ? 31 : 0;
             if (code > 128 && code < 128 + 65)
                 snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
                          x->shown, code - 128);
