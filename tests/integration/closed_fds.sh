@@ -5,6 +5,14 @@
 # rdsend's connection took a closed stdin's and read itself (both ends hung).
 . "$(dirname "$0")/../lib.sh"
 
+# receiver_with_input: $C/in (3 MB), and an rdrecv (pid rp) on $port writing to $C/out
+receiver_with_input() {
+    gen "$C/in" 3000000
+    port=$(free_port)
+    start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
+    wait_listen "$port" || t_fail "rdrecv not listening"
+}
+
 t_begin "rdrecv FILE with stderr closed: the messages do not land in FILE (a wrong key first, -v)"
 gen "$C/in" 3000000
 port=$(free_port)
@@ -19,10 +27,7 @@ expect_same_file "$C/in" "$C/out" "FILE"
 t_end
 
 t_begin "rdsend with stdin closed: exit 5 'cannot read stdin' at once; the receiver waits on"
-gen "$C/in" 3000000
-port=$(free_port)
-start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+receiver_with_input
 timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key <&- 2> "$C/serr"
 expect_rc $? 5 "rdsend <&-"
 expect_err "$C/serr" rdsend "cannot read stdin: Bad file descriptor"
@@ -58,10 +63,7 @@ expect_err "$C/rerr" rdrecv "cannot write the port to --ready-fd 3: Bad file des
 t_end
 
 t_begin "rdsend from a file on stdin leaves its offset after what it sent, as cat does ({ rdsend; cmd; } < file)"
-gen "$C/in" 3000000
-port=$(free_port)
-start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" "$port" key
-wait_listen "$port" || t_fail "rdrecv not listening"
+receiver_with_input
 off=$( { python3 -c 'import os; os.lseek(0, 1000, 0)'; "$RDSEND" 127.0.0.1 "$port" key 2> "$C/serr"; echo "rc=$?"
          python3 -c 'import os; print(os.lseek(0, 0, 1))'; } < "$C/in" )
 [ "$(echo $off)" = "rc=0 3000000" ] || t_fail "rdsend's status and the offset after it: '$(echo $off)' $(cat "$C/serr")"
