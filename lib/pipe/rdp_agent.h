@@ -30,7 +30,10 @@
  *     log HEX          a line rdsend/rdrecv printed
  *     stat ROLE BYTES SECONDS TRANSPORT     a finished transfer (ROLE recv|send)
  *     exit ROLE CODE KILLED HEX   a finished process (ROLE recv|relay|cmd|send|copy|file), KILLED 1
- *                                 when the agent stopped it because something else failed
+ *                                 when the agent stopped it because something else failed, or
+ *                                 when its failure was the command's choice (closed)
+ *     closed           the command closed its input early (its rdrecv: a broken pipe): the
+ *                      hops before are cut, this segment and what follows run on
  *     done             every process of the segment has exited
  * End of the channel (EOF) in either direction before "done" tears the segment down: the agent
  * kills its process group and exits.
