@@ -39,19 +39,15 @@
 /* base-relative path -> the path the user knows (DST/...), malloc'd */
 char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel)
 {
-    const char *t = rel;
     size_t pl = strlen(r->pre);
     char *j;
-    if (pl && strncmp(rel, r->pre, pl) == 0 && (rel[pl] == '/' || !rel[pl])) {
-        t = rel + pl + (rel[pl] == '/');
-        j = rdc_join(r->dst, t);
-    } else if (pl) {   /* DST names a file, and rel is beside it (its partial file) */
-        const char *name;
+    if (pl && !(strncmp(rel, r->pre, pl) == 0 && (rel[pl] == '/' || !rel[pl]))) {
+        const char *name;   /* DST names a file, and rel is beside it (its partial file) */
         char *dir = rdc_dir_of(r->dst, &name);
-        j = rdc_join(*dir || r->dst[0] != '/' ? dir : "/", rel);
+        j = rdc_join(dir, rel);
         free(dir);
     } else {
-        j = rdc_join(r->dst, t);
+        j = rdc_join(r->dst, pl ? rel + pl + (rel[pl] == '/') : rel);
     }
     char *s = rdc_shown(j);
     free(j);
@@ -237,7 +233,6 @@ static void clear_file(struct rdc_rcv *r)
     r->discard = 0;
 }
 
-/* a file whose records are read and dropped */
 /* rel is a name this copy made, or is making (in a worker, or here): rdc_stale_ours_fn */
 static int made_or_making(void *ctx, const char *rel)
 {
@@ -246,6 +241,7 @@ static int made_or_making(void *ctx, const char *rel)
            rdc_pool_pending(r, rel) || (r->in_file && r->final && strcmp(r->final, rel) == 0);
 }
 
+/* a file whose records are read and dropped */
 static void discard_file(struct rdc_rcv *r, uint64_t size, uint8_t flags)
 {
     if (flags & RDC_F_SKIP)

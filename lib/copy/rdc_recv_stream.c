@@ -299,7 +299,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
         r->pre = rdc_basename(d);
         free(d);
         what = "open the directory of";
-        r->base = open(*dir ? dir : dst[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r->base = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         free(dir);
     }
     if (r->base < 0)

@@ -221,7 +221,7 @@ char *rdc_dir_of(const char *rel, const char **base)
 {
     const char *s = strrchr(rel, '/');
     *base = s ? s + 1 : rel;
-    char *d = s ? strndup(rel, (size_t)(s - rel)) : strdup("");
+    char *d = s == rel ? strdup("/") : s ? strndup(rel, (size_t)(s - rel)) : strdup("");
     if (!d)
         abort();
     return d;

@@ -47,7 +47,7 @@ char *rdc_tmp_final(const char *tmp);
  * errno EEXIST: the next random name); rdc_create_tmp is make = openat(O_CREAT | O_EXCL). */
 int rdc_tmp_try(int dfd, const char *name, char **tmp, int (*make)(int dfd, const char *t, void *arg), void *arg);
 
-/* The directory part of a relative path ("a/b/c" -> "a/b", "c" -> ""), malloc'd, and a
+/* The directory part of a path ("a/b/c" -> "a/b", "c" -> "", "/c" -> "/"), malloc'd, and a
  * pointer to its last component. */
 char *rdc_dir_of(const char *rel, const char **base);
 

@@ -245,7 +245,7 @@ static int pseudo_copy(int fd, const char *fs, struct stat *st)
 static int in_source(const char *fs, const char *name)
 {
     const char *base;
-    char *dir = rdc_dir_of(fs, &base), *p = rdc_join(*dir || fs[0] != '/' ? dir : "/", name);
+    char *dir = rdc_dir_of(fs, &base), *p = rdc_join(dir, name);
     struct stat st;
     int there = fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
     free(p);

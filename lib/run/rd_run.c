@@ -280,6 +280,15 @@ static int begin_sink(struct rd_sink *dst)
     return rc;
 }
 
+/* The served sender's other stripes, if it has any; then nothing more is accepted on TCP
+ * (rd_listener_close_tcp: another sender is refused at once) */
+static int take_stripes(struct rd_listener *lis, struct rd_transport **tpp, struct rd_params *agreed)
+{
+    int rc = agreed->streams > 1 ? rd_stripe_accept(lis, tpp, agreed) : RD_OK;
+    rd_listener_close_tcp(lis);
+    return rc;
+}
+
 static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct rd_transport **tpp,
                       const struct rd_params *won, void *ctx)
 {
@@ -287,11 +296,7 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     struct rd_params agreed = *won;
     struct rd_counters cnt = { 0 };
     struct rd_report rep = { 0 };
-    int rc = RD_OK;
-    if (agreed.streams > 1) {
-        rc = rd_stripe_accept(lis, tpp, &agreed);
-        rd_listener_close_tcp(lis);
-    }
+    int rc = take_stripes(lis, tpp, &agreed);
     if (rc)
         return rc;
     struct rd_transport *tp = *tpp;
@@ -390,8 +395,6 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     rd_waiting_free(waiting);
     if (rc || agreed.streams <= 1)
         rd_waiting_drop_early(&lis);
-    if (!rc && agreed.streams <= 1)
-        rd_listener_close_tcp(&lis);   /* nothing more to accept (rd_select.h) */
     if (!rc) {
         served = 1;
         rc = serve(o, &lis, &tp, &agreed, ctx);
@@ -455,9 +458,7 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     double t0 = 0, t1 = 0;
     /* a striped upstream stays striped: its connections first (they are on their way now),
      * then downstream asks for as many, so no hop of a pipeline is one core's copy */
-    int rc = agreed.streams > 1 ? rd_stripe_accept(lis, tpp, &agreed) : RD_OK;
-    if (agreed.streams > 1)
-        rd_listener_close_tcp(lis);
+    int rc = take_stripes(lis, tpp, &agreed);
     struct rd_transport *up = *tpp;
     if (rc) {   /* upstream has its ABORT */
         summarize(o, "rdrecv", up, &agreed, &cnt, 0, rc);
