@@ -183,14 +183,15 @@ int rdc_tmp_lock(int fd)
 char *rdc_tmp_key(const char *name)
 {
     size_t n = strlen(name);
-    char *k = malloc(n <= RDC_TMP_KEEP ? n + 1 : RDC_TMP_KEEP + 1);
+    /* A long NAME's key is RDC_TMP_KEEP + 1 bytes: no name that is kept whole can equal it. */
+    char *k = malloc(n <= RDC_TMP_KEEP ? n + 1 : RDC_TMP_KEEP + 2);
     if (!k)
         abort();
     if (n <= RDC_TMP_KEEP) {
         memcpy(k, name, n + 1);
     } else {
-        memcpy(k, name, RDC_TMP_KEEP - 17);
-        snprintf(k + RDC_TMP_KEEP - 17, 18, "~%016llx", (unsigned long long)XXH3_64bits(name, n));
+        memcpy(k, name, RDC_TMP_KEEP - 16);
+        snprintf(k + RDC_TMP_KEEP - 16, 18, "~%016llx", (unsigned long long)XXH3_64bits(name, n));
     }
     return k;
 }

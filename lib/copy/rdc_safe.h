@@ -30,8 +30,9 @@ int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 int rdc_tmp_lock(int fd);
 
 /* What a temporary file's name keeps of NAME (malloc'd): NAME itself up to 200 bytes (NAME_MAX
- * is 255: room for the prefix and the suffix); a longer one as its first 183 bytes, '~' and
- * 16 hex digits of its hash, so that a later copy still finds that file's partial. */
+ * is 255: room for the prefix and the suffix); a longer one as its first 184 bytes, '~' and
+ * 16 hex digits of its hash (201 bytes, longer than any NAME kept whole), so that a later copy
+ * still finds that file's partial. */
 #define RDC_TMP_KEEP 200
 char *rdc_tmp_key(const char *name);
 

@@ -342,6 +342,14 @@ done
 kill -INT $pid; wait $pid; rc=$?
 expect_rc $rc 130 "the interrupted copy"
 [ "${part:-0}" -gt $((1 << 20)) ] || t_fail "no partial file of over 1 MiB seen: $(ls -a "$C/ln/dst" | cut -c1-40 | tr '\n' ' ')"
+# a file named as the long name's key (its partial file's name less prefix and suffix) is
+# another file: copying it leaves that partial file alone
+pname=$(ls -A "$C/ln/dst" | grep '^\.rdcp\.' | head -1); key=${pname#.rdcp.}; key=${key%.??????}
+mkdir -p "$C/ln/forge" && printf 'x' > "$C/ln/forge/$key"
+timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" --no-progress -r "$C/ln/forge/" "$C/ln/dst" 2> "$C/e"
+expect_rc $? 0 "rdcp of the file named as the key"
+[ -n "$pname" ] && [ -e "$C/ln/dst/$pname" ] || t_fail "copying '${key:0:20}...' (${#key} bytes) removed the long name's partial file"
+rm -f "$C/ln/dst/$key"
 timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" --no-progress -v --resume -r "$C/ln/src/" "$C/ln/dst" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp --resume"
 sk=$(sed -n 's/.*skipped \([0-9]*\) bytes.*/\1/p' "$C/e")
