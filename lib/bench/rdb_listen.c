@@ -50,7 +50,7 @@ static int serve_one(struct rd_transport *tp, const struct rd_params *agreed, co
 int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const struct rdb_server_cfg *cfg)
 {
     struct rd_listener lis;
-    int rc = rd_listen_any(reach, &lis), served = 0;
+    int rc = rd_listen_any(reach, &lis), served = 0, came = 0;
     if (rc)
         return rc;
     unsigned port = lis.lis[0]->local_port;
@@ -89,7 +89,9 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
                 rc = RD_OK;
             } else if (rc == RD_ECONNECT) {
                 rc = rd_fail_instead(RD_ECONNECT, "timed out after %d s%s", reach->timeout_s,
-                                     cfg->once ? " without a BYE from rdcheck" : " waiting for a client");
+                                     cfg->once ? " without a BYE from rdcheck"
+                                     : came    ? " without an rdbench client"
+                                               : " waiting for a client");
             }
             break;
         }
@@ -100,20 +102,22 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
             }
             continue;
         }
-        served++;
+        came++;
         int bye = 0;
         int why = serve_one(tp, &agreed, cfg, deadline, &bye);
+        served += bye >= 0;   /* an rdsend, refused, was not served */
         explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
         tp->ops->close(tp);
         if (why == RDB_GUARD_GONE) {
             rc = rd_fail(RD_ECONNECT, "%s", RDB_GUARD_GONE_TEXT);
             break;
         }
-        if (cfg->once && bye)
+        if (cfg->once && bye == 1)
             break;
         if (deadline >= 0 && rd_now() >= deadline) {
             rc = cfg->once ? rd_fail(RD_ECONNECT, "timed out after %d s without a BYE from rdcheck", reach->timeout_s)
-                           : RD_OK;
+                 : served  ? RD_OK
+                           : rd_fail(RD_ECONNECT, "timed out after %d s without an rdbench client", reach->timeout_s);
             break;
         }
     }

@@ -87,7 +87,8 @@ struct rdb_server_cfg {
 };
 
 struct rdb_guard;
-/* Serve one authenticated connection: *bye = 1 when it ended with BYE. guard (may be NULL)
+/* Serve one authenticated connection: *bye = 1 when it ended with BYE, -1 when the client
+ * does not speak rdbench (an rdsend, told so), else 0. guard (may be NULL)
  * is told of every send, so that it can end one the client blocks (rdb_guard.h). */
 int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
                    const struct rdb_server_cfg *cfg, struct rdb_guard *guard, int *bye);

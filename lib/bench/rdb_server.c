@@ -137,6 +137,7 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
             rd_send_reason(tp, RD_ABORT, RD_ESTREAM, "this is an rdbench server (rdbench --server or "
                            "rdrecv --check), not rdrecv");
             rdb_guard_sending(g, 0);
+            *bye = -1;
             return rd_fail(RD_ESTREAM, "client %s does not speak rdbench (an rdsend?)", tp->peer);
         }
         if (pe)

@@ -231,8 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int bye = 0;
     int rc = rdb_serve_conn(&s.t.tp, &s.agreed, &cfg, NULL, &bye);
     CHECK(rc == RD_OK || rc == RD_ESTREAM || rc == RD_ECONNECT || rc == RD_EIO);
-    CHECK(!bye || (rc == RD_OK && s.saw_bye));
-    CHECK(rc != RD_OK || bye);   /* it stops without an error only at a BYE */
+    CHECK(bye != 1 || (rc == RD_OK && s.saw_bye));
+    CHECK(bye != -1 || rc != RD_OK);   /* a client that is not rdbench is refused */
+    CHECK(rc != RD_OK || bye == 1);    /* it stops without an error only at a BYE */
     fz_free(&s.t);
     rd_error_clear();
     return 0;
