@@ -371,6 +371,31 @@ static char *args_hex(char **v, int n)
     return h;
 }
 
+/* The names in DST this run's sources are copied to, as the source's walk names its roots
+ * (rdc_walk.c): the receiver's --resume manifest lists those alone. NULL (all of DST) when a
+ * path alone cannot tell: a directory's contents ("d/", ".", "..", "/"), or a path the source
+ * host expands ("~", "~user"). A NULL-terminated, malloc'd array. */
+static char **manifest_roots(const struct run *r)
+{
+    char **v = calloc((size_t)r->nsrc + 1, sizeof *v);
+    if (!v)
+        abort();
+    for (int k = 0; k < r->nsrc; k++) {
+        const char *p = r->srcs[k];
+        size_t len = strlen(p);
+        char *b = len > 0 && p[len - 1] != '/' && !(p[0] == '~' && !strchr(p, '/')) ? rdc_basename(p) : NULL;
+        if (!b || !strcmp(b, ".") || !strcmp(b, "..") || !strcmp(b, "/") || !b[0]) {
+            free(b);
+            for (int i = 0; i < k; i++)
+                free(v[i]);
+            free(v);
+            return NULL;
+        }
+        v[k] = b;
+    }
+    return v;
+}
+
 static int run_copy(struct run *r, struct totals *t)
 {
     if (rdr_watch_signals()) {
@@ -407,14 +432,24 @@ static int run_copy(struct run *r, struct totals *t)
     char codecs[48];
     rdr_codecs_word(&r->o, codecs, sizeof codecs);
     {
-        char *v[16];
+        char **v = calloc(2 * (size_t)r->nsrc + 16, sizeof *v), **roots = r->resume ? manifest_roots(r) : NULL;
+        if (!v)
+            abort();
         int n = 0;
         for (int k = 0; k < nf; k++)
             v[n++] = flags[k];
+        for (int k = 0; roots && roots[k]; k++) {
+            v[n++] = "--root";
+            v[n++] = roots[k];
+        }
         v[n++] = nsrc;
         v[n++] = "--";
         v[n++] = r->dst;
         char *h = args_hex(v, n);
+        for (int k = 0; roots && roots[k]; k++)
+            free(roots[k]);
+        free(roots);
+        free(v);
         say(&r->e[1], "%s\nseg %s recv none %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
             r->o.transport, r->verbose, h, codecs);
         free(h);

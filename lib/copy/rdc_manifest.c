@@ -44,8 +44,26 @@ static void man_file(int out, int dfd, const char *name, const char *rel_final, 
     close(fd);
 }
 
+/* The names a walk of DST lists at its top: each root, and its partial files by its
+ * temporary key (rdc_tmp_key); NULL: every name. */
+struct only {
+    char *const *roots;
+    char **keys;
+    int n;
+};
+
+static int listed(const struct only *o, const char *name, int is_key)
+{
+    if (!o)
+        return 1;
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* the directory dfd, at rel (relative to DST); takes dfd */
-static void walk(int out, int dfd, const char *rel, int depth)
+static void walk(int out, int dfd, const char *rel, int depth, const struct only *only)
 {
     DIR *d = fdopendir(dfd);
     if (!d) {
@@ -61,14 +79,20 @@ static void walk(int out, int dfd, const char *rel, int depth)
         if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW))
             continue;
         if (S_ISDIR(st.st_mode)) {
+            if (!listed(only, nm, 0))
+                continue;
             int sub = depth < MAX_DEPTH ? openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
             if (sub >= 0) {
                 char *r = rdc_join(rel, nm);
-                walk(out, sub, r, depth + 1);
+                walk(out, sub, r, depth + 1, NULL);
                 free(r);
             }
         } else if (S_ISREG(st.st_mode)) {
             char *fin = rdc_tmp_final(nm);
+            if (!listed(only, fin ? fin : nm, fin != NULL)) {
+                free(fin);
+                continue;
+            }
             char *r = rdc_join(rel, fin ? fin : nm);
             man_file(out, dfd, nm, r, fin ? nm : NULL);
             free(r);
@@ -78,14 +102,22 @@ static void walk(int out, int dfd, const char *rel, int depth)
     closedir(d);
 }
 
-void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir)
+void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir, char *const *roots, int nroots)
 {
     struct rdc_manifest_entry t = { .kind = 'T', .size = (uint64_t)dst_is_dir, .path = "", .tmp = "" };
     emit(out, &t);
     if (dst_is_dir) {
+        struct only o = { roots, calloc((size_t)nroots + 1, sizeof *o.keys), nroots };
+        if (!o.keys)
+            abort();
+        for (int i = 0; i < nroots; i++)
+            o.keys[i] = rdc_tmp_key(roots[i]);
         int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
         if (fd >= 0)
-            walk(out, fd, "", 0);
+            walk(out, fd, "", 0, nroots > 0 ? &o : NULL);
+        for (int i = 0; i < nroots; i++)
+            free(o.keys[i]);
+        free(o.keys);
         return;
     }
     /* DST is a file (or missing): itself, and its partial files in its directory */

@@ -919,6 +919,75 @@ static int refuse_just_made(struct rdc_rcv *r, const char *f)
     return 1;
 }
 
+/* Whether setting m on a file with st would change it: its owner or mode (-p), its mtime, or
+ * its attributes (-X: they come after, and are not compared). */
+static int meta_differs(const struct rdc_rcv *r, const struct stat *st, const struct rdc_meta *m)
+{
+    return (r->preserve && ((r->owners && (st->st_uid != m->uid || st->st_gid != m->gid)) ||
+                            (st->st_mode & 07777) != (m->mode & 07777))) ||
+           (r->times && (st->st_mtim.tv_sec != m->mtime_s || st->st_mtim.tv_nsec != (long)m->mtime_ns)) ||
+           r->xattrs;
+}
+
+/* A file complete at the destination (--resume): only its metadata, set through one fd that
+ * was checked to be that regular file, of that size, under that one name. A file with other
+ * names whose metadata would change (a hard link: from a snapshot made with cp -al, or by
+ * anyone who could write here, to a file outside DST) is first made a file of its own, a copy
+ * under a temporary name renamed over this one: the source's owner, mode, times and
+ * attributes reach no other name (before 2026-11-29 they did, as rsync's do). */
+static void skipped_file(struct rdc_rcv *r, char *f, int pfd, const char *name, const struct rdc_meta *m,
+                         uint64_t size)
+{
+    struct stat st;
+    int fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        refuse(r, f, "said to be complete here, but no regular file is");
+        goto refused;
+    }
+    if ((uint64_t)st.st_size != size) {
+        refuse(r, f, "said to be complete here, but the file here has another size");
+        goto refused;
+    }
+    if (st.st_nlink > 1 && meta_differs(r, &st, m)) {
+        int own = rdc_unshare(pfd, name, fd, st.st_mode & 0777);
+        if (own < 0) {
+            rdc_rcv_err(r, "cannot make a file of its own (it is a hard link here) of", f, errno);
+            goto refused;
+        }
+        close(fd);
+        fd = own;
+        if (fstat(fd, &st))
+            st.st_uid = st.st_gid = (uid_t)-1;
+    }
+    if (r->preserve) {
+        int owned = st.st_uid == m->uid && st.st_gid == m->gid;
+        if (!owned && r->owners) {
+            if (fchown(fd, m->uid, m->gid))
+                rdc_rcv_err(r, "cannot set the owner of", f, errno);
+            else
+                owned = 1;
+        }
+        /* setuid, setgid and sticky only with the source's owner and group (final_mode) */
+        if (fchmod(fd, m->mode & (owned ? 07777 : 0777)))
+            rdc_rcv_err(r, "cannot set the mode of", f, errno);
+    }
+    if (r->times) {
+        struct timespec ts[2] = { { m->mtime_s, m->mtime_ns }, { m->mtime_s, m->mtime_ns } };
+        futimens(fd, ts);
+    }
+    rdc_set_add(&r->made_files, f);
+    rdc_stale_done(&r->stale, pfd, f, made_or_making, r);
+    r->skipped += size;
+    r->files++;
+    r->xmade = f;   /* its attributes, if an 'x' record follows, through xfd */
+    r->xfd = fd;
+    return;
+refused:
+    if (fd >= 0)
+        close(fd);
+    free(f);
+}
+
 void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
                   uint64_t start, uint8_t flags, const char *t, size_t tl)
 {
@@ -951,35 +1020,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         begin_file(r, f, name, m, size, start, flags, t, tl);   /* takes f */
         return;
     }
-    /* complete at the destination (--resume): only its metadata */
-    struct stat st;
-    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
-        refuse(r, f, "said to be complete here, but no regular file is");
-    } else if ((uint64_t)st.st_size != size) {
-        refuse(r, f, "said to be complete here, but the file here has another size");
-    } else {
-        if (r->preserve) {
-            int owned = st.st_uid == m->uid && st.st_gid == m->gid;
-            if (!owned && r->owners) {
-                if (fchownat(pfd, name, m->uid, m->gid, AT_SYMLINK_NOFOLLOW))
-                    rdc_rcv_err(r, "cannot set the owner of", f, errno);
-                else
-                    owned = 1;
-            }
-            /* setuid, setgid and sticky only with the source's owner and group (final_mode) */
-            if (fchmodat(pfd, name, m->mode & (owned ? 07777 : 0777), AT_SYMLINK_NOFOLLOW))
-                rdc_rcv_err(r, "cannot set the mode of", f, errno);
-        }
-        if (r->times)
-            set_times_at(pfd, name, m);
-        rdc_set_add(&r->made_files, f);
-        rdc_stale_done(&r->stale, pfd, f, made_or_making, r);
-        r->skipped += size;
-        r->files++;
-        r->xmade = f;   /* its attributes, if an 'x' record follows */
-        return;
-    }
-    free(f);
+    skipped_file(r, f, pfd, name, m, size);   /* takes f */
 }
 
 /* Where a record that is not a file or a directory (a node, a symlink, a hard link) goes:
@@ -1130,6 +1171,10 @@ static void xattr_refused(void *ctx, const char *name, size_t n)
  * writer, and a socket cannot be opened at all. */
 static void made_xattrs(struct rdc_rcv *r, const unsigned char *kept, size_t kl)
 {
+    if (r->xfd >= 0) {   /* opened and checked already */
+        rdc_rcv_set_xattrs(r, r->xfd, kept, kl, r->xmade);
+        return;
+    }
     const char *name = strrchr(r->xmade, '/');
     name = name ? name + 1 : r->xmade;
     int fd = openat(r->pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);

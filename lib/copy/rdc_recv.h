@@ -20,8 +20,9 @@ struct rd_sink;
  * workers write big files' bytes out of them. Without it (the fuzzer) they are written on
  * the thread that consumes the stream. */
 void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s);
-/* The --resume manifest ("m HEX" lines) on fd out. */
-void rdc_rcv_manifest(struct rdc_rcv *r, int out);
+/* The --resume manifest ("m HEX" lines) on fd out, of the nroots names in DST that this copy
+ * writes (rdc_manifest.h; 0: all of DST). */
+void rdc_rcv_manifest(struct rdc_rcv *r, int out, char *const *roots, int nroots);
 /* The next n bytes of the record stream: RD_OK or an rd error (rd_fail recorded). */
 int rdc_rcv_consume(void *r, const void *buf, size_t n);
 /* The stream is complete: set directory metadata, make everything durable. */

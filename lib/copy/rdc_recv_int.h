@@ -160,10 +160,13 @@ struct rdc_rcv {
      * record (dirs[xdir], or none when xdir < 0), 'n' the FIFO or socket of the last record,
      * 0 nothing: an 'x' there is malformed. xmade: the base-relative path, in pfd, of what the
      * last record made or found complete by name (a FIFO or socket, a file --resume skips),
-     * whose attributes are set there at once; NULL when it was not made */
+     * whose attributes are set there at once; NULL when it was not made. xfd: xmade opened and
+     * checked (a file --resume skips: its attributes go to that file, not to a name swapped in
+     * since), else -1 */
     char xfor;
     long xdir;
     char *xmade;
+    int xfd;
     uint64_t dir_xattr_bytes;
     XXH3_state_t *hs;
     /* a 'D' record being consumed */

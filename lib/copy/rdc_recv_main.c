@@ -19,13 +19,14 @@
 
 int rdc_tree_recv_main(int argc, char **argv)
 {
-    enum { OPT_NO_SYNC = 256 };
+    enum { OPT_NO_SYNC = 256, OPT_ROOT };
     static const struct option opts[] = {
         { "transport", required_argument, NULL, 't' },
         { "ready-fd", required_argument, NULL, 'F' },
         { "resume", no_argument, NULL, 'R' },
         { "nsrc", required_argument, NULL, 'n' },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { "root", required_argument, NULL, OPT_ROOT },   /* a name in DST this copy writes */
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },   /* the sender's: a receiver follows */
         { "lanes", required_argument, NULL, 'l' },
@@ -35,7 +36,10 @@ int rdc_tree_recv_main(int argc, char **argv)
     struct rd_opts o;
     rdc_end_init(&o);
     o.timeout_s = 120;
-    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0;
+    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0;
+    char **roots = calloc((size_t)argc + 1, sizeof *roots);   /* no more than the arguments */
+    if (!roots)
+        abort();
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+rLpXv", opts, NULL)) != -1) {
@@ -51,27 +55,31 @@ int rdc_tree_recv_main(int argc, char **argv)
         case 'p': preserve = 1; break;
         case 'X': xattrs = 1; break;
         case OPT_NO_SYNC: nosync = 1; break;
+        case OPT_ROOT: roots[nroots++] = optarg; break;
         case 'r': case 'L': break;
         case 'v': o.verbose++; break;
-        default: return 1;
+        default: free(roots); return 1;
         }
     }
     const char *key = getenv("RDPIPE_KEY");
     if (!key || optind + 1 != argc || o.ready_fd < 0) {
         rd_warn("tree-recv: missing key, ready fd or destination");
+        free(roots);
         return 1;
     }
     char *dst_path = rdr_home_expand(argv[optind]);
     struct rdc_rcv *r = rdc_rcv_new(dst_path, nsrc, preserve, xattrs, nosync);
     if (!r) {
         free(dst_path);
+        free(roots);
         return RD_EIO;
     }
     o.key = strdup(key);
     o.key_len = strlen(key);
     o.port = "0";
     if (resume)
-        rdc_rcv_manifest(r, o.ready_fd);
+        rdc_rcv_manifest(r, o.ready_fd, roots, nroots);
+    free(roots);
     struct rd_sink dst;
     rd_sink_custom(&dst, dst_path, rdc_rcv_consume, rdc_rcv_finish, r);
     rdc_rcv_sink(r, &dst);

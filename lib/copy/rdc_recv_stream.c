@@ -43,6 +43,9 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         r->xfor = 0;
         free(r->xmade);
         r->xmade = NULL;
+        if (r->xfd >= 0)
+            close(r->xfd);
+        r->xfd = -1;
     }
     switch (type) {
     case 'R': {
@@ -269,7 +272,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
     if (!r)
         abort();
     rdc_pool_init(r);
-    r->fd = r->pfd = r->base = -1;
+    r->fd = r->pfd = r->base = r->xfd = -1;
     r->dst = dst;
     r->nsrc = nsrc;
     r->preserve = preserve;
@@ -320,10 +323,10 @@ fail: {
 }
 }
 
-void rdc_rcv_manifest(struct rdc_rcv *r, int out)
+void rdc_rcv_manifest(struct rdc_rcv *r, int out, char *const *roots, int nroots)
 {
     r->resume = 1;
-    rdc_make_manifest(out, r->base, r->pre, r->dst_is_dir);
+    rdc_make_manifest(out, r->base, r->pre, r->dst_is_dir, roots, nroots);
 }
 
 void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s)
@@ -396,6 +399,8 @@ void rdc_rcv_free(struct rdc_rcv *r)
     free(r->tmp);
     free(r->xattr);
     free(r->xmade);
+    if (r->xfd >= 0)
+        close(r->xfd);
     free(r->pdir);
     free(r->pre);
     if (r->fd >= 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -216,6 +217,63 @@ char *rdc_tmp_final(const char *tmp)
 int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp)
 {
     return rdc_tmp_try(dfd, name, tmp, create_excl, &mode);
+}
+
+static int copy_all(int from, int to)
+{
+    loff_t in = 0, out = 0;
+    for (;;) {
+        ssize_t n = copy_file_range(from, &in, to, &out, 1 << 30, 0);
+        if (n == 0)
+            return 0;
+        if (n > 0)
+            continue;
+        if (errno == EINTR)
+            continue;
+        if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+            return errno;
+        break;   /* this filesystem cannot: by hand, from where it stopped */
+    }
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = pread(from, buf, sizeof buf, in);
+        if (n == 0)
+            return 0;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = pwrite(to, buf + done, (size_t)(n - done), out);
+            if (w < 0 && errno != EINTR)
+                return errno;
+            if (w > 0) {
+                done += w;
+                out += w;
+            }
+        }
+        in += n;
+    }
+}
+
+int rdc_unshare(int dfd, const char *name, int fd, mode_t mode)
+{
+    char *tmp;
+    int out = rdc_create_tmp(dfd, name, 0600, &tmp);
+    if (out < 0)
+        return -1;
+    int e = copy_all(fd, out);
+    if (!e && (fchmod(out, mode) || fsync(out) || renameat(dfd, tmp, dfd, name)))
+        e = errno;
+    if (e) {
+        unlinkat(dfd, tmp, 0);
+        close(out);
+        out = -1;
+    }
+    free(tmp);
+    errno = e;
+    return out;
 }
 
 char *rdc_dir_of(const char *rel, const char **base)

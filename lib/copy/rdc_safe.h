@@ -23,6 +23,12 @@ int rdc_open_beneath(int base, const char *rel);
  * name `name`; *tmp gets its name (malloc'd). Returns the fd (O_RDWR) or -1 with errno. */
 int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 
+/* Make NAME in dfd, whose open fd is fd, a file of its own: a copy of fd's content with
+ * permission bits mode, under a temporary name (rdc_create_tmp), renamed over NAME. Its fd
+ * (read-write), or -1 with errno, and NAME as it was. For a hard link whose metadata is about
+ * to change: the other names keep theirs. */
+int rdc_unshare(int dfd, const char *name, int fd, mode_t mode);
+
 /* Lock the partial file fd for as long as this process holds it open (flock): how a later
  * copy tells a partial file a running rdcp writes from one an interrupted copy left
  * (rdc_stale.h). Best effort: where the filesystem has no locks, nothing is locked. -1 with

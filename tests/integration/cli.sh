@@ -402,6 +402,26 @@ else
     t_end
 fi
 
+t_begin "rdcp --resume: the source host learns of DST only the names this copy writes (DST/NAME), not the rest of DST"
+# a stand-in ssh that runs the agent here and keeps a copy of what it is told (the manifest)
+printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\ntee -a "%s" | bash -c "$*"\n' \
+    "$RD_BIN" "$C/told" > "$C/teessh" && chmod +x "$C/teessh"
+mkdir -p "$C/mf/src/proj" "$C/mf/dst/proj" && printf 'one' > "$C/mf/src/proj/filealpha" && printf 'two' > "$C/mf/src/filebeta"
+printf 'one' > "$C/mf/dst/proj/filealpha" && printf 'hush' > "$C/mf/dst/privatenotes" && mkdir "$C/mf/dst/privatedir"
+hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/teessh" --resume -r "srchost:$C/mf/src/proj" "srchost:$C/mf/src/filebeta" "$C/mf/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume -r srchost:proj srchost:filebeta DST/"
+told=$(grep '^manifest ' "$C/told" | tr 'A-F' 'a-f')
+[ "$(cat "$C/mf/dst/filebeta" 2>/dev/null)" = two ] || t_fail "filebeta not copied"
+grep -q "$(hexof filealpha)" <<< "$told" || t_fail "proj/filealpha not in the manifest: $(head -c 300 "$C/told")"
+grep -q "$(hexof privatenotes)\|$(hexof privatedir)" <<< "$told" && t_fail "the manifest named DST's other files: $told"
+# a contents copy (SRC/) writes into DST itself: all of DST is the copy's
+: > "$C/told"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/teessh" --resume -r "srchost:$C/mf/src/proj/" "$C/mf/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume -r srchost:proj/ DST/"
+grep '^manifest ' "$C/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" || t_fail "a contents copy's manifest lacks DST's files"
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null

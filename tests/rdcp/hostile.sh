@@ -410,6 +410,24 @@ EOF
 [ "$(cat "$S/dst/z")" = own ] && [ "$(stat -c %a "$S/dst/z")" != 600 ] && ok "  ... z untouched" ||
     bad "  ... z untouched" "$(stat -c '%a %s' "$S/dst/z")"
 PREP=
+# With --resume a file said to be complete, hard-linked to a file outside DST: its owner, mode,
+# times and attributes go to a file of its own that takes its name, not to the canary (before
+# 2026-11-29 the canary became mode 6777 with user.evil set)
+# (the outside file is not the canary, whose link count the snapshot compares: x leaves it)
+PREP='echo one > "$W/outside" && chmod 640 "$W/outside" && touch -d 2001-01-01 "$W/outside" && ln "$W/outside" "$S/dst/x"'
+EXPECT=''
+case_ "--resume: a complete file hard-linked outside DST gets its metadata as a file of its own" 0 -p -X --resume <<EOF
+R 0 d 1 x
+A user.evil 1
+s x 4 06777 5
+Z
+EOF
+[ "$(cat "$S/dst/x")" = one ] && [ "$(stat -c '%a %h %Y' "$S/dst/x")" = "6777 1 5" ] &&
+    [ "$(getfattr --absolute-names --only-values -n user.evil "$S/dst/x" 2>/dev/null)" = 1 ] &&
+    [ "$(stat -c '%a %h %Y' "$W/outside")" = "640 1 978307200" ] &&
+    [ -z "$(getfattr --absolute-names -d "$W/outside" 2>/dev/null)" ] && ok "  ... x its own, the file outside as it was" ||
+    bad "  ... x its own, the file outside as it was" "x: $(stat -c '%a %h %Y %s' "$S/dst/x"); outside: $(stat -c '%a %h %Y' "$W/outside") $(getfattr --absolute-names -d "$W/outside" 2>&1)"
+PREP=
 # A partial file to continue must not be a file this stream just made: a source file named
 # like one (copied on by an honest sender) would be appended to and renamed away
 EXPECT="^rdcp: cannot continue the partial file of $D/f': File exists"
