@@ -272,6 +272,10 @@ static void handle_line(void *ctx, int i, char **w, int n)
     struct run *r = ctx;
     struct end *x = &r->e[i];
     if (strcmp(w[0], "manifest") == 0 && n == 2) {
+        /* kept only from the destination, asked with --resume, before it is ready: an agent
+         * that sends more costs this host no memory */
+        if (i != 1 || !r->resume || x->l.ready)
+            return;
         if (r->nman == r->capman) {
             r->capman = r->capman ? r->capman * 2 : 256;
             r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);

@@ -405,21 +405,33 @@ fi
 t_begin "rdcp --resume: the source host learns of DST only the names this copy writes (DST/NAME), not the rest of DST"
 # a stand-in ssh that runs the agent here and keeps a copy of what it is told (the manifest)
 printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\ntee -a "%s" | bash -c "$*"\n' \
-    "$RD_BIN" "$C/told" > "$C/teessh" && chmod +x "$C/teessh"
-mkdir -p "$C/mf/src/proj" "$C/mf/dst/proj" && printf 'one' > "$C/mf/src/proj/filealpha" && printf 'two' > "$C/mf/src/filebeta"
-printf 'one' > "$C/mf/dst/proj/filealpha" && printf 'hush' > "$C/mf/dst/privatenotes" && mkdir "$C/mf/dst/privatedir"
+    "$RD_BIN" "$RD_T/told" > "$RD_T/teessh" && chmod +x "$RD_T/teessh"
+mkdir -p "$RD_T/mf/src/proj" "$RD_T/mf/dst/proj" && printf 'one' > "$RD_T/mf/src/proj/filealpha" && printf 'two' > "$RD_T/mf/src/filebeta"
+printf 'one' > "$RD_T/mf/dst/proj/filealpha" && printf 'hush' > "$RD_T/mf/dst/privatenotes" && mkdir "$RD_T/mf/dst/privatedir"
 hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
-timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/teessh" --resume -r "srchost:$C/mf/src/proj" "srchost:$C/mf/src/filebeta" "$C/mf/dst/" > "$C/o" 2> "$C/e"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" --resume -r "srchost:$RD_T/mf/src/proj" "srchost:$RD_T/mf/src/filebeta" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp --resume -r srchost:proj srchost:filebeta DST/"
-told=$(grep '^manifest ' "$C/told" | tr 'A-F' 'a-f')
-[ "$(cat "$C/mf/dst/filebeta" 2>/dev/null)" = two ] || t_fail "filebeta not copied"
-grep -q "$(hexof filealpha)" <<< "$told" || t_fail "proj/filealpha not in the manifest: $(head -c 300 "$C/told")"
+told=$(grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f')
+[ "$(cat "$RD_T/mf/dst/filebeta" 2>/dev/null)" = two ] || t_fail "filebeta not copied"
+grep -q "$(hexof filealpha)" <<< "$told" || t_fail "proj/filealpha not in the manifest: $(head -c 300 "$RD_T/told")"
 grep -q "$(hexof privatenotes)\|$(hexof privatedir)" <<< "$told" && t_fail "the manifest named DST's other files: $told"
 # a contents copy (SRC/) writes into DST itself: all of DST is the copy's
-: > "$C/told"
-timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/teessh" --resume -r "srchost:$C/mf/src/proj/" "$C/mf/dst/" > "$C/o" 2> "$C/e"
+: > "$RD_T/told"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" --resume -r "srchost:$RD_T/mf/src/proj/" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp --resume -r srchost:proj/ DST/"
-grep '^manifest ' "$C/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" || t_fail "a contents copy's manifest lacks DST's files"
+grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" || t_fail "a contents copy's manifest lacks DST's files"
+t_end
+
+t_begin "rdcp: a destination agent's manifest lines without --resume are dropped, not kept nor passed to the source"
+# a stand-in ssh for the destination whose agent says 'manifest' lines unasked, after its first line
+printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nbash -c "$*" | { IFS= read -r l; printf "%%s\\n" "$l"; for i in 1 2 3; do echo "manifest 4d414e49464553544c494e45"; done; exec cat; }\n' \
+    "$RD_BIN" > "$C/chattyssh" && chmod +x "$C/chattyssh"
+printf '#!/bin/bash\ncase " $* " in *" dsthost "*) exec "%s" "$@";; *) exec "%s" "$@";; esac\n' "$C/chattyssh" "$RD_T/teessh" > "$C/bothssh" && chmod +x "$C/bothssh"
+: > "$RD_T/told"; mkdir -p "$C/ch"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/bothssh" -r "srchost:$RD_T/mf/src/proj" "dsthost:$C/ch/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r srchost:proj dsthost:DST/"
+[ "$(cat "$C/ch/proj/filealpha" 2>/dev/null)" = one ] || t_fail "not copied: $(tr '\n' '|' < "$C/e")"
+grep -q '^manifest' "$RD_T/told" && t_fail "the source was told: $(grep '^manifest' "$RD_T/told" | head -3 | tr '\n' '|')"
 t_end
 
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
