@@ -1,9 +1,11 @@
 /* rdcp - copy files and trees between hosts; data flows source host -> destination host. */
 #include "copy/rdc_main.h"
+#include "util/rd_secret.h"
 #include "util/rd_stdfd.h"
 
 int main(int argc, char **argv)
 {
     rd_stdfd_reserve();   /* before anything takes a closed 0, 1 or 2 */
+    rd_secret_process();  /* no core file or ptrace of a process that holds a key */
     return rdc_main(argc, argv);
 }

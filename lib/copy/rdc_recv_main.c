@@ -8,6 +8,7 @@
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
+#include "util/rd_secret.h"
 #include "engine/rd_io.h"
 #include "remote/rdr_home.h"
 #include "run/rd_report.h"
@@ -76,6 +77,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     }
     o.key = strdup(key);
     o.key_len = strlen(key);
+    rd_secret_env_drop("RDPIPE_KEY");
     o.port = "0";
     if (resume)
         rdc_rcv_manifest(r, o.ready_fd, roots, nroots);
@@ -86,6 +88,8 @@ int rdc_tree_recv_main(int argc, char **argv)
     double t0 = rd_now();
     int rc = rd_recv_sink(&o, &dst);
     rdc_rcv_report(r, rd_now() - t0);
+    if (o.key)
+        explicit_bzero(o.key, o.key_len);   /* the key outlives no use of it */
     free(o.key);
     uint64_t errors = rdc_rcv_errors(r);
     rdc_rcv_free(r);

@@ -13,6 +13,7 @@
 
 #include "run/rd_cli.h"
 #include "util/rd_error.h"
+#include "util/rd_secret.h"
 #include "engine/rd_defer.h"
 #include "engine/rd_io.h"
 #include "remote/rdr_home.h"
@@ -753,6 +754,7 @@ int rdc_tree_send_main(int argc, char **argv)
     }
     o.key = strdup(key);
     o.key_len = strlen(key);
+    rd_secret_env_drop("RDPIPE_KEY");
     /* as long-lived as argv: the --count thread reads them until the process exits */
     static char **srcs;
     s.nsrc = argc - optind;
@@ -784,6 +786,8 @@ int rdc_tree_send_main(int argc, char **argv)
     dprintf(STDERR_FILENO, RDC_TAG "sent %llu %llu %llu %llu %llu %.6f\n", (unsigned long long)s.files,
             (unsigned long long)s.dirs, (unsigned long long)s.bytes, (unsigned long long)s.skipped,
             (unsigned long long)s.errors, t1 - t0);
+    if (o.key)
+        explicit_bzero(o.key, o.key_len);   /* the key outlives no use of it */
     free(o.key);
     uint64_t errors = s.errors;
     snd_free(&s);

@@ -19,6 +19,7 @@
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
+#include "util/rd_secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -453,8 +454,8 @@ static int handle(struct agent *a, char *line)
         a->path = m.path;
         return 0;
     case RDP_OP_KEY:
-        free(a->in_key);
-        free(a->in_stream);
+        rd_secret_free(a->in_key);
+        rd_secret_free(a->in_stream);
         a->in_key = strdup(m.arg[0]);   /* the key is this text (random hex), used as is */
         a->in_stream = m.arg[1] ? strdup(m.arg[1]) : NULL;
         return a->in_key && (a->in_stream || !m.arg[1]) ? 0 : -1;
@@ -478,10 +479,10 @@ static int handle(struct agent *a, char *line)
         }
         free(a->next_host);   /* a repeated next line replaces the first */
         free(a->next_port);
-        free(a->out_key);
+        rd_secret_free(a->out_key);
         a->next_host = strdup(host);
         a->next_port = strdup(m.arg[1]);
-        free(a->out_stream);
+        rd_secret_free(a->out_stream);
         a->out_key = strdup(m.arg[2]);
         a->out_stream = m.arg[3] ? strdup(m.arg[3]) : NULL;
         return a->next_host && a->next_port && a->out_key && (a->out_stream || !m.arg[3]) ? 0 : -1;
@@ -588,12 +589,12 @@ int rdp_agent_main(int cin, int cout)
                 rdr_chan_free(&ctl);
                 free(a.cmd);
                 free(a.path);
-                free(a.in_key);
-                free(a.in_stream);
+                rd_secret_free(a.in_key);
+                rd_secret_free(a.in_stream);
                 free(a.next_host);
                 free(a.next_port);
-                free(a.out_key);
-                free(a.out_stream);
+                rd_secret_free(a.out_key);
+                rd_secret_free(a.out_stream);
                 for (int i = 0; i < NCHILD; i++)
                     free(a.ch[i].error);
                 if (a.manifest_fd >= 0)

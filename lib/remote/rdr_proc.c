@@ -1,5 +1,6 @@
 #include "remote/rdr_proc.h"
 #include "util/rd_error.h"
+#include "util/rd_secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -107,9 +108,10 @@ void rdr_env_free(char **env)
     if (!env)
         return;
     for (char **e = env; *e; e++) {
-        if (strncmp(*e, "RDPIPE_KEY=", 11) == 0)
-            memset(*e, 0, strlen(*e));
-        free(*e);
+        if (strncmp(*e, "RDPIPE_KEY=", 11) == 0 || strncmp(*e, "RDPIPE_STREAM_KEY=", 18) == 0)
+            rd_secret_free(*e);
+        else
+            free(*e);
     }
     free(env);
 }

@@ -4,6 +4,7 @@
 
 #include "util/rd_error.h"
 #include "util/rd_opterr.h"
+#include "util/rd_secret.h"
 #include "util/rd_stdfd.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
@@ -222,7 +223,7 @@ static int stream_key_from_env(struct rd_opts *o)
              sscanf(h + 2 * i, "%2x", &v) == 1;
         o->stream_key[i] = (uint8_t)v;
     }
-    unsetenv("RDPIPE_STREAM_KEY");
+    rd_secret_env_drop("RDPIPE_STREAM_KEY");
     if (!ok)
         return rd_fail(RD_EUSAGE, "RDPIPE_STREAM_KEY must be 64 hex digits");
     o->has_stream_key = 1;
@@ -357,6 +358,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         rc = load_key_file(o, key_file);
     else
         rc = set_key(o, env_key);
+    if (!key_positional && !key_file)
+        rd_secret_env_drop("RDPIPE_KEY");   /* copied: /proc/PID/environ no longer shows it */
     if (rc)
         return rc;
     if (o->key_len == 0)

@@ -42,6 +42,23 @@ expect_empty "$C/rerr" "rdrecv stderr"
 expect_same_file "$RD_T/in" "$C/out" "data"
 t_end
 
+t_begin "a key from RDPIPE_KEY: gone from /proc/PID/environ once read, and the process is not the user's to read (not dumpable)"
+if [ "$RD_IS_ROOT" != 1 ] || ! command -v setpriv > /dev/null; then
+    t_skip "needs root and setpriv (apt-get install util-linux)"
+else
+    port=$(free_port)
+    key=k3y$(printf '%032d' 7)zz   # 38 characters, easy to find
+    RDPIPE_KEY=$key setpriv --reuid=nobody --regid=nogroup --clear-groups "$RDRECV" "$port" > /dev/null 2> "$C/rerr" &
+    rp=$!
+    wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+    rpid=$(pgrep -P $rp -x rdrecv || echo $rp)
+    tr '\0' '\n' < "/proc/$rpid/environ" | grep -q "$key" && t_fail "the key is still in /proc/$rpid/environ"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups cat "/proc/$rpid/environ" > /dev/null 2>&1 &&
+        t_fail "another process of the same user read /proc/$rpid/environ"
+    kill_reap "$rp"
+fi
+t_end
+
 t_begin "a malformed RDPIPE_STREAM_KEY is a usage error (exit 1)"
 RDPIPE_STREAM_KEY=xyz timeout -k 2 10 "$RDSEND" 127.0.0.1 1 0123456789abcdef0123 /dev/null 2> "$C/serr"
 expect_rc $? 1 "rdsend with RDPIPE_STREAM_KEY=xyz"
