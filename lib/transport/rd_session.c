@@ -127,6 +127,16 @@ void rd_send_reason(struct rd_transport *tp, uint8_t type, int code, const char 
         rd_error_clear();   /* a failure to say goodbye is not the error worth reporting */
 }
 
+/* A handshake frame carries no tag (its MACs cover the payload alone), so its seq is 0 and
+ * its tag zero, as rd_proto.h says: anything else there is a forgery's room, refused. */
+static int handshake_clean(const struct rd_frame *f)
+{
+    static const uint8_t zero[RD_TAG_LEN];
+    int handshake = f->type == RD_HELLO || f->type == RD_CHALLENGE || f->type == RD_AUTH ||
+                    f->type == RD_ACCEPT || f->type == RD_JOIN;
+    return !handshake || (f->seq == 0 && memcmp(f->tag, zero, sizeof zero) == 0);
+}
+
 static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f,
                      int answer)
 {
@@ -137,6 +147,8 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
     if (pe == RD_P_OK && tp->hop_dir && hop_tagged(f->type))
         pe = rd_check_hop(tp, b->data, f);
+    else if (pe == RD_P_OK && !handshake_clean(f))
+        pe = RD_P_TAG;
     if (pe != RD_P_OK) {
         unsigned version = b->len > 4 ? b->data[4] : 0;
         tp->ops->release(tp, b);

@@ -21,7 +21,7 @@ attack() {
     local mode=$1 src=$2 rrc=$3 spat=$4 rpat=$5 rec=${6:-}
     local rport pport
     rport=$(free_port)
-    start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" --transport tcp "$rport" mitm-test-key-0123456789
+    start RP /dev/null "$C/out" "$C/rerr" "$RDRECV" --transport tcp ${RX_OPTS:-} "$rport" mitm-test-key-0123456789
     wait_listen "$rport" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
     pport=$(free_port)   # after rdrecv took its port, so the two differ
     start MP /dev/null "$C/mout" "$C/merr" $PY "$RD_ROOT/tests/integration/mitm.py" "$mode" "$pport" "$rport" $rec
@@ -42,6 +42,17 @@ attack() {
 t_begin "pass-through: the proxy alone changes nothing"
 attack pass 0 0 "" ""
 expect_same_file "$RD_T/in" "$C/out" "stream through the proxy"
+t_end
+
+# a failed handshake is a stranger's: rdrecv says so in one line and waits on for the right
+# sender, here until its --timeout (exit 2)
+t_begin "a handshake frame's seq or tag field changed (HELLO's seq, AUTH's tag): a bad frame, nothing written"
+RX_OPTS="--timeout 3"
+attack hsseq 4 2 "" "bad frame from .*authentication tag mismatch"
+[ -s "$C/out" ] && t_fail "rdrecv wrote $(stat -c %s "$C/out") bytes"
+attack hstag 4 2 "" "bad frame from .*authentication tag mismatch"
+[ -s "$C/out" ] && t_fail "rdrecv wrote $(stat -c %s "$C/out") bytes"
+RX_OPTS=
 t_end
 
 t_begin "a flipped payload bit fails its chunk's tag (exit 4 both sides)"
