@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The AEAD that encrypts the stream's chunks (--encrypt), else NULL. */
@@ -133,6 +134,26 @@ static void say_rails(int verbose, const struct rd_transport *tp, const struct r
         rd_warn("rails: the receiver's ports %s; ours %s", t, l);
 }
 
+/* The receiver dropped our connection in its handshake (rd_session_sender: RD_ECONNECT, lost):
+ * busy, its handshake slots taken by strangers' connections, each of which it keeps for
+ * seconds (rd_waiting). Try again after a random 50-250 ms, for as long as we would retry a
+ * refused connection; reach's timeout becomes what is left. 1: try again (error cleared). */
+static int retry_dropped(const struct rd_opts *o, struct rd_reach *reach, double give_up)
+{
+    unsigned r = 0;
+    (void)rd_random(&r, sizeof r);
+    double pause = 0.05 + (r % 200) / 1000.0, left = give_up - rd_now() - pause;
+    if (left < 0.1)
+        return 0;
+    if (o->verbose)
+        rd_warn("%s; again in %.0f ms", rd_error_msg(), pause * 1000);
+    rd_error_clear();
+    struct timespec ts = { 0, (long)(pause * 1e9) };
+    nanosleep(&ts, NULL);
+    reach->timeout_s = (int)left + 1;
+    return 1;
+}
+
 int rd_send_source(const struct rd_opts *o, struct rd_source *src)
 {
     struct rd_key key;
@@ -149,6 +170,10 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
     if (rc)
         goto out;
     struct rd_reach reach = rd_reach_of(o);
+    const struct rd_params asked = want;
+    double give_up = rd_now() + (reach.timeout_s >= 0 ? reach.timeout_s : RD_CONNECT_RETRY_S);
+reconnect:
+    want = asked;
     rc = rd_connect_any(&reach, &tp);
     if (rc)
         goto wipe_key;
@@ -180,6 +205,11 @@ int rd_send_source(const struct rd_opts *o, struct rd_source *src)
         want.depth = depth;
     }
     rc = rd_session_sender(tp, &key, &want, &agreed);
+    if (rc == RD_ECONNECT && tp->lost && retry_dropped(o, &reach, give_up)) {
+        tp->ops->close(tp);
+        tp = NULL;
+        goto reconnect;
+    }
     struct rd_rail_lists lists;
     struct rd_reach rails = reach;
     if (!rc && (agreed.caps & RD_CAP_RAILS)) {

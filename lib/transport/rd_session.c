@@ -142,8 +142,10 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
 {
     struct rd_buf *b;
     int rc = tp->ops->recv(tp, &b, timeout_ms);
-    if (rc)
+    if (rc) {
+        tp->lost = rc == RD_ESTREAM;
         return rc;
+    }
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
     if (pe == RD_P_OK && tp->hop_dir && hop_tagged(f->type))
         pe = rd_check_hop(tp, b->data, f);
@@ -280,6 +282,18 @@ static int send_rails(struct rd_transport *tp, const struct rd_params *limits)
     return rd_send_ctrl(tp, RD_RAILS, out, (uint32_t)rd_rails_encode(&r, out));
 }
 
+/* Sender: a receiver that closes the connection in the handshake without a word (no REJECT)
+ * dropped it: busy with other handshakes (rd_waiting stops the oldest when connections
+ * flood it) or gone. That is RD_ECONNECT, which rdsend retries for its --timeout, not a
+ * broken stream. */
+static int dropped_is_busy(struct rd_transport *tp, int rc)
+{
+    if (rc == RD_ESTREAM && tp->lost)
+        return rd_fail_instead(RD_ECONNECT, "receiver %s closed the connection during the handshake (busy with other "
+                               "connections, or gone)", tp->peer);
+    return rc;
+}
+
 int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *want,
                       struct rd_params *agreed)
 {
@@ -298,7 +312,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     int rc = rd_send_ctrl(tp, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out));
     if (rc)
         return rc;
-    rc = expect(tp, &b, &f, RD_CHALLENGE, RD_SENDER_WAIT_MS, "receiver");
+    rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_CHALLENGE, RD_SENDER_WAIT_MS, "receiver"));
     if (rc)
         return rc;
     int pe = rd_challenge_decode(f.payload, f.length, &c);
@@ -321,7 +335,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     uint8_t auth[RD_AUTH_LEN];
     rc = rd_send_ctrl(tp, RD_AUTH, auth, (uint32_t)rd_proof_encode(&proof, auth));
     if (!rc)
-        rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
+        rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver"));
     if (rc)
         goto wipe;
     int ok = f.length == RD_ACCEPT_LEN && rd_auth_sender_check(&keys, &h, &c, &proof, f.payload);

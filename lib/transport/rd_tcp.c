@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #define TCP_CTRL_FRAMES 4
-#define TCP_CONNECT_DEFAULT_MS 10000   /* retry "connection refused" this long by default */
+#define TCP_CONNECT_DEFAULT_MS (RD_CONNECT_RETRY_S * 1000)   /* retry "connection refused" */
 #define TCP_USER_TIMEOUT_MS 20000
 
 struct tcp_conn {

@@ -38,6 +38,8 @@
 
 #define RD_CTRL_FRAME 4096u       /* size of a control-pool frame (handshake, END, CONFIRM) */
 #define RD_BUF_ALIGN 4096u        /* every frame buffer is page aligned (O_DIRECT needs it) */
+#define RD_CONNECT_RETRY_S 10     /* without --timeout, a sender retries a refused or dropped
+                                   * connection this long */
 
 struct rd_buf {
     uint8_t *data;   /* frame start; the payload (data + RD_FRAME_HDR) is page aligned, so
@@ -159,6 +161,7 @@ struct rd_transport {
      * until the peer proved the key: until then nothing it says is trusted. */
     uint8_t hop_key[32];
     int hop_dir;
+    int lost;            /* rd_session.c: a control frame's receive failed, the connection broke */
 };
 
 extern const struct rd_transport_ops rd_tcp_ops;

@@ -21,6 +21,7 @@
 #include "transport/rd_tcp.h"
 #include "util/rd_thread.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,6 +35,7 @@
 
 #define STACK_BYTES (512u << 10)   /* a handshake needs a few KiB; sanitizer builds more */
 #define ACCEPT_PAUSE_S 0.1         /* after a failed accept (out of descriptors): no busy loop */
+#define RD_WAITING_NET (RD_THROTTLE_ADDR + 4)   /* a network: an address and "/64" */
 #define ACCEPT_BATCH 64            /* connections accepted in a row before looking at the rest */
 
 /* What a connection did before its handshake started. EARLY_STRIPE and HANDED_ON are left
@@ -49,6 +51,7 @@ struct job {
     double deadline;    /* since + delay + cfg.deadline_ms: shut down from the accept loop */
     unsigned fails;     /* its address's failures when it arrived, for the line */
     char src[RD_THROTTLE_ADDR];
+    char net[RD_WAITING_NET];   /* src's network (net_of) */
     unsigned char *arg, *result;
     int stop, done;     /* under w->lock: set by the accept loop / by the thread */
     int past_first;     /* under w->lock, by the thread: past first_word, the socket is read */
@@ -444,22 +447,41 @@ static void expire(struct rd_waiting *w, double now)
     }
 }
 
-/* Make room for a newcomer: stop the oldest unfinished handshake of src or, with src NULL,
- * of the address that has the most pending, so that a flood from a few addresses evicts its
- * own connections before anyone else's (among addresses with one each: the oldest). 0 if
- * every candidate has finished. */
+/* Make room for a newcomer: stop an unfinished handshake of src or, with src NULL, of the
+ * network (/24, IPv6 /64) that has the most pending, so that a flood evicts its own
+ * connections before anyone else's: a flood from 70 addresses of one network stopped the
+ * right sender, which was the oldest of the addresses with one each (before 2026-11-29).
+ * Among them one that has not spoken yet goes first (a right sender speaks at once), else the
+ * oldest. 0 if every candidate has finished. */
 static int evict(struct rd_waiting *w, const char *src)
 {
+    const char *net = NULL;
     unsigned most = 0;
-    for (unsigned k = 0; k < w->nsrc; k++)
-        if (w->src[k].n > most)
-            most = w->src[k].n;
-    for (unsigned want = src ? 0 : most; ; want--) {   /* want 0: src's, whatever their count */
+    for (unsigned i = 0; !src && i < w->n; i++) {
+        unsigned c = 0;
+        for (unsigned k = 0; k < w->n; k++)
+            c += strcmp(w->j[k]->net, w->j[i]->net) == 0;
+        if (c > most) {
+            most = c;
+            net = w->j[i]->net;
+        }
+    }
+    /* passes: the silent of the chosen ones, any of them, then anyone (all of those finished) */
+    for (int pass = 0; pass < 3; pass++) {
         for (unsigned i = 0; i < w->n; i++) {
             struct job *j = w->j[i];
-            if (src ? strcmp(j->src, src) != 0 : from(w, j->src) != want)
+            if (pass < 2 && (src ? strcmp(j->src, src) != 0 : strcmp(j->net, net) != 0))
                 continue;
-            unsigned pending = w->n, of_src = from(w, j->src);
+            if (pass == 0) {
+                pthread_mutex_lock(&w->lock);
+                int silent = !j->past_first && !j->done;
+                pthread_mutex_unlock(&w->lock);
+                if (!silent)
+                    continue;
+            }
+            unsigned pending = w->n, of_src = from(w, j->src), of_net = 0;
+            for (unsigned k = 0; k < w->n; k++)
+                of_net += strcmp(w->j[k]->net, j->net) == 0;
             if (!stop(w, i))
                 continue;   /* finished: reap_failed or winner takes it */
             if (src)
@@ -467,12 +489,30 @@ static int evict(struct rd_waiting *w, const char *src)
                         j->tp->peer, of_src);
             else
                 rd_warn("connection from %s: dropped for a newer one (%u handshakes pending, %u of them from %s)",
-                        j->tp->peer, pending, of_src, j->src);
+                        j->tp->peer, pending, of_net, j->net);
             j->said = 1;
             return 1;
         }
-        if (want <= 1)
+        if (src && pass == 1)
             return 0;
+    }
+    return 0;
+}
+
+/* The network a source address belongs to, for evict: its /24 (IPv4) or /64 (IPv6), written
+ * "10.0.1.0/24"; anything else, itself. */
+static void net_of(const char *src, char out[RD_WAITING_NET])
+{
+    unsigned char a[16];
+    char t[INET6_ADDRSTRLEN];
+    if (inet_pton(AF_INET, src, a) == 1) {
+        a[3] = 0;
+        snprintf(out, RD_WAITING_NET, "%s/24", inet_ntop(AF_INET, a, t, sizeof t));
+    } else if (inet_pton(AF_INET6, src, a) == 1) {
+        memset(a + 8, 0, 8);
+        snprintf(out, RD_WAITING_NET, "%s/64", inet_ntop(AF_INET6, a, t, sizeof t));
+    } else {
+        snprintf(out, RD_WAITING_NET, "%s", src);
     }
 }
 
@@ -513,6 +553,7 @@ static void admit(struct rd_waiting *w, struct rd_transport *c, double since, do
                        .deadline = since + delay + w->cfg.deadline_ms / 1000.0, .arg = j->arg,
                        .result = j->result };
     memcpy(j->src, src, sizeof src);
+    net_of(src, j->net);
     if (w->cfg.arg_size)
         memcpy(j->arg, w->cfg.arg, w->cfg.arg_size);
     pthread_attr_t attr;

@@ -13,9 +13,10 @@
  * most of its life, and a stalled peer costs one idle thread until its deadline.
  *
  * Bounds, each dropped connection one line on stderr:
- *  - RD_WAITING_MAX connections at once; when a new one arrives at a full set, the oldest
- *    unfinished handshake of the address with the most pending goes (the right sender, one
- *    connection that needs a few round trips, is the last to go);
+ *  - RD_WAITING_MAX connections at once; when a new one arrives at a full set, an unfinished
+ *    handshake of the network (/24, IPv6 /64) with the most pending goes, one that has not
+ *    spoken yet first, else the oldest (the right sender, one connection that needs a few
+ *    round trips, is the last to go; one that goes all the same tries again, rd_run.c);
  *  - RD_WAITING_PER_SOURCE from one address (1 from an address the throttle slows down), so
  *    one host flooding the port evicts its own connections, not those of other hosts;
  *  - a connection that sends nothing within RD_HELLO_MS is dropped; one that has not finished

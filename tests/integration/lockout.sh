@@ -8,7 +8,9 @@
 
 ALL=("100 stalled handshakes do not lock the right sender out"
      "100 stalled handshakes do not keep the stripes of --streams out"
-     "wrong keys from one address slow it down, not a right sender from another")
+     "wrong keys from one address slow it down, not a right sender from another"
+     "a flood of HELLOs from 70 addresses of one network does not keep out a right sender 100 ms away"
+     "a sender dropped in the handshake without a word tries again: exit 0; with --timeout 0, exit 2")
 if ! command -v python3 > /dev/null; then
     for n in "${ALL[@]}"; do t_skip "$n" "no python3"; done; exit 0
 fi
@@ -248,4 +250,49 @@ received "beside the guesser"
 grep -q 'wait: 127.0.0.1 failed' "$C/rerr" || t_fail "rdrecv does not say it slowed 127.0.0.1 down: $(tail -3 "$C/rerr" | tr '\n' '|')"
 grep -q '127.0.0.2' "$C/rerr" && t_fail "rdrecv says something about 127.0.0.2: $(grep 127.0.0.2 "$C/rerr" | head -3 | tr '\n' '|')"
 t_note "right sender alone ${t_alone}s, beside the guesser ${DT}s"
+t_end
+
+# ---------------------------------------------------------------- a flood from many addresses
+# 70 addresses of 127.3.0.0/24, 600 connections a second, each a HELLO and then nothing: more
+# addresses than the set holds, so per-address limits never bite. The right sender is 100 ms
+# away (delay.py), so its handshake takes longer than 64 arrivals. Before 2026-11-29 the
+# set stopped the oldest handshake among addresses with one each, the right sender's every
+# time (5 of 5 tries exited 4 "closed by peer"); now a flood evicts its own network's
+# connections first, and a sender dropped in the handshake tries again.
+t_begin "${ALL[3]}"
+port=$(free_port); receiver "$port"
+start FP /dev/null /dev/null "$C/flood.err" python3 "$RD_ROOT/tests/integration/flood.py" 127.0.0.1 "$port" 127.3.0 70 600 60
+pport=$(free_port)
+start DP /dev/null /dev/null "$C/delay.err" python3 "$RD_ROOT/tests/integration/delay.py" 127.0.0.5 "$pport" 127.0.0.1 "$port" 50
+wait_listen "$pport" || t_fail "delay.py did not listen: $(cat "$C/delay.err")"
+for ((i = 0; i < 50; i++)); do grep -q 'dropped for a newer one' "$C/rerr" && break; sleep 0.1; done
+timeout -k 2 "$(lim 30)" "$RDSEND" --timeout 10 127.0.0.5 "$pport" right-key "$RD_T/in" 2> "$C/serr"
+expect_rc $? 0 "the right sender behind 100 ms" "$(cat "$C/serr")"
+kill -TERM "$FP" 2> /dev/null; wait_pid "$FP" 5 > /dev/null
+kill_reap "$DP"
+received "beside a flood from 70 addresses"
+grep -q 'dropped for a newer one' "$C/rerr" || t_fail "rdrecv never had to drop a pending handshake: the set was not full"
+t_note "flood: $(cat "$C/flood.err"); the right sender dropped $(grep -c 'from 127.0.0.5:.*dropped for a newer' "$C/rerr") times"
+t_end
+
+# what rdrecv does to a handshake the flood's own network cannot absorb (and did to the right
+# sender's before): it closes the connection. rdsend takes that as "busy" and tries again after
+# 50-250 ms for as long as it would retry a refused connection (before 2026-11-29: exit 4)
+t_begin "${ALL[4]}"
+port=$(free_port); receiver "$port"
+pport=$(free_port)
+start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/dropfirst.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 3
+wait_listen "$pport" || t_fail "dropfirst.py did not listen: $(cat "$C/drop.err")"
+timeout -k 2 "$(lim 30)" "$RDSEND" -v 127.0.0.1 "$pport" right-key "$RD_T/in" 2> "$C/serr"
+expect_rc $? 0 "rdsend dropped 3 times" "$(cat "$C/serr")"
+[ "$(grep -c 'closed the connection during the handshake (busy with other connections, or gone); again in [0-9]* ms$' "$C/serr")" = 3 ] ||
+    t_fail "rdsend -v does not say it tried again, 3 times: $(grep -v '^rdsend: [0-9.]* [GMK]' "$C/serr" | head -5 | tr '\n' '|')"
+received "after 3 drops"
+kill_reap "$DP"
+start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/dropfirst.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 1
+wait_listen "$pport" || t_fail "dropfirst.py did not listen: $(cat "$C/drop.err")"
+timeout -k 2 "$(lim 30)" "$RDSEND" --timeout 0 127.0.0.1 "$pport" right-key "$RD_T/in" 2> "$C/serr"
+expect_rc $? 2 "rdsend --timeout 0, dropped once"
+expect_err "$C/serr" rdsend "receiver 127\.0\.0\.1:$pport closed the connection during the handshake \(busy with other connections, or gone\)"
+kill_reap "$DP"
 t_end
