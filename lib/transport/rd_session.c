@@ -142,10 +142,8 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
 {
     struct rd_buf *b;
     int rc = tp->ops->recv(tp, &b, timeout_ms);
-    if (rc) {
-        tp->lost = rc == RD_ESTREAM;
+    if (rc)
         return rc;
-    }
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
     if (pe == RD_P_OK && tp->hop_dir && hop_tagged(f->type))
         pe = rd_check_hop(tp, b->data, f);

@@ -315,6 +315,7 @@ static int io_error(struct rd_transport *tp, int err, const char *what)
                        tp->peer);
     if (atomic_load(&c->down))
         return rd_fail_after(RD_ESTREAM, "transfer aborted");
+    tp->lost = err == 0 || err == ECONNRESET || err == EPIPE;
     if (err == 0)
         return rd_fail(RD_ESTREAM, "connection to %s closed by peer %s", tp->peer, what);
     if (err == ETIMEDOUT)

@@ -161,7 +161,7 @@ struct rd_transport {
      * until the peer proved the key: until then nothing it says is trusted. */
     uint8_t hop_key[32];
     int hop_dir;
-    int lost;            /* rd_session.c: a control frame's receive failed, the connection broke */
+    int lost;            /* the peer closed or reset the connection (TCP: EOF, ECONNRESET) */
 };
 
 extern const struct rd_transport_ops rd_tcp_ops;
