@@ -326,7 +326,9 @@ static void do_setup(struct agent *a)
     int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
     free(v[0]);
     close(rdy[1]);
-    if (pp[1] >= 0)
+    if (pp[1] >= 0 && rc == 0)
+        a->recv_hold = pp[1];   /* O_CLOEXEC: no stage inherits it */
+    else if (pp[1] >= 0)
         close(pp[1]);
     if (rc) {
         close(rdy[0]);
@@ -503,6 +505,7 @@ int rdp_agent_main(int cin, int cout)
     a.cout = cout;
     a.file_fd = -1;
     a.recv_out = -1;
+    a.recv_hold = -1;
     a.relay_w = -1;
     a.manifest_fd = -1;
     for (int i = 0; i < NCHILD; i++)

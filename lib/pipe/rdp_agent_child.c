@@ -277,6 +277,11 @@ void rdpa_reap(struct agent *a)
                 c->exited = 1;
                 c->code = rdr_status_code(st);
                 c->killed = (a->killing || c->stopped) && c->code != 0;
+                /* the reading stage gets its EOF now: the stream is whole, or it reads no more */
+                if (a->recv_hold >= 0 && ((i == C_RECV && c->code == 0) || i == C_CMD || i == C_COPY)) {
+                    close(a->recv_hold);
+                    a->recv_hold = -1;
+                }
                 if (c->cap >= 0)
                     rdpa_read_capture(a, c);
             }

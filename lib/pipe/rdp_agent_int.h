@@ -46,6 +46,10 @@ struct agent {
     char *next_host, *next_port, *out_key, *out_stream;
     int file_fd;         /* read / write / append */
     int recv_out;        /* read end of rdrecv's stdout pipe, -1 if it writes elsewhere */
+    int recv_hold;       /* its write end, kept here until rdrecv exits 0 or the stage that reads
+                          * it exits: a cut stream never reaches that stage as an EOF, which a
+                          * whole one ends with ('cat > part && mv part final' committed the
+                          * first 28-50 of 150 MB), -1 none */
     int relay_w;         /* relay: where rdrecv --relay-fd learns the next hop at start, or -1 */
     struct child ch[NCHILD];
     int started, killing, no_children, file_failed;

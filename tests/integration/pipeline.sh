@@ -92,3 +92,34 @@ rdp yes 'exec 0<&-; sleep 1; echo x' < /dev/null > o 2> e
 expect_rc $? 141 "rdpipe yes 'exec 0<&-; sleep 1; echo x'"
 [ "$(cat o)" = x ] || t_fail "its output: '$(cat o)'"
 t_end
+
+# A hop whose stream breaks (its rdsend killed) must not end, in the segment after it, the way a
+# whole stream ends: with an EOF on the command's stdin. 'cat > part && mv part final' must
+# never make final (before 2026-11-29 the agent's rdrecv wrote straight into the pipe, its
+# death was the EOF, and final held the first part of the stream in 3 of 3 runs).
+t_begin "a hop cut mid-stream (its rdsend killed): the command after it never sees an EOF, 'cat > part && mv part final' makes no final"
+rm -f fifo && mkfifo fifo
+# descendants PID NAME: the processes called NAME below PID
+descendants() {
+    local p q
+    for p in $(pgrep -x "$2"); do
+        q=$p
+        while [ "$q" -gt 1 ]; do
+            q=$(awk '{ print $4 }' "/proc/$q/stat" 2> /dev/null || echo 1)
+            [ "$q" = "$1" ] && { echo "$p"; break; }
+        done
+    done
+}
+for round in 1 2 3; do
+    rm -f part final
+    rdp 'cat fifo' 'cat > part && mv part final' < /dev/null > o 2> e & rp=$!
+    exec 7> fifo   # the first segment's input: 4 MiB now, then the kill
+    head -c $((4 << 20)) /dev/urandom >&7
+    for ((i = 0; i < 100; i++)); do [ "$(stat -c %s part 2> /dev/null || echo 0)" -ge $((1 << 20)) ] && break; sleep 0.05; done
+    kill -KILL $(descendants $rp rdsend) 2> /dev/null
+    wait $rp; rc=$?
+    exec 7>&-
+    [ $rc = 0 ] && t_fail "round $round: rdpipe exit 0 after its hop was cut"
+    [ -e final ] && t_fail "round $round: final was made, $(stat -c %s final) bytes (rdpipe exit $rc: $(tr '\n' '|' < e))"
+done
+t_end
