@@ -56,8 +56,8 @@ static char *file_word(const char *s)
     if (*s == '\'' || *s == '"') {
         b = s + 1;
         e = strchr(b, *s);
-        if (!e)
-            return NULL;
+        if (!e || (*s == '"' && strpbrk(b, "$`\\") && strpbrk(b, "$`\\") < e))
+            return NULL;   /* "...$X...": bash's to expand */
         s = e + 1;
     } else {
         b = s;
@@ -73,6 +73,65 @@ static char *file_word(const char *s)
     if (*s || e == b)
         return NULL;
     return strndup(b, (size_t)(e - b));
+}
+
+/* The end of the bracketed part that starts at s ("$(...)", "${...}", "`...`"), nesting
+ * counted, quotes and escapes inside skipped; NULL if it does not end. */
+static const char *past_group(const char *s)
+{
+    char open = s[1] == '(' ? '(' : s[1] == '{' ? '{' : '`', close = open == '(' ? ')' : open == '{' ? '}' : '`';
+    int depth = 1;
+    for (s += open == '`' ? 1 : 2; *s; s++) {
+        if (*s == '\\' && s[1])
+            s++;
+        else if (*s == '\'' && open != '`' && !(s = strchr(s + 1, '\'')))
+            return NULL;
+        else if (*s == close && --depth == 0)
+            return s + 1;
+        else if (*s == open && open != '`')
+            depth++;
+    }
+    return NULL;
+}
+
+/* Whether s is one shell word (quotes, escapes, $(...), ${...} and `...` joined, no
+ * operator), then only blanks: "< $HOME/f" is a redirection alone, "<in sort" runs sort. */
+static int one_word(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (!*s)
+        return 0;
+    while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+        if (*s == '\\') {
+            s += s[1] ? 2 : 1;
+        } else if (*s == '\'') {
+            if (!(s = strchr(s + 1, '\'')))
+                return 0;
+            s++;
+        } else if (*s == '"') {
+            for (s++; *s && *s != '"'; s++) {
+                if (*s == '\\' && s[1])
+                    s++;
+                else if ((*s == '$' && (s[1] == '(' || s[1] == '{')) || *s == '`')
+                    if (!(s = past_group(s)) || !*--s)
+                        return 0;
+            }
+            if (!*s)
+                return 0;
+            s++;
+        } else if ((*s == '$' && (s[1] == '(' || s[1] == '{')) || *s == '`') {
+            if (!(s = past_group(s)))
+                return 0;
+        } else if (strchr("|&;()<>", *s)) {
+            return 0;
+        } else {
+            s++;
+        }
+    }
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    return *s == '\0';
 }
 
 /* s[0..n) for a one-line message: control bytes as \xNN, at most ~100 bytes shown. */
@@ -187,7 +246,16 @@ int rdr_parse_segment(const char *arg, struct rdr_seg *s, char *err, int errlen)
         s->kind = RDR_PASS;   /* a plain relay: rdrecv feeds rdsend directly, no copy through cat */
     else {
         s->kind = RDR_CMD;
-        s->cmd = strdup(cmd);
+        /* a file whose name bash expands: bash opens it, for a cat (alone, bash would only
+         * open it: '< $HOME/f' gave nothing and exit 0) */
+        int op = t[0] == '<' && t[1] != '<' && t[1] != '(' ? 1 : t[0] == '>' && t[1] != '(' && t[1] != '&' ? 2 : 0;
+        if (op && one_word(t + (t[1] == '>' ? 2 : 1))) {
+            s->redirect = op;
+            if (asprintf(&s->cmd, "exec cat %s", t) < 0)
+                s->cmd = NULL;
+        } else {
+            s->cmd = strdup(cmd);
+        }
     }
     s->path = path;
     return 0;
@@ -201,16 +269,16 @@ int rdr_plan(const struct rdr_seg *segs, int n, int has_input, struct rdr_seg **
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (segs[i].kind == RDR_READ && i > 0) {
+        if ((segs[i].kind == RDR_READ || segs[i].redirect == 1) && i > 0) {
             snprintf(err, (size_t)errlen, "'%s' reads a file: it can only be the first segment", segs[i].text);
             return -1;
         }
-        if ((segs[i].kind == RDR_WRITE || segs[i].kind == RDR_APPEND) && i < n - 1) {
+        if ((segs[i].kind == RDR_WRITE || segs[i].kind == RDR_APPEND || segs[i].redirect == 2) && i < n - 1) {
             snprintf(err, (size_t)errlen, "'%s' writes a file: it can only be the last segment", segs[i].text);
             return -1;
         }
     }
-    if (segs[0].kind == RDR_READ)
+    if (segs[0].kind == RDR_READ || segs[0].redirect == 1)
         has_input = 0;   /* the file is the input; the local stdin is not read */
     struct rdr_seg *p = calloc((size_t)n + 2, sizeof *p);
     if (!p) {

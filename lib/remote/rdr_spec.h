@@ -26,6 +26,8 @@ struct rdr_seg {
     enum rdr_in in;
     enum rdr_out out;
     int pseudo;       /* 1: the initiator's stdin end, 2: its stdout end */
+    int redirect;     /* a '<', '>' or '>>' segment whose one word bash expands ('< $HOME/f'),
+                       * run as the command "exec cat <WORD": 1 reads a file, 2 writes one */
 };
 
 /* Parse one argument. Returns 0, or -1 with a message in err (an argument that begins with

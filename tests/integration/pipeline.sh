@@ -123,3 +123,22 @@ for round in 1 2 3; do
     [ -e final ] && t_fail "round $round: final was made, $(stat -c %s final) bytes (rdpipe exit $rc: $(tr '\n' '|' < e))"
 done
 t_end
+
+# A file segment whose word bash expands is opened by bash, as a shell would: before
+# 2026-11-29 '< $F' ran as a command that only opened the file (nothing out, exit 0), and
+# '> "out$(echo 7)"' made a file named literally.
+t_begin "file segments that bash expands: '< \$F', '< m\\ 5', '> \"out\$(echo 7)\"', '>> \$F.log'; '<m5 tr x y' is still a command"
+printf 'x\n' > m5 && printf 'spaced\n' > 'm 5' && rm -f out7 m5.log
+F=m5 rdp '< $F' 'wc -c' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe '< \$F' 'wc -c'"; [ "$(tr -d ' ' < o)" = 2 ] || t_fail "'< \$F' gave '$(cat o)'"
+rdp '< m\ 5' 'cat' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe '< m\\ 5' cat"; [ "$(cat o)" = spaced ] || t_fail "'< m\\ 5' gave '$(cat o)'"
+rdp 'cat m5' '> "out$(echo 7)"' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe 'cat m5' '> \"out\$(echo 7)\"'"; [ "$(cat out7 2> /dev/null)" = x ] || t_fail "no out7: $(ls | tr '\n' ' ')"
+F=m5 rdp 'cat m5' '>> $F.log' < /dev/null > o 2> e && F=m5 rdp 'cat m5' '>> $F.log' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe 'cat m5' '>> \$F.log'"; [ "$(cat m5.log 2> /dev/null)" = "$(printf 'x\nx')" ] || t_fail "m5.log: '$(cat m5.log)'"
+rdp '<m5 tr x y' 'cat' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe '<m5 tr x y' cat"; [ "$(cat o)" = y ] || t_fail "'<m5 tr x y' gave '$(cat o)'"
+rdp '< $NOPE/m5' 'cat' < /dev/null > o 2> e
+expect_rc $? 1 "rdpipe '< \$NOPE/m5' cat"; grep -q 'No such file or directory' e || t_fail "no reason: $(cat e)"
+t_end
