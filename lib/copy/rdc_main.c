@@ -690,8 +690,9 @@ int rdc_main(int argc, char **argv)
         free(run.fail_msg);
         if (!rc)
             rc = got;   /* the first failure's code; the other hosts' sources are still copied */
-        if (got > 128 || got == 1)
-            break;    /* interrupted, or a usage error every run would repeat */
+        if ((got > 128 && got != RD_ELOST) || got == 1)
+            break;    /* interrupted, or a usage error every run would repeat (a host that
+                       * cannot be logged into, 255, is that host's alone) */
     }
     report(&t, r.verbose, r.json, rc);
 out:

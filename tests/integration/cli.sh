@@ -434,6 +434,20 @@ expect_rc $? 0 "rdcp -r srchost:proj dsthost:DST/"
 grep -q '^manifest' "$RD_T/told" && t_fail "the source was told: $(grep '^manifest' "$RD_T/told" | head -3 | tr '\n' '|')"
 t_end
 
+t_begin "rdcp: a source host that cannot be logged into does not stop the other hosts' sources (exit 255, the rest copied)"
+printf '#!/bin/bash\ncase " $* " in *" badhost "*) echo "ssh: connect to host badhost port 22: Connection refused" >&2; exit 255;; esac\nexec "%s" "$@"\n' \
+    "$RD_T/teessh" > "$C/badssh" && chmod +x "$C/badssh"
+mkdir -p "$C/mh" && printf 'good' > "$C/good1" && printf 'more' > "$C/good2"
+for order in first last; do
+    rm -rf "$C/mh" && mkdir "$C/mh"
+    if [ $order = first ]; then set -- badhost:x "goodhost:$C/good1" "goodhost:$C/good2"; else set -- "goodhost:$C/good1" badhost:x "goodhost:$C/good2"; fi
+    timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/badssh" "$@" "$C/mh/" > "$C/o" 2> "$C/e"
+    expect_rc $? 255 "rdcp with badhost $order"
+    [ "$(cat "$C/mh/good1" "$C/mh/good2" 2> /dev/null)" = goodmore ] || t_fail "badhost $order: goodhost's files not copied: $(ls "$C/mh" | tr '\n' ' '); $(tr '\n' '|' < "$C/e")"
+    grep -q 'badhost' "$C/e" || t_fail "badhost $order: not named: $(tr '\n' '|' < "$C/e")"
+done
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null
