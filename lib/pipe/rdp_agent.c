@@ -584,6 +584,8 @@ int rdp_agent_main(int cin, int cout)
                 busy = 1;
         if ((a.started || a.file_failed) && !busy) {
             rdpa_reap(&a);
+            if (!a.no_children)
+                rdpa_note_leftovers(&a);
             if (a.no_children) {
                 rdpa_send_line(&a, "done");
                 if (write(a.death_w, "q", 1) != 1) {

@@ -6,6 +6,7 @@
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -264,6 +265,55 @@ void rdpa_report(struct agent *a)
             rdpa_kill_children(a, SIGTERM);
         }
     }
+}
+
+void rdpa_note_leftovers(struct agent *a)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
+    if (a->left_since == 0)
+        a->left_since = t;
+    if (a->left_said || t - a->left_since < RDPA_LEFT_S)
+        return;
+    a->left_said = 1;
+    /* what is left is ours as subreaper: processes whose parent is now the agent */
+    char list[512] = "";
+    size_t n = 0;
+    int count = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char path[300], buf[512];
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+        int ppid = 0;
+        if (!open || !close || sscanf(close + 1, " %*c %d", &ppid) != 1 || ppid != (int)getpid() ||
+            atoi(de->d_name) == (int)a->wpid)
+            continue;
+        if (count++ < 4 && n < sizeof list - 40)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s %.*s", n ? ", " : "", de->d_name,
+                                  (int)(close - open - 1 > 24 ? 24 : close - open - 1), open + 1);
+    }
+    if (d)
+        closedir(d);
+    if (!count)
+        return;
+    char line[700];
+    snprintf(line, sizeof line, "waiting for %d process%s the command left running (%s%s): rdpipe "
+             "waits for every process a segment starts; Ctrl-C ends them", count, count > 1 ? "es" : "", list,
+             count > 4 ? ", ..." : "");
+    char *h = rdr_hex_str(line);
+    rdpa_say(a, "note %s", h);
+    free(h);
 }
 
 void rdpa_reap(struct agent *a)

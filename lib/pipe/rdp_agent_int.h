@@ -54,12 +54,19 @@ struct agent {
     struct child ch[NCHILD];
     int started, killing, no_children, file_failed;
     char ssh_server[64], ssh_client[64];
+    double left_since;   /* when only processes the command left behind were still running */
+    int left_said;       /* ... and the initiator was told which (rdpa_note_leftovers) */
 };
 
 /* To the initiator: one control line (fmt with one %s), or a whole line. A dead channel is
  * remembered (cout = -1), not reported: the agent then tears down at its next read. */
 void rdpa_say(struct agent *a, const char *fmt, const char *arg);
 void rdpa_send_line(struct agent *a, const char *line);
+/* The segment's own processes have all ended, and what they started is still running: the
+ * agent waits for every one (a process substitution may still be writing its file), and
+ * once RDPA_LEFT_S have passed it says which, once, so a wait is never silent. */
+#define RDPA_LEFT_S 5
+void rdpa_note_leftovers(struct agent *a);
 
 /* The watchdog: the leader of the children's process group, which kills the group when the
  * agent dies, however it dies (it waits on a pipe only the agent holds, *death_w). Its pid,

@@ -320,6 +320,13 @@ static void handle_line(void *ctx, int i, char **w, int n)
     char lb[512];
     if (strcmp(w[0], "closed") == 0 && n == 1) {
         closed_early(r, i);
+    } else if (strcmp(w[0], "note") == 0 && n == 2) {   /* for the user, -v or not */
+        char *t = rdr_unhex_text(w[1]);
+        char *shown = t ? rdr_printable(t, strlen(t)) : NULL;
+        if (shown)
+            fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, shown);
+        free(shown);
+        free(t);
     } else if (strcmp(w[0], "log") == 0 && n == 2) {
         char *t = rdr_unhex_text(w[1]);
         if (t && r->verbose)

@@ -142,3 +142,10 @@ expect_rc $? 0 "rdpipe '<m5 tr x y' cat"; [ "$(cat o)" = y ] || t_fail "'<m5 tr 
 rdp '< $NOPE/m5' 'cat' < /dev/null > o 2> e
 expect_rc $? 1 "rdpipe '< \$NOPE/m5' cat"; grep -q 'No such file or directory' e || t_fail "no reason: $(cat e)"
 t_end
+
+t_begin "a segment that leaves a process running: rdpipe waits for it, and says which after 5 s, once; exit 0"
+rdp '(sleep 7 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe with a process left behind"
+[ "$(cat o)" = x ] || t_fail "output '$(cat o)'"
+expect_err e rdpipe "^rdpipe: localhost: waiting for 1 process the command left running \([0-9]+ sleep\): rdpipe waits for every process a segment starts; Ctrl-C ends them$"
+t_end
