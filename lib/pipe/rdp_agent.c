@@ -383,7 +383,11 @@ static void do_start(struct agent *a)
         } else if (a->out == RDR_OUT_STDOUT) {
             out = STDOUT_FILENO;
         }
-        char *v[] = { "bash", "-c", a->cmd, NULL };
+        /* --norc: bash started under sshd reads ~/.bashrc even with -c (SSH_CLIENT, and a
+         * shell level of 1 after 'exec rdpipe --agent'), and whatever that prints would go
+         * into the stream ahead of the command's output. The login shell that started the
+         * agent read it already: its exports are in our environment. */
+        char *v[] = { "bash", "--norc", "-c", a->cmd, NULL };
         pid_t pid = rdpa_start_plain(a, C_CMD, v, cur, out);
         if (cur_own)
             close(cur);

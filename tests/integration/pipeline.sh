@@ -149,3 +149,12 @@ expect_rc $? 0 "rdpipe with a process left behind"
 [ "$(cat o)" = x ] || t_fail "output '$(cat o)'"
 expect_err e rdpipe "^rdpipe: localhost: waiting for 1 process the command left running \([0-9]+ sleep\): rdpipe waits for every process a segment starts; Ctrl-C ends them$"
 t_end
+
+# bash under sshd reads ~/.bashrc even for -c (SSH_CLIENT set, shell level 1 once the agent was
+# exec'd): a .bashrc that prints put its line into the stream, exit 0 (before 2026-11-29)
+t_begin "a ~/.bashrc that prints, as sshd would start the segments' bash: nothing of it in the stream"
+mkdir -p "$C/home" && echo 'echo hello from bashrc' > "$C/home/.bashrc"
+env SHLVL=0 SSH_CLIENT='10.0.0.1 40000 22' HOME="$C/home" timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' 'cat -' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe 'seq 3' 'cat -' under an sshd's environment"
+[ "$(cat o)" = "$(seq 3)" ] || t_fail "the stream holds: $(tr '\n' '|' < o)"
+t_end
