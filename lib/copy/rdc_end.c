@@ -18,6 +18,7 @@ void rdc_end_init(struct rd_opts *o)
     o->streams = 1;
     rd_set_progname("rdcp");
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file over `ulimit -f` is that file's error (EFBIG) */
 }
 
 enum rd_transport_choice rdc_end_transport(const char *name)

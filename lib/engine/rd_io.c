@@ -292,6 +292,9 @@ int rd_sink_open(struct rd_sink *s, const char *path)
         snprintf(s->name, sizeof s->name, "stdout");
         if (rd_stdfd_was_closed(STDOUT_FILENO))   /* before anyone connects */
             return rd_fail(RD_EIO, "cannot write stdout: %s", strerror(EBADF));
+        int fl = fcntl(STDOUT_FILENO, F_GETFL);
+        if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY)   /* '1< file': as closed, for writing */
+            return rd_fail(RD_EIO, "cannot write stdout: it is open for reading only");
     } else {
         snprintf(s->name, sizeof s->name, "%s", path);
         /* a FIFO whose reader has not come yet: opening it would block before we even listen

@@ -628,8 +628,10 @@ int rd_tool_main(int argc, char **argv, int is_sender)
 {
     struct rd_opts o;
     rd_set_progname(is_sender ? "rdsend" : "rdrecv");
-    /* a closed stdout or a dead peer must be an error return, not a silent death */
+    /* a closed stdout or a dead peer must be an error return, not a silent death; so must a
+     * file over `ulimit -f` (EFBIG: the sender is told why, not only that we vanished) */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     int rc = rd_cli_parse(argc, argv, is_sender, &o);
     if (rc == RD_CLI_EXIT_OK) {
         rd_cli_free(&o);

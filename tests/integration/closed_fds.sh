@@ -80,6 +80,14 @@ expect_err "$C/rerr" rdrecv "cannot write stdout: Bad file descriptor"
 expect_empty "$C/port" "the port it listened on"
 t_end
 
+t_begin "rdrecv with stdout open for reading only ('1< file'): exit 5 before it listens"
+printf 'x' > "$C/ro"
+timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 0 key 1< "$C/ro" 2> "$C/rerr" 3> "$C/port"
+expect_rc $? 5 "rdrecv 1< file"
+expect_err "$C/rerr" rdrecv "cannot write stdout: it is open for reading only"
+expect_empty "$C/port" "the port it listened on"
+t_end
+
 t_begin "rdpipe with stdin closed: its first command finds stdin closed too"
 timeout -k 2 "$(lim 20)" "$RD_BIN/rdpipe" 'wc -c' <&- > "$C/o" 2> "$C/e"
 expect_rc $? 1 "rdpipe 'wc -c' <&-"

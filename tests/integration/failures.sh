@@ -282,6 +282,17 @@ for out in "$C/no/such/dir/out" "$C" /sys/kernel/uevent_seqnum; do
 done
 t_end
 
+t_begin "output over 'ulimit -f' mid-stream: rdrecv 5 'File too large' (not killed by SIGXFSZ), rdsend 4 told why"
+port=$(free_port)
+start RP /dev/null "$C/out" "$C/rerr" bash -c "ulimit -f 1000 && exec \"\$0\" \"\$@\"" "$RDRECV" "$port" key "$C/big"
+wait_listen "$port" || t_fail "rdrecv did not listen on $port: $(cat "$C/rerr")"
+head -c 3000000 /dev/urandom > "$C/in3m"
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" key "$C/in3m" 2> "$C/serr"; src=$?
+wait_pid "$RP" "$(lim 10)"; rrc=$?
+expect_rc $rrc 5 rdrecv; expect_err "$C/rerr" rdrecv "cannot write .*/big: File too large"
+expect_rc $src 4 rdsend; expect_err "$C/serr" rdsend "receiver: cannot write .*/big: File too large"
+t_end
+
 t_begin "output write fails mid-stream (/proc/version, writable for root): rdrecv 5, rdsend non-zero"
 # as root /proc/version opens for writing and only write() fails (EIO), so this cannot be
 # caught before a sender connects; the transfer must still fail loudly on both sides
