@@ -280,10 +280,10 @@ static void handle_line(void *ctx, int i, char **w, int n)
             r->capman = r->capman ? r->capman * 2 : 256;
             r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
             if (!r->manifest)
-                abort();
+                rd_oom();
         }
         if (!(r->manifest[r->nman++] = strdup(w[1])))
-            abort();
+            rd_oom();
     } else if (strcmp(w[0], "log") == 0 && n == 2) {
         char *t = rdr_unhex_text(w[1]);
         if (!t)
@@ -383,7 +383,7 @@ static char **manifest_roots(const struct run *r)
 {
     char **v = calloc((size_t)r->nsrc + 1, sizeof *v);
     if (!v)
-        abort();
+        rd_oom();
     for (int k = 0; k < r->nsrc; k++) {
         const char *p = r->srcs[k];
         size_t len = strlen(p);
@@ -438,7 +438,7 @@ static int run_copy(struct run *r, struct totals *t)
     {
         char **v = calloc(2 * (size_t)r->nsrc + 16, sizeof *v), **roots = r->resume ? manifest_roots(r) : NULL;
         if (!v)
-            abort();
+            rd_oom();
         int n = 0;
         for (int k = 0; k < nf; k++)
             v[n++] = flags[k];
@@ -637,7 +637,7 @@ int rdc_main(int argc, char **argv)
     char **paths = calloc((size_t)nsrc, sizeof *paths);
     char *dd = NULL, *dh = NULL, *dst = NULL;
     if (!src || !paths)
-        abort();
+        rd_oom();
     for (int i = 0; i < nsrc; i++) {
         int bad = parse_loc(argv[optind + i], &src[i].dest, &src[i].host, &src[i].path);
         if (bad) {

@@ -1,5 +1,6 @@
 /* rdc_manifest.c - see rdc_manifest.h. */
 #include "copy/rdc_manifest.h"
+#include "util/rd_error.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 
@@ -109,7 +110,7 @@ void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir, char 
     if (dst_is_dir) {
         struct only o = { roots, calloc((size_t)nroots + 1, sizeof *o.keys), nroots };
         if (!o.keys)
-            abort();
+            rd_oom();
         for (int i = 0; i < nroots; i++)
             o.keys[i] = rdc_tmp_key(roots[i]);
         int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);

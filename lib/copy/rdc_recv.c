@@ -93,7 +93,7 @@ static void refuse_raw(struct rdc_rcv *r, const char *name, size_t n, const char
 {
     char *s = malloc(4 * n + 1), *o = s;
     if (!s)
-        abort();
+        rd_oom();
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
         if (c < 0x20 || c == 0x7f || c == '\\')
@@ -149,7 +149,7 @@ static int parent_fd(struct rdc_rcv *r, const char *dir)
     note_mount(r, fd);
     r->pdh = malloc(sizeof *r->pdh);
     if (!r->pdh)
-        abort();
+        rd_oom();
     r->pdh->fd = fd;
     atomic_init(&r->pdh->refs, 1);
     r->pfd = fd;
@@ -311,7 +311,7 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     if (pooled(r, size, start, flags)) {
         struct rdc_job *j = calloc(1, sizeof *j);
         if (!j)
-            abort();
+            rd_oom();
         j->final = strdup(f);
         j->name = strdup(name);
         j->key = rdc_pool_key(f);
@@ -642,7 +642,7 @@ static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
     if (!r->big) {
         struct rdc_job *j = calloc(1, sizeof *j);
         if (!j)
-            abort();
+            rd_oom();
         j->final = strdup(r->final);
         j->key = rdc_pool_key(r->final);
         j->fd = r->fd;
@@ -674,7 +674,7 @@ static int hold_small(struct rdc_rcv *r, struct rdc_job *j, const unsigned char 
         return 0;
     struct rdc_piece *pc = malloc(sizeof *pc);
     if (!pc)
-        abort();
+        rd_oom();
     *pc = (struct rdc_piece){ .p = p, .n = n, .off = r->data_off, .hold = h };
     *j->ptail = pc;
     j->ptail = &pc->next;
@@ -746,7 +746,7 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
         size_t n = idx + 1;
         r->roots = realloc(r->roots, n * sizeof *r->roots);
         if (!r->roots)
-            abort();
+            rd_oom();
         for (size_t i = r->nroots; i < n; i++)
             r->roots[i] = NULL;
         r->nroots = n;
@@ -781,7 +781,7 @@ static void add_dirmeta(struct rdc_rcv *r, const char *f, const struct rdc_meta 
         r->capdirs = r->capdirs ? r->capdirs * 2 : 64;
         r->dirs = realloc(r->dirs, r->capdirs * sizeof *r->dirs);
         if (!r->dirs)
-            abort();
+            rd_oom();
     }
     r->dirs[r->ndirs++] = (struct dirmeta){ strdup(f), *m, drop, NULL, 0 };
 }
@@ -841,7 +841,7 @@ static int folds_onto_made(struct rdc_rcv *r, const char *f, int pfd, const char
 {
     char *k = strdup(f);
     if (!k)
-        abort();
+        rd_oom();
     for (char *c = k; *c; c++)
         if (*c >= 'A' && *c <= 'Z')
             *c = (char)(*c - 'A' + 'a');

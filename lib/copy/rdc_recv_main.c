@@ -40,7 +40,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0;
     char **roots = calloc((size_t)argc + 1, sizeof *roots);   /* no more than the arguments */
     if (!roots)
-        abort();
+        rd_oom();
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+rLpXv", opts, NULL)) != -1) {

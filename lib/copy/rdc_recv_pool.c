@@ -67,7 +67,7 @@ static void drop_pieces(struct rdc_job *j)
 void rdc_job_own(struct rdc_job *j)
 {
     if (!j->data && !(j->data = malloc(j->size ? (size_t)j->size : 1)))
-        abort();
+        rd_oom();
     uint64_t pos = 0;
     for (struct rdc_piece *pc = j->pieces; pc; pc = pc->next) {
         memset(j->data + pos, 0, (size_t)(pc->off - pos));

@@ -270,7 +270,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
 {
     struct rdc_rcv *r = calloc(1, sizeof *r);
     if (!r)
-        abort();
+        rd_oom();
     rdc_pool_init(r);
     r->fd = r->pfd = r->base = r->xfd = -1;
     r->dst = dst;

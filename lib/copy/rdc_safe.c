@@ -1,5 +1,6 @@
 /* rdc_safe.c - see rdc_safe.h. */
 #include "copy/rdc_safe.h"
+#include "util/rd_error.h"
 #include "copy/rdc_tree.h"
 
 #include <errno.h>
@@ -187,7 +188,7 @@ char *rdc_tmp_key(const char *name)
     /* A long NAME's key is RDC_TMP_KEEP + 1 bytes: no name that is kept whole can equal it. */
     char *k = malloc(n <= RDC_TMP_KEEP ? n + 1 : RDC_TMP_KEEP + 2);
     if (!k)
-        abort();
+        rd_oom();
     if (n <= RDC_TMP_KEEP) {
         memcpy(k, name, n + 1);
     } else {
@@ -282,6 +283,6 @@ char *rdc_dir_of(const char *rel, const char **base)
     *base = s ? s + 1 : rel;
     char *d = s == rel ? strdup("/") : s ? strndup(rel, (size_t)(s - rel)) : strdup("");
     if (!d)
-        abort();
+        rd_oom();
     return d;
 }

@@ -155,7 +155,7 @@ static void add_link(struct snd *s, dev_t dev, ino_t ino, const char *rel)
         s->caplinks = s->caplinks ? s->caplinks * 2 : 64;
         s->links = realloc(s->links, s->caplinks * sizeof *s->links);
         if (!s->links)
-            abort();
+            rd_oom();
     }
     s->links[s->nlinks++] = (struct link_ent){ dev, ino, s->root, strdup(rel) };
     if (2 * s->nlinks > s->nslots) {   /* grow: rehash every entry */
@@ -163,7 +163,7 @@ static void add_link(struct snd *s, dev_t dev, ino_t ino, const char *rel)
         s->nslots = s->nslots ? 2 * s->nslots : 128;
         s->lslot = calloc(s->nslots, sizeof *s->lslot);
         if (!s->lslot)
-            abort();
+            rd_oom();
         for (size_t k = 0; k < s->nlinks; k++)
             slot_link(s, k);
     } else {
@@ -659,7 +659,7 @@ static void read_manifest(struct snd *s)
             capm = capm ? capm * 2 : 256;
             s->man = realloc(s->man, capm * sizeof *s->man);
             if (!s->man)
-                abort();
+                rd_oom();
         }
         s->man[s->nman++] = e;
     }
@@ -760,7 +760,7 @@ int rdc_tree_send_main(int argc, char **argv)
     s.nsrc = argc - optind;
     srcs = calloc((size_t)s.nsrc, sizeof *srcs);
     if (!srcs)
-        abort();
+        rd_oom();
     for (int i = 0; i < s.nsrc; i++)
         srcs[i] = rdr_home_expand(argv[optind + i]);
     s.srcs = srcs;

@@ -1,5 +1,6 @@
 /* rdc_set.c - see rdc_set.h: open addressing, FNV-1a, grows at half full. */
 #include "copy/rdc_set.h"
+#include "util/rd_error.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ void rdc_set_add(struct rdc_set *s, const char *key)
         size_t cap = s->cap ? 2 * s->cap : 64;
         char **slot = calloc(cap, sizeof *slot);
         if (!slot)
-            abort();
+            rd_oom();
         for (size_t i = 0; i < s->cap; i++)
             if (s->slot[i])
                 put(slot, cap, s->slot[i]);
@@ -39,7 +40,7 @@ void rdc_set_add(struct rdc_set *s, const char *key)
     }
     char *k = strdup(key);
     if (!k)
-        abort();
+        rd_oom();
     put(s->slot, s->cap, k);
     s->n++;
 }

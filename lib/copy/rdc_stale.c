@@ -1,5 +1,6 @@
 /* rdc_stale.c - see rdc_stale.h. */
 #include "copy/rdc_stale.h"
+#include "util/rd_error.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 
@@ -22,7 +23,7 @@ static void add(struct rdc_stale *s, char *final, char *tmp)
         size_t cap = s->cap ? 2 * s->cap : 16;
         struct rdc_stale_file *f = realloc(s->f, cap * sizeof *f);
         if (!f)
-            abort();
+            rd_oom();
         s->f = f;
         s->cap = cap;
     }

@@ -1,5 +1,6 @@
 /* rdc_tree.c - rdcp's record encoding helpers, path mapping and hashing (no policy). */
 #include "copy/rdc_tree.h"
+#include "util/rd_error.h"
 
 #include "remote/rdr_line.h"
 
@@ -18,7 +19,7 @@ void rdc_put(struct rdc_buf *b, const void *p, size_t n)
             cap *= 2;
         unsigned char *q = realloc(b->p, cap);
         if (!q)
-            abort();
+            rd_oom();
         b->p = q;
         b->cap = cap;
     }
@@ -153,7 +154,7 @@ char *rdc_join(const char *a, const char *b)
     size_t la = strlen(a), lb = strlen(b);
     char *s = malloc(la + lb + 2);
     if (!s)
-        abort();
+        rd_oom();
     if (!la) {
         memcpy(s, b, lb + 1);
     } else if (!lb) {
@@ -178,7 +179,7 @@ char *rdc_basename(const char *path)
         s--;
     char *b = malloc(n - s + 2);
     if (!b)
-        abort();
+        rd_oom();
     if (n == 1 && path[0] == '/') {
         strcpy(b, "/");
         return b;
@@ -281,7 +282,7 @@ char *rdc_shown(const char *path)
     size_t n = strlen(path);
     char *s = malloc(4 * n + 1), *o = s;
     if (!s)
-        abort();
+        rd_oom();
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
         if (*p < 0x20 || *p == 0x7f || *p == '\\') {
             o += sprintf(o, "\\%03o", *p);

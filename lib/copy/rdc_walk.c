@@ -68,7 +68,7 @@ static char *fmt(const char *f, ...)
     va_start(ap, f);
     char *s = NULL;
     if (vasprintf(&s, f, ap) < 0)
-        abort();
+        rd_oom();
     va_end(ap);
     return s;
 }
@@ -154,7 +154,7 @@ static int push_dir(struct rdc_walk *w, int dfd, const char *name, const char *f
             cap = cap ? cap * 2 : 16;
             f.ents = realloc(f.ents, cap * sizeof *f.ents);
             if (!f.ents)
-                abort();
+                rd_oom();
         }
         f.ents[f.n++] = (struct dent){ strdup(de->d_name), de->d_type };
     }
@@ -166,7 +166,7 @@ static int push_dir(struct rdc_walk *w, int dfd, const char *name, const char *f
         w->cap = w->cap ? w->cap * 2 : 16;
         w->st = realloc(w->st, (size_t)w->cap * sizeof *w->st);
         if (!w->st)
-            abort();
+            rd_oom();
     }
     w->st[w->depth++] = f;
     return 0;
@@ -298,7 +298,7 @@ static int do_entry(struct rdc_walk *w, int dfd, const char *name, unsigned char
     if (S_ISLNK(st.st_mode)) {
         char *t = malloc((size_t)st.st_size + 4097);
         if (!t)
-            abort();
+            rd_oom();
         ssize_t n = readlinkat(dfd, name, t, (size_t)st.st_size + 4096);
         if (n < 0) {
             int e = errno;
@@ -332,7 +332,7 @@ static int seen_root(struct rdc_walk *w, const struct stat *st, int contents, co
             return 1;
     }
     if (!w->roots && !(w->roots = calloc((size_t)w->nsrc, sizeof *w->roots)))
-        abort();
+        rd_oom();
     w->roots[w->nroots++] = (struct root_id){ st->st_dev, st->st_ino, contents, strdup(base) };
     return 0;
 }
@@ -431,7 +431,7 @@ struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow
 {
     struct rdc_walk *w = calloc(1, sizeof *w);
     if (!w)
-        abort();
+        rd_oom();
     w->srcs = srcs;
     w->nsrc = nsrc;
     w->recursive = recursive;
@@ -441,7 +441,7 @@ struct rdc_walk *rdc_walk_start(char **srcs, int nsrc, int recursive, int follow
     w->qcap = ahead ? ahead : 4;   /* a step hands over two entries at most */
     w->q = calloc(w->qcap, sizeof *w->q);
     if (!w->q)
-        abort();
+        rd_oom();
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->more, NULL);
     pthread_cond_init(&w->room, NULL);

@@ -1,5 +1,6 @@
 /* rdc_xattr.c - see rdc_xattr.h */
 #include "copy/rdc_xattr.h"
+#include "util/rd_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ int rdc_xattr_record(struct rdc_buf *b, int fd, const char *path, int follow, un
     for (size_t cap = 1024;; cap *= 2) {   /* the list can grow between the calls */
         char *q = realloc(names, cap);
         if (!q)
-            abort();
+            rd_oom();
         names = q;
         ln = list(fd, path, follow, names, cap);
         if (ln >= 0 || errno != ERANGE || cap >= RDC_MAX_HDR)
@@ -79,7 +80,7 @@ int rdc_xattr_record(struct rdc_buf *b, int fd, const char *path, int follow, un
     uint32_t count = 0;
     unsigned char *value = malloc(RDC_XATTR_MAX_VALUE);
     if (!value)
-        abort();
+        rd_oom();
     int rc = 0;
     for (ssize_t i = 0; i < ln;) {
         const char *name = names + i;
@@ -200,7 +201,7 @@ int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
     while (next_pair(&rd, &left, &x)) {
         char *nm = strndup(x.name, x.nl);
         if (!nm)
-            abort();
+            rd_oom();
         if (path_only ? setxattr(via, nm, x.value, x.vl, 0) : fsetxattr(fd, nm, x.value, x.vl, 0)) {
             *failed = nm;
             return errno;

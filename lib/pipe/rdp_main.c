@@ -614,13 +614,13 @@ int rdp_main(int argc, char **argv)
     r.n = calloc((size_t)nplan, sizeof *r.n);
     r.count = nplan;
     if (!(r.ends = calloc((size_t)nplan, 1)))
-        abort();
+        rd_oom();
     for (int i = 0; i < nplan; i++) {
         r.n[i].s = plan[i];
         r.n[i].l.wfd = r.n[i].l.rfd = -1;
         const char *t = plan[i].text ? plan[i].text : "";
         if (!(r.n[i].shown = rdr_printable(t, strlen(t))))
-            abort();
+            rd_oom();
     }
     free(plan);
     if (r.dry_run) {

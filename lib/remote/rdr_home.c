@@ -1,5 +1,6 @@
 /* rdr_home.c - "~" in a path an agent takes (see rdr_home.h) */
 #include "remote/rdr_home.h"
+#include "util/rd_error.h"
 
 #include <pwd.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ static int home_of(const char *user, char *out, size_t cap)
     char *buf = malloc(len);
     struct passwd pw, *got = NULL;
     if (!buf)
-        abort();
+        rd_oom();
     int e = *user ? getpwnam_r(user, &pw, buf, len, &got)
                   : getpwuid_r(getuid(), &pw, buf, len, &got);
     int ok = e == 0 && got && pw.pw_dir && *pw.pw_dir &&
@@ -32,7 +33,7 @@ static char *concat(const char *a, const char *b)
 {
     char *out;
     if (asprintf(&out, "%s%s", a, b) < 0)
-        abort();
+        rd_oom();
     return out;
 }
 
@@ -44,7 +45,7 @@ char *rdr_home_expand(const char *path)
     size_t ul = rest ? (size_t)(rest - path - 1) : strlen(path + 1);
     char *user = strndup(path + 1, ul), home[4096];
     if (!user)
-        abort();
+        rd_oom();
     int found = home_of(user, home, sizeof home);
     free(user);
     return found ? concat(home, rest ? rest : "") : concat(path, "");

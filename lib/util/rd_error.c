@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char progname[64] = "rdpipe";
 
@@ -226,6 +227,16 @@ void rd_warn(const char *fmt, ...)
     va_start(ap, fmt);
     rd_vwarn_as(progname, fmt, ap);
     va_end(ap);
+}
+
+_Noreturn void rd_oom(void)
+{
+    char line[96];
+    int n = snprintf(line, sizeof line, "%s: out of memory\n", progname);
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
+        /* nothing left to tell it with */
+    }
+    _exit(RD_EIO);
 }
 
 int rd_report(void)

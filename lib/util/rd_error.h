@@ -83,6 +83,9 @@ size_t rd_vfit(char *dst, size_t cap, const char *fmt, va_list ap) __attribute__
 
 /* Print "prog: message" on stderr. */
 void rd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An allocation a tool cannot go on without failed: "PROG: out of memory" on stderr and exit 5
+ * (abort() said nothing and gave 134; `ulimit -v` is the usual cause). Any thread. */
+_Noreturn void rd_oom(void);
 /* The same as "tool: message". */
 void rd_vwarn_as(const char *tool, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Print the recorded error as "prog: message" and return its code. */

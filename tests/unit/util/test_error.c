@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void *fail_stream(void *arg)
 {
@@ -255,6 +257,37 @@ static void t_warn_prints_long_lines_whole(void)
     CHECK(strcmp(second + strlen(second) - strlen("h: the end\n"), "h: the end\n") == 0);
 }
 
+/* Out of memory: one line and exit 5, from any thread (abort() gave 134 and no word). */
+static void *oom_thread(void *arg)
+{
+    (void)arg;
+    rd_oom();
+}
+
+static void t_oom_says_so_and_exits_5(void)
+{
+    int p[2];
+    CHECK_OR(pipe(p) == 0, return);
+    pid_t pid = fork();
+    CHECK_OR(pid >= 0, return);
+    if (pid == 0) {
+        dup2(p[1], 2);
+        rd_set_progname("/usr/bin/rdcp");
+        pthread_t th;
+        if (pthread_create(&th, NULL, oom_thread, NULL) == 0)
+            pthread_join(th, NULL);
+        _exit(99);
+    }
+    close(p[1]);
+    char got[128] = "";
+    ssize_t n = read(p[0], got, sizeof got - 1);
+    close(p[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == RD_EIO);
+    CHECK(n > 0 && strcmp(got, "rdcp: out of memory\n") == 0);
+}
+
 int main(void)
 {
     RUN(t_started_thread_shares_the_context);
@@ -267,5 +300,6 @@ int main(void)
     RUN(t_bind_and_back);
     RUN(t_long_message_keeps_its_reason);
     RUN(t_warn_prints_long_lines_whole);
+    RUN(t_oom_says_so_and_exits_5);
     return check_summary();
 }
