@@ -411,7 +411,8 @@ static int run_copy(struct run *r, struct totals *t)
                                .on_lost = lost };
     for (int i = 0; i < 2; i++) {
         if (spawn_end(r, &r->e[i])) {
-            warnx("cannot start the agent for %s: %s", r->e[i].host, strerror(errno));
+            warnx("cannot start the agent for %s: cannot run %s: %s", r->e[i].host,
+                  r->e[i].dest ? "the ssh program (--ssh)" : "rdpipe --agent", strerror(errno));
             shut_down(r);
             return 5;
         }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -31,12 +32,32 @@ void rdr_set_nonblock(int fd)
 
 pid_t rdr_spawn(char *const argv[], char *const envp[], int in, int out, int err, int fd3, pid_t pgid)
 {
+    /* the child's exec failure comes back here (its errno through a pipe the exec closes), so
+     * the caller names the program that could not run: a missing --ssh program used to exit
+     * 127 as ssh does for a missing remote rdpipe, and was reported as that */
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC))
+        return -1;
     pid_t pid = fork();
     if (pid != 0) {
+        int e = errno;
         if (pid > 0 && pgid >= 0)
             setpgid(pid, pgid ? pgid : pid);   /* also in the parent: no race with kill(-pgid) */
+        close(ep[1]);
+        ssize_t n = -1;
+        while (pid > 0 && (n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
+            ;
+        close(ep[0]);
+        if (pid > 0 && n == (ssize_t)sizeof e) {
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            pid = -1;
+        }
+        errno = e;
         return pid;
     }
+    close(ep[0]);
+    int efd = fcntl(ep[1], F_DUPFD_CLOEXEC, 10);   /* out of the way of fds 0-3 */
     if (pgid >= 0)
         setpgid(0, pgid);
     for (int s = 1; s < NSIG; s++)
@@ -65,7 +86,9 @@ pid_t rdr_spawn(char *const argv[], char *const envp[], int in, int out, int err
         execvpe(argv[0], argv, envp);
     else
         execvp(argv[0], argv);
-    dprintf(2, "rdpipe: cannot run %s: %s\n", argv[0], strerror(errno));
+    int e = errno;
+    if (write(efd, &e, sizeof e) != (ssize_t)sizeof e)
+        dprintf(2, "%s: cannot run %s: %s\n", rd_progname(), argv[0], strerror(e));
     _exit(127);
 }
 

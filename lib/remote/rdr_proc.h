@@ -7,7 +7,8 @@
 /* fork + exec argv[0] (searched in PATH unless it contains '/') with envp (NULL = environ).
  * The child gets in/out/err as fds 0/1/2 (-1 = /dev/null) and fd3 as fd 3 (-1 = none),
  * joins process group pgid (0 = its own, -1 = stays in ours), and starts with default signal
- * dispositions and an empty signal mask. Returns the pid or -1. */
+ * dispositions and an empty signal mask. Returns the pid, or -1 with errno: also when argv[0]
+ * could not be run (its exec failed: errno is the exec's). */
 pid_t rdr_spawn(char *const argv[], char *const envp[], int in, int out, int err, int fd3, pid_t pgid);
 /* Exit status as a shell shows it: the code, or 128 + signal. */
 int rdr_status_code(int wstatus);

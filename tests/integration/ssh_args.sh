@@ -164,3 +164,17 @@ for tool in rdpipe rdcp; do
         t_fail "the log line is not shown escaped: $(cat -v "$C/e" | head -5)"
     t_end
 done
+
+# An --ssh program that cannot run exited 127 in the child, as ssh does when the remote has no
+# rdpipe, and was reported as that ("is rdpipe on the PATH there?"): now the exec's own failure
+for tool in rdpipe rdcp; do
+    t_begin "$tool --ssh /nonexistent/ssh: exit 5, one line naming the ssh program, not the remote PATH"
+    if [ $tool = rdpipe ]; then
+        run rdpipe --ssh /nonexistent/ssh h1:cat
+    else
+        run rdcp --ssh /nonexistent/ssh h1:x "$C/y"
+    fi
+    expect_rc $? 5 "$tool --ssh /nonexistent/ssh"
+    expect_err "$C/e" $tool "^$tool: cannot start the agent for h1.*: cannot run the ssh program \(--ssh\): No such file or directory$"
+    t_end
+done
