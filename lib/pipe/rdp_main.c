@@ -403,15 +403,16 @@ static void lost(void *ctx, int i)
         snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
     else if (x->l.reaped)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
-    int no_agent = x->l.reaped && x->l.status == 127 && x->s.dest;
+    /* 127: the remote shell found no rdpipe; 126: found one it cannot run (a directory) */
+    int no_agent = x->l.reaped && (x->l.status == 127 || x->l.status == 126) && x->s.dest;
+    const char *why = x->l.status == 126 ? "; the rdpipe there cannot be run (see --remote-path)"
+                                         : "; is rdpipe on the PATH there? (see --remote-path)";
     if (!x->l.hello && x->s.dest && x->l.reaped && !x->l.signal)   /* ssh failed before the agent spoke */
         snprintf(msg, sizeof msg, "%s: cannot %s to run %s%s%s", x->s.host, no_agent ? "start the agent" : "log in",
-                 label(x, lb, sizeof lb), how,
-                 no_agent ? "; is rdpipe on the PATH there? (see --remote-path)" : "; see ssh's message above");
+                 label(x, lb, sizeof lb), how, no_agent ? why : "; see ssh's message above");
     else
         snprintf(msg, sizeof msg, "%s: lost the connection to the agent running %s%s%s", x->s.host,
-                 label(x, lb, sizeof lb), how,
-                 no_agent ? "; is rdpipe on the PATH there? (see --remote-path)" : "");
+                 label(x, lb, sizeof lb), how, no_agent ? why : "");
     add_failure(r, i, "lost", 10, RD_ELOST, msg);
 }
 

@@ -158,3 +158,15 @@ env SHLVL=0 SSH_CLIENT='10.0.0.1 40000 22' HOME="$C/home" timeout -k 2 "$(lim 30
 expect_rc $? 0 "rdpipe 'seq 3' 'cat -' under an sshd's environment"
 [ "$(cat o)" = "$(seq 3)" ] || t_fail "the stream holds: $(tr '\n' '|' < o)"
 t_end
+
+t_begin "--remote-path that names a directory: 255, 'the rdpipe there cannot be run', not 'cannot log in' (rdpipe and rdcp)"
+[ -x "$W/fakessh" ] || t_fail "no stand-in ssh"
+rdp --ssh "$W/fakessh" --remote-path / h1:cat < /dev/null > o 2> e
+expect_rc $? 255 "rdpipe --remote-path /"
+grep -q "^rdpipe: h1: cannot start the agent to run h1 'cat' (ssh exited with status 126); the rdpipe there cannot be run (see --remote-path)$" e ||
+    t_fail "rdpipe: $(tr '\n' '|' < e)"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$W/fakessh" --remote-path / h1:m5 "$C/x" > o 2> e
+expect_rc $? 255 "rdcp --remote-path /"
+grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 126; the rdpipe there cannot be run, see --remote-path)$" e ||
+    t_fail "rdcp: $(tr '\n' '|' < e)"
+t_end
