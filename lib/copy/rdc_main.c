@@ -96,6 +96,7 @@ struct run {
     struct rdr_watch w; /* the links of e[0] and e[1] */
     int verbose, progress, json, recursive, preserve, xattrs, follow, resume, nosync;
     char **srcs;               /* this run's sources: all on e[0]'s host */
+    int dst_lost;              /* the destination's host could not be logged into, or was lost */
     int nsrc, nsrc_all;        /* nsrc_all: sources of the whole command (cp's rules for DST) */
     char *dst;
     char key[65];
@@ -347,6 +348,7 @@ static void lost(void *ctx, int i)
 {
     struct run *r = ctx;
     struct end *x = &r->e[i];
+    r->dst_lost |= i == 1;
     rdr_watch_settle(&r->w, i, 500);
     char msg[512];
     /* 127: the remote shell found no rdpipe; 126: found one it cannot run (a directory) */
@@ -415,8 +417,10 @@ static int run_copy(struct run *r, struct totals *t)
                                .on_lost = lost };
     for (int i = 0; i < 2; i++) {
         if (spawn_end(r, &r->e[i])) {
-            warnx("cannot start the agent for %s: cannot run %s: %s", r->e[i].host,
-                  r->e[i].dest ? "the ssh program (--ssh)" : "rdpipe --agent", strerror(errno));
+            int exec_failed = errno == ENOENT || errno == EACCES || errno == ENOEXEC;
+            warnx("cannot start the agent for %s: %s%s", r->e[i].host,
+                  !exec_failed ? "" : r->e[i].dest ? "cannot run the ssh program (--ssh): " : "cannot run rdpipe --agent: ",
+                  strerror(errno));
             shut_down(r);
             return 5;
         }
@@ -695,9 +699,9 @@ int rdc_main(int argc, char **argv)
         free(run.fail_msg);
         if (!rc)
             rc = got;   /* the first failure's code; the other hosts' sources are still copied */
-        if ((got > 128 && got != RD_ELOST) || got == 1)
-            break;    /* interrupted, or a usage error every run would repeat (a host that
-                       * cannot be logged into, 255, is that host's alone) */
+        if ((got > 128 && got != RD_ELOST) || got == 1 || run.dst_lost)
+            break;    /* interrupted, a usage error every run would repeat, or no destination
+                       * (a source host that cannot be logged into, 255, is that host's alone) */
     }
     report(&t, r.verbose, r.json, rc);
 out:

@@ -923,8 +923,10 @@ static int refuse_just_made(struct rdc_rcv *r, const char *f)
  * its attributes (-X: they come after, and are not compared). */
 static int meta_differs(const struct rdc_rcv *r, const struct stat *st, const struct rdc_meta *m)
 {
+    /* the mode skipped_file sets: setuid, setgid and sticky only with the source's owner */
+    int owned = r->owners || (st->st_uid == m->uid && st->st_gid == m->gid);
     return (r->preserve && ((r->owners && (st->st_uid != m->uid || st->st_gid != m->gid)) ||
-                            (st->st_mode & 07777) != (m->mode & 07777))) ||
+                            (st->st_mode & 07777) != (m->mode & (owned ? 07777 : 0777)))) ||
            (r->times && (st->st_mtim.tv_sec != m->mtime_s || st->st_mtim.tv_nsec != (long)m->mtime_ns)) ||
            r->xattrs;
 }
@@ -949,7 +951,7 @@ static void skipped_file(struct rdc_rcv *r, char *f, int pfd, const char *name, 
         goto refused;
     }
     if (st.st_nlink > 1 && meta_differs(r, &st, m)) {
-        int own = rdc_unshare(pfd, name, fd, st.st_mode & 0777);
+        int own = rdc_unshare(pfd, name, fd, &st);
         if (own < 0) {
             rdc_rcv_err(r, "cannot make a file of its own (it is a hard link here) of", f, errno);
             goto refused;

@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -258,15 +259,40 @@ static int copy_all(int from, int to)
     }
 }
 
-int rdc_unshare(int dfd, const char *name, int fd, mode_t mode)
+/* fd's extended attributes (ACLs and user.* among them) onto out, as far as this process may
+ * set them (a security.* label may stay the kernel's default) */
+static void copy_xattrs(int fd, int out)
+{
+    ssize_t n = flistxattr(fd, NULL, 0);
+    char *names = n > 0 ? malloc((size_t)n) : NULL;
+    if (names && (n = flistxattr(fd, names, (size_t)n)) > 0) {
+        for (char *k = names; k < names + n; k += strlen(k) + 1) {
+            ssize_t v = fgetxattr(fd, k, NULL, 0);
+            char *val = v >= 0 ? malloc((size_t)v + 1) : NULL;
+            if (val && (v = fgetxattr(fd, k, val, (size_t)v)) >= 0)
+                (void)fsetxattr(out, k, val, (size_t)v, 0);
+            free(val);
+        }
+    }
+    free(names);
+}
+
+int rdc_unshare(int dfd, const char *name, int fd, const struct stat *st)
 {
     char *tmp;
     int out = rdc_create_tmp(dfd, name, 0600, &tmp);
     if (out < 0)
         return -1;
     int e = copy_all(fd, out);
-    if (!e && (fchmod(out, mode) || fsync(out) || renameat(dfd, tmp, dfd, name)))
+    /* the file as it was, under one name: its owner first (a chown clears setuid), then its
+     * mode and attributes; an owner that cannot be kept refuses the copy */
+    if (!e && (st->st_uid != geteuid() || st->st_gid != getegid()) && fchown(out, st->st_uid, st->st_gid))
         e = errno;
+    if (!e) {
+        copy_xattrs(fd, out);
+        if (fchmod(out, st->st_mode & 07777) || fsync(out) || renameat(dfd, tmp, dfd, name))
+            e = errno;
+    }
     if (e) {
         unlinkat(dfd, tmp, 0);
         close(out);

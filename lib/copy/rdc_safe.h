@@ -23,11 +23,13 @@ int rdc_open_beneath(int base, const char *rel);
  * name `name`; *tmp gets its name (malloc'd). Returns the fd (O_RDWR) or -1 with errno. */
 int rdc_create_tmp(int dfd, const char *name, mode_t mode, char **tmp);
 
-/* Make NAME in dfd, whose open fd is fd, a file of its own: a copy of fd's content with
- * permission bits mode, under a temporary name (rdc_create_tmp), renamed over NAME. Its fd
- * (read-write), or -1 with errno, and NAME as it was. For a hard link whose metadata is about
- * to change: the other names keep theirs. */
-int rdc_unshare(int dfd, const char *name, int fd, mode_t mode);
+/* Make NAME in dfd, whose open fd is fd (its stat st), a file of its own: a copy of fd's
+ * content, owner, mode and extended attributes under a temporary name (rdc_create_tmp),
+ * renamed over NAME. Its fd (read-write), or -1 with errno, and NAME as it was (also when the
+ * owner cannot be kept: EPERM). For a hard link whose metadata is about to change: the other
+ * names keep theirs. */
+struct stat;
+int rdc_unshare(int dfd, const char *name, int fd, const struct stat *st);
 
 /* Lock the partial file fd for as long as this process holds it open (flock): how a later
  * copy tells a partial file a running rdcp writes from one an interrupted copy left

@@ -64,6 +64,14 @@ static void fail_local(struct agent *a, const char *role, int code, const char *
     a->file_failed = 1;
 }
 
+/* fail_local with errno's text after msg: what could not be started, and why */
+static void fail_errno(struct agent *a, const char *role, int code, const char *msg)
+{
+    char m[200];
+    snprintf(m, sizeof m, "%s: %s", msg, strerror(errno));
+    fail_local(a, role, code, m);
+}
+
 static void open_file(struct agent *a)
 {
     if (a->kind != RDR_READ && a->kind != RDR_WRITE && a->kind != RDR_APPEND)
@@ -277,7 +285,7 @@ static void setup_relay(struct agent *a)
     if (rc) {
         close(rdy[0]);
         close(rl[1]);
-        fail_local(a, "relay", 5, "cannot start rdrecv");
+        fail_errno(a, "relay", 5, "cannot start rdrecv");
         return;
     }
     a->relay_w = rl[1];
@@ -332,7 +340,7 @@ static void do_setup(struct agent *a)
         close(pp[1]);
     if (rc) {
         close(rdy[0]);
-        fail_local(a, "recv", 5, "cannot start rdrecv");
+        fail_errno(a, "recv", 5, "cannot start rdrecv");
         return;
     }
     report_port(a, wait_port(rdy[0]));
@@ -396,18 +404,20 @@ static void do_start(struct agent *a)
         cur = pp[0];
         cur_own = 1;
         if (pid < 0) {
-            fail_local(a, "cmd", 126, "cannot start bash");
+            fail_errno(a, "cmd", 126, "cannot start bash");
             return;
         }
     }
     if ((a->kind == RDR_WRITE || a->kind == RDR_APPEND) && a->in == RDR_IN_STDIN) {
         char *v[] = { "cat", NULL };
-        rdpa_start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd);
+        if (rdpa_start_plain(a, C_COPY, v, STDIN_FILENO, a->file_fd) < 0)
+            fail_errno(a, "copy", 127, "cannot run cat");
     }
     if ((a->kind == RDR_READ && a->out == RDR_OUT_STDOUT) ||
         (a->kind == RDR_PASS && a->in == RDR_IN_STDIN && a->out == RDR_OUT_STDOUT)) {
         char *v[] = { "cat", NULL };
-        rdpa_start_plain(a, C_COPY, v, cur, STDOUT_FILENO);
+        if (rdpa_start_plain(a, C_COPY, v, cur, STDOUT_FILENO) < 0)
+            fail_errno(a, "copy", 127, "cannot run cat");
     }
     if (a->out == RDR_OUT_SEND && a->next_host) {
         char *tool = rdr_sibling_tool("rdsend");
@@ -421,7 +431,7 @@ static void do_start(struct agent *a)
         v[n++] = a->next_port;
         v[n] = NULL;
         if (rdpa_start_tool(a, C_SEND, v, a->out_key, cur, -1, -1))
-            fail_local(a, "send", 5, "cannot start rdsend");
+            fail_errno(a, "send", 5, "cannot start rdsend");
         free(tool);
     }
     if (cur_own && cur >= 0)

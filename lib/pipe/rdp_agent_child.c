@@ -276,7 +276,6 @@ void rdpa_note_leftovers(struct agent *a)
         a->left_since = t;
     if (a->left_said || t - a->left_since < RDPA_LEFT_S)
         return;
-    a->left_said = 1;
     /* what is left is ours as subreaper: processes whose parent is now the agent */
     char list[512] = "";
     size_t n = 0;
@@ -306,7 +305,8 @@ void rdpa_note_leftovers(struct agent *a)
     if (d)
         closedir(d);
     if (!count)
-        return;
+        return;   /* none found this time (one just ending): the next tick looks again */
+    a->left_said = 1;
     char line[700];
     snprintf(line, sizeof line, "waiting for %d process%s the command left running (%s%s): rdpipe "
              "waits for every process a segment starts; Ctrl-C ends them", count, count > 1 ? "es" : "", list,

@@ -470,8 +470,10 @@ static int run_pipeline(struct run *r)
     for (int i = 0; i < r->count; i++) {
         struct node *x = &r->n[i];
         if (spawn_node(r, x)) {
-            warnx("cannot start the agent for %s: cannot run %s: %s", label(x, lb, sizeof lb),
-                  x->s.dest ? "the ssh program (--ssh)" : "rdpipe --agent", strerror(errno));
+            int exec_failed = errno == ENOENT || errno == EACCES || errno == ENOEXEC;
+            warnx("cannot start the agent for %s: %s%s", label(x, lb, sizeof lb),
+                  !exec_failed ? "" : x->s.dest ? "cannot run the ssh program (--ssh): " : "cannot run rdpipe --agent: ",
+                  strerror(errno));
             r->count = r->w.n = i;
             shut_down(r, 1);
             free(links);

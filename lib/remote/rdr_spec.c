@@ -248,7 +248,8 @@ int rdr_parse_segment(const char *arg, struct rdr_seg *s, char *err, int errlen)
         s->kind = RDR_CMD;
         /* a file whose name bash expands: bash opens it, for a cat (alone, bash would only
          * open it: '< $HOME/f' gave nothing and exit 0) */
-        int op = t[0] == '<' && t[1] != '<' && t[1] != '(' ? 1 : t[0] == '>' && t[1] != '(' && t[1] != '&' ? 2 : 0;
+        int op = t[0] == '<' && t[1] != '<' && t[1] != '(' && t[1] != '>' && t[1] != '&' ? 1
+                 : t[0] == '>' && t[1] != '(' && t[1] != '&' && t[1] != '|' ? 2 : 0;
         if (op && one_word(t + (t[1] == '>' ? 2 : 1))) {
             s->redirect = op;
             if (asprintf(&s->cmd, "exec cat %s", t) < 0)
@@ -294,7 +295,7 @@ int rdr_plan(const struct rdr_seg *segs, int n, int has_input, struct rdr_seg **
     for (int i = 0; i < n; i++)
         p[k++] = segs[i];
     int last = k - 1;
-    int writes_file = p[last].kind == RDR_WRITE || p[last].kind == RDR_APPEND;
+    int writes_file = p[last].kind == RDR_WRITE || p[last].kind == RDR_APPEND || p[last].redirect == 2;
     if (!writes_file && p[last].dest)
         p[k++] = (struct rdr_seg){ .host = "localhost", .text = "<stdout>", .kind = RDR_PASS,
                                    .in = RDR_IN_RECV, .out = RDR_OUT_STDOUT, .pseudo = 2 };

@@ -150,7 +150,7 @@ static int retry_dropped(const struct rd_opts *o, struct rd_reach *reach, double
     rd_error_clear();
     struct timespec ts = { 0, (long)(pause * 1e9) };
     nanosleep(&ts, NULL);
-    reach->timeout_s = (int)left + 1;
+    reach->timeout_s = (int)left + (left > (int)left);   /* what is left, rounded up */
     return 1;
 }
 

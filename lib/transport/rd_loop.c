@@ -244,7 +244,7 @@ static int loop_send(struct rd_transport *tp, struct rd_buf *b)
         rd_pool_put(b->owner, b);   /* send takes the buffer either way */
     } else {
         if (d->count == d->qcap)
-            rd_oom();   /* a buffer sent twice: the queue has room for every buffer once */
+            abort();   /* a buffer sent twice: the queue has room for every buffer once */
         d->q[(d->head + d->count++) % d->qcap] = b;
         pthread_cond_signal(&d->arrived);   /* one receiving thread per end */
     }

@@ -142,8 +142,13 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
 {
     struct rd_buf *b;
     int rc = tp->ops->recv(tp, &b, timeout_ms);
-    if (rc)
+    if (rc) {
+        /* bytes that are no frame from a peer still there: say so (a REJECT), so that its
+         * sender does not take our close for a busy receiver's and try again (rd_run.c) */
+        if (answer && rc == RD_ESTREAM && !tp->lost)
+            rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "the receiver could not read a frame of yours");
         return rc;
+    }
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);
     if (pe == RD_P_OK && tp->hop_dir && hop_tagged(f->type))
         pe = rd_check_hop(tp, b->data, f);
@@ -160,6 +165,11 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
                 rd_send_reason(tp, RD_REJECT, RD_ESTREAM, text);
             return rd_fail(RD_ESTREAM, "peer %s speaks rdpipe protocol version %u, this is version %u",
                            tp->peer, version, RD_PROTO_VERSION);
+        }
+        if (answer) {   /* as above: a bad frame is answered, never only a close */
+            char text[120];
+            snprintf(text, sizeof text, "bad frame: %s", rd_proto_strerror(pe));
+            rd_send_reason(tp, RD_REJECT, RD_ESTREAM, text);
         }
         return rd_fail(RD_ESTREAM, "bad frame from %s: %s", tp->peer, rd_proto_strerror(pe));
     }

@@ -457,15 +457,19 @@ static int evict(struct rd_waiting *w, const char *src)
 {
     const char *net = NULL;
     unsigned most = 0;
+    pthread_mutex_lock(&w->lock);   /* unfinished ones only: a finished one is no candidate */
     for (unsigned i = 0; !src && i < w->n; i++) {
         unsigned c = 0;
-        for (unsigned k = 0; k < w->n; k++)
-            c += strcmp(w->j[k]->net, w->j[i]->net) == 0;
+        for (unsigned k = 0; k < w->n && !w->j[i]->done; k++)
+            c += !w->j[k]->done && strcmp(w->j[k]->net, w->j[i]->net) == 0;
         if (c > most) {
             most = c;
             net = w->j[i]->net;
         }
     }
+    pthread_mutex_unlock(&w->lock);
+    if (!src && !net)
+        return 0;   /* every one has finished */
     /* passes: the silent of the chosen ones, any of them, then anyone (all of those finished) */
     for (int pass = 0; pass < 3; pass++) {
         for (unsigned i = 0; i < w->n; i++) {

@@ -435,8 +435,8 @@ grep -q '^manifest' "$RD_T/told" && t_fail "the source was told: $(grep '^manife
 t_end
 
 t_begin "rdcp: a source host that cannot be logged into does not stop the other hosts' sources (exit 255, the rest copied)"
-printf '#!/bin/bash\ncase " $* " in *" badhost "*) echo "ssh: connect to host badhost port 22: Connection refused" >&2; exit 255;; esac\nexec "%s" "$@"\n' \
-    "$RD_T/teessh" > "$C/badssh" && chmod +x "$C/badssh"
+printf '#!/bin/bash\ncase " $* " in *" badhost "*) echo x >> "%s"; echo "ssh: connect to host badhost port 22: Connection refused" >&2; exit 255;; esac\nexec "%s" "$@"\n' \
+    "$C/bad.log" "$RD_T/teessh" > "$C/badssh" && chmod +x "$C/badssh"
 mkdir -p "$C/mh" && printf 'good' > "$C/good1" && printf 'more' > "$C/good2"
 for order in first last; do
     rm -rf "$C/mh" && mkdir "$C/mh"
@@ -446,6 +446,11 @@ for order in first last; do
     [ "$(cat "$C/mh/good1" "$C/mh/good2" 2> /dev/null)" = goodmore ] || t_fail "badhost $order: goodhost's files not copied: $(ls "$C/mh" | tr '\n' ' '); $(tr '\n' '|' < "$C/e")"
     grep -q 'badhost' "$C/e" || t_fail "badhost $order: not named: $(tr '\n' '|' < "$C/e")"
 done
+# a destination that cannot be logged into is tried once, not once per source host
+rm -f "$C/bad.log"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$C/badssh" "goodhost:$C/good1" "otherhost:$C/good2" badhost:/x > "$C/o" 2> "$C/e"
+expect_rc $? 255 "rdcp to badhost from two source hosts"
+[ "$(wc -l < "$C/bad.log")" = 1 ] || t_fail "badhost was tried $(wc -l < "$C/bad.log") times"
 t_end
 
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"

@@ -113,10 +113,12 @@ descendants() {
 for round in 1 2 3; do
     rm -f part final
     rdp 'cat fifo' 'cat > part && mv part final' < /dev/null > o 2> e & rp=$!
-    exec 7> fifo   # the first segment's input: 4 MiB now, then the kill
-    head -c $((4 << 20)) /dev/urandom >&7
+    exec 7<> fifo   # the first segment's input (read-write: the open never waits): 4 MiB now, then the kill
+    timeout 20 head -c $((4 << 20)) /dev/urandom >&7
     for ((i = 0; i < 100; i++)); do [ "$(stat -c %s part 2> /dev/null || echo 0)" -ge $((1 << 20)) ] && break; sleep 0.05; done
-    kill -KILL $(descendants $rp rdsend) 2> /dev/null
+    victim=$(descendants $rp rdsend)
+    [ -n "$victim" ] || t_fail "round $round: no rdsend of the first hop found to kill"
+    kill -KILL $victim 2> /dev/null
     wait $rp; rc=$?
     exec 7>&-
     [ $rc = 0 ] && t_fail "round $round: rdpipe exit 0 after its hop was cut"
@@ -144,7 +146,7 @@ expect_rc $? 1 "rdpipe '< \$NOPE/m5' cat"; grep -q 'No such file or directory' e
 t_end
 
 t_begin "a segment that leaves a process running: rdpipe waits for it, and says which after 5 s, once; exit 0"
-rdp '(sleep 7 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e
+rdp '(sleep 10 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe with a process left behind"
 [ "$(cat o)" = x ] || t_fail "output '$(cat o)'"
 expect_err e rdpipe "^rdpipe: localhost: waiting for 1 process the command left running \([0-9]+ sleep\): rdpipe waits for every process a segment starts; Ctrl-C ends them$"

@@ -277,13 +277,14 @@ kill_reap "$sp"
 t_end
 
 t_begin "rdsend at rdbench --server, rdbench at rdrecv: each is told what the other is (exit 4); the server served nobody (exit 2)"
-server --timeout 3
+st=$(lim 3)
+server --timeout "$st"
 head -c 5000 /dev/urandom > "$C/in"
 timeout 20 "$RDSEND" 127.0.0.1 "$SPORT" "$KEY" "$C/in" 2> "$C/e"
 expect_rc $? 4 "rdsend at an rdbench server"
 expect_err "$C/e" rdsend "this is an rdbench server \(rdbench --server or rdrecv --check\), not rdrecv"
-wait_pid "$SPID" "$(lim 10)"; expect_rc $? 2 "rdbench --server --timeout 3 that only refused an rdsend"
-grep -q "^rdbench: timed out after 3 s without an rdbench client$" "$C/serr" || t_fail "server: $(tr '\n' '|' < "$C/serr")"
+wait_pid "$SPID" "$(lim 10)"; expect_rc $? 2 "rdbench --server --timeout $st that only refused an rdsend"
+grep -q "^rdbench: timed out after $st s without an rdbench client$" "$C/serr" || t_fail "server: $(tr '\n' '|' < "$C/serr")"
 port=$(free_port)
 start rp /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" "$KEY" "$C/out"
 wait_listen "$port" "" 10 || t_fail "rdrecv did not listen"

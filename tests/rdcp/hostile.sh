@@ -428,6 +428,21 @@ EOF
     [ -z "$(getfattr --absolute-names -d "$W/outside" 2>/dev/null)" ] && ok "  ... x its own, the file outside as it was" ||
     bad "  ... x its own, the file outside as it was" "x: $(stat -c '%a %h %Y %s' "$S/dst/x"); outside: $(stat -c '%a %h %Y' "$W/outside") $(getfattr --absolute-names -d "$W/outside" 2>&1)"
 PREP=
+# The file of its own keeps what the source does not set: its owner (without -p) and its
+# attributes (a cp -al snapshot's file of another user, with an attribute the source lacks)
+PREP='echo one > "$W/outside2" && chown nobody "$W/outside2" && setfattr -n user.keep -v 1 "$W/outside2" 2> /dev/null; ln "$W/outside2" "$S/dst/x"'
+EXPECT=''
+case_ "--resume -X without -p: the file of its own keeps its owner and its attributes" 0 -X --resume <<EOF
+R 0 d 1 x
+s x 4 0644 5
+Z
+EOF
+[ "$(stat -c '%U %h' "$S/dst/x")" = "nobody 1" ] && [ "$(cat "$S/dst/x")" = one ] &&
+    { ! getfattr -n user.keep "$W/outside2" > /dev/null 2>&1 ||
+      [ "$(getfattr --absolute-names --only-values -n user.keep "$S/dst/x" 2>/dev/null)" = 1 ]; } &&
+    ok "  ... owner nobody and user.keep kept" ||
+    bad "  ... owner nobody and user.keep kept" "$(stat -c '%U %h %s' "$S/dst/x"); $(getfattr --absolute-names -d "$S/dst/x" 2>&1)"
+PREP=
 # A partial file to continue must not be a file this stream just made: a source file named
 # like one (copied on by an honest sender) would be appended to and renamed away
 EXPECT="^rdcp: cannot continue the partial file of $D/f': File exists"
