@@ -255,7 +255,7 @@ t_end
 # ---------------------------------------------------------------- a flood from many addresses
 # 70 addresses of 127.3.0.0/24, 600 connections a second, each a HELLO and then nothing: more
 # addresses than the set holds, so per-address limits never bite. The right sender is 100 ms
-# away (delay.py), so its handshake takes longer than 64 arrivals. Before 2026-11-29 the
+# away (tcpproxy.py), so its handshake takes longer than 64 arrivals. Before 2026-11-29 the
 # set stopped the oldest handshake among addresses with one each, the right sender's every
 # time (5 of 5 tries exited 4 "closed by peer"); now a flood evicts its own network's
 # connections first, and a sender dropped in the handshake tries again.
@@ -263,8 +263,8 @@ t_begin "${ALL[3]}"
 port=$(free_port); receiver "$port"
 start FP /dev/null /dev/null "$C/flood.err" python3 "$RD_ROOT/tests/integration/flood.py" 127.0.0.1 "$port" 127.3.0 70 600 60
 pport=$(free_port)
-start DP /dev/null /dev/null "$C/delay.err" python3 "$RD_ROOT/tests/integration/delay.py" 127.0.0.5 "$pport" 127.0.0.1 "$port" 50
-wait_listen "$pport" || t_fail "delay.py did not listen: $(cat "$C/delay.err")"
+start DP /dev/null /dev/null "$C/delay.err" python3 "$RD_ROOT/tests/integration/tcpproxy.py" 127.0.0.5 "$pport" 127.0.0.1 "$port" 50
+wait_listen "$pport" || t_fail "tcpproxy.py did not listen: $(cat "$C/delay.err")"
 for ((i = 0; i < 50; i++)); do grep -q 'dropped for a newer one' "$C/rerr" && break; sleep 0.1; done
 timeout -k 2 "$(lim 30)" "$RDSEND" --timeout 10 127.0.0.5 "$pport" right-key "$RD_T/in" 2> "$C/serr"
 expect_rc $? 0 "the right sender behind 100 ms" "$(cat "$C/serr")"
@@ -281,16 +281,16 @@ t_end
 t_begin "${ALL[4]}"
 port=$(free_port); receiver "$port"
 pport=$(free_port)
-start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/dropfirst.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 3
-wait_listen "$pport" || t_fail "dropfirst.py did not listen: $(cat "$C/drop.err")"
+start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/tcpproxy.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 0 3
+wait_listen "$pport" || t_fail "tcpproxy.py did not listen: $(cat "$C/drop.err")"
 timeout -k 2 "$(lim 30)" "$RDSEND" -v 127.0.0.1 "$pport" right-key "$RD_T/in" 2> "$C/serr"
 expect_rc $? 0 "rdsend dropped 3 times" "$(cat "$C/serr")"
 [ "$(grep -c 'closed the connection during the handshake (busy with other connections, or gone); again in [0-9]* ms$' "$C/serr")" = 3 ] ||
     t_fail "rdsend -v does not say it tried again, 3 times: $(grep -v '^rdsend: [0-9.]* [GMK]' "$C/serr" | head -5 | tr '\n' '|')"
 received "after 3 drops"
 kill_reap "$DP"
-start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/dropfirst.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 1
-wait_listen "$pport" || t_fail "dropfirst.py did not listen: $(cat "$C/drop.err")"
+start DP /dev/null /dev/null "$C/drop.err" python3 "$RD_ROOT/tests/integration/tcpproxy.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 0 1
+wait_listen "$pport" || t_fail "tcpproxy.py did not listen: $(cat "$C/drop.err")"
 timeout -k 2 "$(lim 30)" "$RDSEND" --timeout 0 127.0.0.1 "$pport" right-key "$RD_T/in" 2> "$C/serr"
 expect_rc $? 2 "rdsend --timeout 0, dropped once"
 expect_err "$C/serr" rdsend "receiver 127\.0\.0\.1:$pport closed the connection during the handshake \(busy with other connections, or gone\)"

@@ -1,10 +1,14 @@
 #!/usr/bin/python3
-"""delay.py LHOST LPORT THOST TPORT DELAY_MS: a TCP forwarder from LHOST:LPORT to THOST:TPORT
-(from LHOST) that holds every chunk DELAY_MS each way: a long round trip on loopback."""
+"""tcpproxy.py LHOST LPORT THOST TPORT [DELAY_MS [DROP_FIRST]]: a TCP forwarder from
+LHOST:LPORT to THOST:TPORT (connecting from LHOST).
+DELAY_MS: every chunk is held that long each way, a long round trip on loopback.
+DROP_FIRST: the first N connections are closed once their first bytes (the HELLO) arrived,
+without a word, as a receiver whose handshake slots a flood took closes them."""
 import queue, socket, sys, threading, time
 
 lh, lp, th, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-delay = float(sys.argv[5]) / 1000
+delay = float(sys.argv[5]) / 1000 if len(sys.argv) > 5 else 0.0
+drop = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 
 
 def pipe(src, dst):
@@ -46,4 +50,9 @@ ls.bind((lh, lp))
 ls.listen(16)
 while True:
     a, _ = ls.accept()
+    if drop > 0:
+        drop -= 1
+        a.recv(65536)
+        a.close()
+        continue
     threading.Thread(target=handle, args=(a,), daemon=True).start()
