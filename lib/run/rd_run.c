@@ -227,6 +227,12 @@ reconnect:
         rd_warn("sending %s to %s over %s (chunk %u, depth %u); lanes %u (%s)%s%s", src->name, tp->peer,
                 tp->desc, agreed.chunk_size, agreed.depth, agreed.lanes, why,
                 cipher_name(&agreed) ? ", encrypted with " : "", cipher_name(&agreed) ? cipher_name(&agreed) : "");
+    if (o->verbose && (agreed.chunk_size < want.chunk_size || agreed.depth < want.depth ||
+                       (agreed.streams ? agreed.streams : 1) < (want.streams ? want.streams : 1)))
+        rd_warn("the receiver granted less than asked: chunk %u of %u, depth %u of %u, %u of %u connections "
+                "(its --chunk-size, --depth or --streams, or what it may pin over RDMA)", agreed.chunk_size,
+                want.chunk_size, agreed.depth, want.depth, agreed.streams ? agreed.streams : 1,
+                want.streams ? want.streams : 1);
     t0 = rd_now();
     if (o->progress)
         rd_progress_start(&rep, &cnt, src->size);

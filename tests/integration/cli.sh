@@ -453,6 +453,22 @@ expect_rc $? 255 "rdcp to badhost from two source hosts"
 [ "$(wc -l < "$C/bad.log")" = 1 ] || t_fail "badhost was tried $(wc -l < "$C/bad.log") times"
 t_end
 
+t_begin "rdsend -v says when the receiver granted less than it asked (chunk, depth), and not when it granted all"
+head -c 300000 /dev/urandom > "$C/in"
+for grant in less all; do
+    port=$(free_port)
+    if [ $grant = less ]; then ropts=(--chunk-size 64K --depth 4); else ropts=(); fi
+    start rp /dev/null /dev/null "$C/rerr" "$RDRECV" "${ropts[@]}" "$port" key-0123456789abcdef /dev/null
+    wait_listen "$port" || t_fail "rdrecv did not listen"
+    timeout -k 2 "$(lim 20)" "$RDSEND" -v --chunk-size 1M --depth 8 127.0.0.1 "$port" key-0123456789abcdef "$C/in" 2> "$C/serr"
+    expect_rc $? 0 "rdsend -v ($grant)"
+    wait_pid "$rp" 10 > /dev/null
+    n=$(grep -c '^rdsend: the receiver granted less than asked: chunk 65536 of 1048576, depth 4 of 8, 1 of 1 connections' "$C/serr")
+    [ $grant = less ] && [ "$n" != 1 ] && t_fail "no line saying what was granted: $(tr '\n' '|' < "$C/serr")"
+    [ $grant = all ] && grep -q 'granted less' "$C/serr" && t_fail "a line about a grant that was all: $(tr '\n' '|' < "$C/serr")"
+done
+t_end
+
 t_begin "rdrecv that no sender reached: the FILE it created is gone, an existing FILE is kept as it was"
 printf 'precious\n' > "$C/keep"
 timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/new" 2> "$C/e" 3> /dev/null
