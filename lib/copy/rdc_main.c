@@ -382,9 +382,11 @@ static char *args_hex(char **v, int n)
 }
 
 /* The names in DST this run's sources are copied to, as the source's walk names its roots
- * (rdc_walk.c): the receiver's --resume manifest lists those alone. NULL (all of DST) when a
- * path alone cannot tell: a directory's contents ("d/", ".", "..", "/"), or a path the source
- * host expands ("~", "~user"). A NULL-terminated, malloc'd array. */
+ * (rdc_walk.c): the receiver's --resume manifest lists those alone. NULL (all of DST) for a
+ * directory's contents ("d/", ".", "..", "/"). "~" or "~user" goes to DST/<the home's name>,
+ * which only the source host knows: it is "/", which no name is, so nothing of DST is told
+ * for it (--resume sends it whole again rather than tell the source all of DST). A
+ * NULL-terminated, malloc'd array. */
 static char **manifest_roots(const struct run *r)
 {
     char **v = calloc((size_t)r->nsrc + 1, sizeof *v);
@@ -393,8 +395,9 @@ static char **manifest_roots(const struct run *r)
     for (int k = 0; k < r->nsrc; k++) {
         const char *p = r->srcs[k];
         size_t len = strlen(p);
-        char *b = len > 0 && p[len - 1] != '/' && !(p[0] == '~' && !strchr(p, '/')) ? rdc_basename(p) : NULL;
-        if (!b || !strcmp(b, ".") || !strcmp(b, "..") || !strcmp(b, "/") || !b[0]) {
+        int home = p[0] == '~' && !strchr(p, '/');
+        char *b = home ? strdup("/") : len > 0 && p[len - 1] != '/' ? rdc_basename(p) : NULL;
+        if (!b || (!home && (!strcmp(b, ".") || !strcmp(b, "..") || !strcmp(b, "/"))) || !b[0]) {
             free(b);
             for (int i = 0; i < k; i++)
                 free(v[i]);

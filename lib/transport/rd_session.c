@@ -147,6 +147,8 @@ static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp
          * sender does not take our close for a busy receiver's and try again (rd_run.c) */
         if (answer && rc == RD_ESTREAM && !tp->lost)
             rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "the receiver could not read a frame of yours");
+        else if (answer && rc == RD_ECONNECT)   /* a frame whose length lied waits here too */
+            rd_send_reason(tp, RD_REJECT, RD_ESTREAM, "timed out waiting for a frame of yours");
         return rc;
     }
     int pe = rd_frame_parse(b->data, b->len, b->cap, f);

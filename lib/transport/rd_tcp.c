@@ -408,9 +408,11 @@ static int tcp_send_ref(struct rd_transport *tp, struct rd_buf *b)
 }
 
 /* Read exactly n bytes; with deadline >= 0 the whole read must finish by then. */
-static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what)
+static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long deadline, const char *what,
+                     int in_frame)
 {
     struct tcp_conn *c = tp->priv;
+    size_t want = n;
     while (n) {
         /* Linux still reads what is queued, and what comes, after SHUT_RD: this flag stops it */
         if (atomic_load(&c->recv_shut))
@@ -429,8 +431,12 @@ static int read_full(struct rd_transport *tp, uint8_t *p, size_t n, long long de
         ssize_t r = read(c->fd, p, n);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return io_error(tp, r == 0 ? 0 : errno, what);
+        if (r <= 0) {
+            int rc = io_error(tp, r == 0 ? 0 : errno, what);
+            if (in_frame || n < want)
+                tp->lost = 0;   /* it broke inside a frame: the peer spoke, this is no clean close */
+            return rc;
+        }
         p += r;
         n -= (size_t)r;
     }
@@ -454,7 +460,7 @@ static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, lon
         return rd_fail(RD_ESTREAM, "peer %s sent a %zu-byte frame, larger than the %zu agreed",
                        tp->peer, len, b->cap);
     }
-    int rc = read_full(tp, b->data, len, deadline, "in the middle of a frame");
+    int rc = read_full(tp, b->data, len, deadline, "in the middle of a frame", 1);
     if (rc)
         return rc;
     b->len = len;
@@ -465,7 +471,7 @@ static int read_frame(struct rd_transport *tp, struct rd_buf *b, size_t len, lon
 static int read_prefix(struct rd_transport *tp, long long deadline, size_t *len)
 {
     uint8_t p[4];
-    int rc = read_full(tp, p, 4, deadline, "while receiving");
+    int rc = read_full(tp, p, 4, deadline, "while receiving", 0);
     if (!rc)
         *len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
     return rc;
@@ -560,12 +566,12 @@ int rd_tcp_recv_head(struct rd_transport *tp, uint8_t head[RD_FRAME_HDR], size_t
     if (len < RD_FRAME_HDR)
         return rd_fail(RD_ESTREAM, "protocol error from %s: a %zu-byte frame", tp->peer, len);
     *frame_len = len;
-    return read_full(tp, head, RD_FRAME_HDR, -1, "in the middle of a frame");
+    return read_full(tp, head, RD_FRAME_HDR, -1, "in the middle of a frame", 1);
 }
 
 int rd_tcp_recv_payload(struct rd_transport *tp, uint8_t *buf, size_t n)
 {
-    return read_full(tp, buf, n, -1, "in the middle of a frame");
+    return read_full(tp, buf, n, -1, "in the middle of a frame", 1);
 }
 
 int rd_tcp_send_parts(struct rd_transport *tp, const uint8_t hdr[RD_FRAME_HDR], const uint8_t *payload,

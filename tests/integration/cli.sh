@@ -415,6 +415,12 @@ told=$(grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f')
 [ "$(cat "$RD_T/mf/dst/filebeta" 2>/dev/null)" = two ] || t_fail "filebeta not copied"
 grep -q "$(hexof filealpha)" <<< "$told" || t_fail "proj/filealpha not in the manifest: $(head -c 300 "$RD_T/told")"
 grep -q "$(hexof privatenotes)\|$(hexof privatedir)" <<< "$told" && t_fail "the manifest named DST's other files: $told"
+# '~' goes to DST/<home's name>, known only to the source host: nothing of DST is told for it
+: > "$RD_T/told"
+HOME="$RD_T/mf/src" timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" --resume -r 'srchost:~' "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume -r srchost:~ DST/"
+[ "$(cat "$RD_T/mf/dst/src/filebeta" 2> /dev/null)" = two ] || t_fail "srchost:~ did not land in DST/src: $(tr '\n' '|' < "$C/e")"
+grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" && t_fail "srchost:~: the manifest named DST's other files"
 # a contents copy (SRC/) writes into DST itself: all of DST is the copy's
 : > "$RD_T/told"
 timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" --resume -r "srchost:$RD_T/mf/src/proj/" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"

@@ -179,6 +179,25 @@ expect_rc $rc 2 "rdrecv on a port nc holds"; expect_err "$C/rerr2" rdrecv "alrea
 kill_reap "$nl"
 t_end
 
+t_begin "a receiver that answers half a frame and closes is no busy receiver: rdsend exits 4 at once, no retries"
+# the fake receiver answers the HELLO with a 64-byte frame's length and 1 byte of it, then closes
+port=$(free_port)
+start fr /dev/null /dev/null "$C/fr.err" python3 -c '
+import socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", int(sys.argv[1]))); ls.listen(4)
+while True:
+    a, _ = ls.accept(); a.recv(65536); a.sendall(b"\x40\x00\x00\x00\x01"); a.close()
+' "$port"
+wait_listen "$port" || t_fail "the fake receiver did not listen: $(cat "$C/fr.err")"
+t0=$(now)
+timeout -k 2 "$(lim 20)" "$RDSEND" -v 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+expect_rc $rc 4 "rdsend against half a frame"
+grep -q 'again in' "$C/serr" && t_fail "rdsend took it for a busy receiver: $(tr '\n' '|' < "$C/serr")"
+expect_within "$(elapsed "$t0")" "$(lim 2)" "rdsend's exit"
+kill_reap "$fr"
+t_end
+
 t_begin "another protocol on the port (an sshd's banner): rdsend exits 4 and says so"
 port=$(free_port)
 printf 'SSH-2.0-OpenSSH_9.2p1\r\n' > "$C/banner"
