@@ -92,6 +92,10 @@ void rdpa_teardown(struct agent *a, int code)
 {
     a->killing = 1;
     rdpa_kill_children(a, SIGTERM);
+    /* and what left the children's group (setsid) but is still ours as subreaper */
+    struct rdpa_orphan o[RDPA_ORPHANS];
+    for (int k = rdpa_orphans(a, o, RDPA_ORPHANS); k-- > 0;)
+        kill(o[k].pid, SIGTERM);
     struct timespec ts = { 0, 20 * 1000000L };
     for (int i = 0; i < 50; i++) {   /* up to 1 s for them to go */
         int st;
@@ -103,6 +107,8 @@ void rdpa_teardown(struct agent *a, int code)
         nanosleep(&ts, NULL);
     }
     rdpa_kill_children(a, SIGKILL);
+    for (int k = rdpa_orphans(a, o, RDPA_ORPHANS); k-- > 0;)
+        kill(o[k].pid, SIGKILL);
     _exit(code);   /* closing death_w makes the watchdog sweep whatever is left */
 }
 
@@ -267,22 +273,12 @@ void rdpa_report(struct agent *a)
     }
 }
 
-void rdpa_note_leftovers(struct agent *a)
+int rdpa_orphans(const struct agent *a, struct rdpa_orphan *out, int max)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
-    if (a->left_since == 0)
-        a->left_since = t;
-    if (a->left_said || t - a->left_since < RDPA_LEFT_S)
-        return;
-    /* what is left is ours as subreaper: processes whose parent is now the agent */
-    char list[512] = "";
-    size_t n = 0;
     int count = 0;
     DIR *d = opendir("/proc");
     struct dirent *de;
-    while (d && (de = readdir(d))) {
+    while (d && (de = readdir(d)) && count < max) {
         char path[300], buf[512];
         if (de->d_name[0] < '1' || de->d_name[0] > '9')
             continue;
@@ -298,12 +294,31 @@ void rdpa_note_leftovers(struct agent *a)
         if (!open || !close || sscanf(close + 1, " %*c %d", &ppid) != 1 || ppid != (int)getpid() ||
             atoi(de->d_name) == (int)a->wpid)
             continue;
-        if (count++ < 4 && n < sizeof list - 40)
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s %.*s", n ? ", " : "", de->d_name,
-                                  (int)(close - open - 1 > 24 ? 24 : close - open - 1), open + 1);
+        out[count].pid = (pid_t)atoi(de->d_name);
+        snprintf(out[count].name, sizeof out[count].name, "%.*s", (int)(close - open - 1), open + 1);
+        count++;
     }
     if (d)
         closedir(d);
+    return count;
+}
+
+void rdpa_note_leftovers(struct agent *a)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
+    if (a->left_since == 0)
+        a->left_since = t;
+    if (a->left_said || t - a->left_since < RDPA_LEFT_S)
+        return;
+    /* what is left is ours as subreaper: processes whose parent is now the agent */
+    char list[512] = "";
+    size_t n = 0;
+    struct rdpa_orphan o[RDPA_ORPHANS];
+    int count = rdpa_orphans(a, o, RDPA_ORPHANS);
+    for (int k = 0; k < count && k < 4 && n < sizeof list - 40; k++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%d %s", n ? ", " : "", (int)o[k].pid, o[k].name);
     if (!count)
         return;   /* none found this time (one just ending): the next tick looks again */
     a->left_said = 1;

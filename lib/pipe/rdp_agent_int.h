@@ -67,6 +67,13 @@ void rdpa_send_line(struct agent *a, const char *line);
  * once RDPA_LEFT_S have passed it says which, once, so a wait is never silent. */
 #define RDPA_LEFT_S 5
 void rdpa_note_leftovers(struct agent *a);
+/* The processes the agent adopted as subreaper (their parent died): up to max, from /proc. */
+#define RDPA_ORPHANS 64
+struct rdpa_orphan {
+    pid_t pid;
+    char name[24];
+};
+int rdpa_orphans(const struct agent *a, struct rdpa_orphan *out, int max);
 
 /* The watchdog: the leader of the children's process group, which kills the group when the
  * agent dies, however it dies (it waits on a pipe only the agent holds, *death_w). Its pid,

@@ -94,8 +94,9 @@ static const char *past_group(const char *s)
     return NULL;
 }
 
-/* Whether s is one shell word (quotes, escapes, $(...), ${...} and `...` joined, no
- * operator), then only blanks: "< $HOME/f" is a redirection alone, "<in sort" runs sort. */
+/* Whether s is one shell word (quotes, escapes, $(...), ${...}, `...`, <(...) and >(...)
+ * joined, no operator), then only blanks: "< $HOME/f" is a redirection alone, "<in sort"
+ * runs sort. */
 static int one_word(const char *s)
 {
     while (*s == ' ' || *s == '\t')
@@ -120,7 +121,8 @@ static int one_word(const char *s)
             if (!*s)
                 return 0;
             s++;
-        } else if ((*s == '$' && (s[1] == '(' || s[1] == '{')) || *s == '`') {
+        } else if ((*s == '$' && (s[1] == '(' || s[1] == '{')) || *s == '`' ||
+                   ((*s == '<' || *s == '>') && s[1] == '(')) {   /* <(cmd) >(cmd): a file too */
             if (!(s = past_group(s)))
                 return 0;
         } else if (strchr("|&;()<>", *s)) {

@@ -129,7 +129,7 @@ t_end
 # A file segment whose word bash expands is opened by bash, as a shell would: before
 # 2026-11-29 '< $F' ran as a command that only opened the file (nothing out, exit 0), and
 # '> "out$(echo 7)"' made a file named literally.
-t_begin "file segments that bash expands: '< \$F', '< m\\ 5', '> \"out\$(echo 7)\"', '>> \$F.log'; '<m5 tr x y' is still a command"
+t_begin "file segments that bash expands: '< \$F', '< m\\ 5', '> \"out\$(echo 7)\"', '>> \$F.log', '< <(cmd)', '> >(cmd)'; '<m5 tr x y' is still a command"
 printf 'x\n' > m5 && printf 'spaced\n' > 'm 5' && rm -f out7 m5.log
 F=m5 rdp '< $F' 'wc -c' < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe '< \$F' 'wc -c'"; [ "$(tr -d ' ' < o)" = 2 ] || t_fail "'< \$F' gave '$(cat o)'"
@@ -139,6 +139,10 @@ rdp 'cat m5' '> "out$(echo 7)"' < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe 'cat m5' '> \"out\$(echo 7)\"'"; [ "$(cat out7 2> /dev/null)" = x ] || t_fail "no out7: $(ls | tr '\n' ' ')"
 F=m5 rdp 'cat m5' '>> $F.log' < /dev/null > o 2> e && F=m5 rdp 'cat m5' '>> $F.log' < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe 'cat m5' '>> \$F.log'"; [ "$(cat m5.log 2> /dev/null)" = "$(printf 'x\nx')" ] || t_fail "m5.log: '$(cat m5.log)'"
+rdp '< <(echo procsub)' 'cat' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe '< <(echo procsub)' cat"; [ "$(cat o)" = procsub ] || t_fail "'< <(echo procsub)' gave '$(cat o)'"
+rm -f wcout; rdp 'echo hello' '> >(wc -c > wcout)' < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe 'echo hello' '> >(wc -c > wcout)'"; [ "$(cat wcout 2> /dev/null)" = 6 ] || t_fail "wcout: '$(cat wcout 2> /dev/null)'"
 rdp '<m5 tr x y' 'cat' < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe '<m5 tr x y' cat"; [ "$(cat o)" = y ] || t_fail "'<m5 tr x y' gave '$(cat o)'"
 rdp '< $NOPE/m5' 'cat' < /dev/null > o 2> e
@@ -171,4 +175,15 @@ timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$W/fakessh" --remote-path / h1:m5
 expect_rc $? 255 "rdcp --remote-path /"
 grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 126; the rdpipe there cannot be run, see --remote-path)$" e ||
     t_fail "rdcp: $(tr '\n' '|' < e)"
+t_end
+
+t_begin "Ctrl-C ends what a segment left running, a setsid'ed process included (it left the segment's process group)"
+"$RDPIPE" '(setsid sleep 4567 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e & rp=$!
+for ((i = 0; i < 100; i++)); do pgrep -f 'sleep 4567' > /dev/null && break; sleep 0.05; done
+pgrep -f 'sleep 4567' > /dev/null || t_fail "the setsid'ed sleep never started"
+sleep 0.5
+kill -INT $rp; wait $rp; rc=$?
+expect_rc $rc 130 "rdpipe after Ctrl-C"
+for ((i = 0; i < 60; i++)); do pgrep -f 'sleep 4567' > /dev/null || break; sleep 0.05; done
+pgrep -f 'sleep 4567' > /dev/null && { t_fail "the setsid'ed sleep outlived rdpipe"; pkill -f 'sleep 4567'; }
 t_end
