@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,42 @@ struct rd_waiting {
     unsigned nsrc;
     struct job *gone[RD_WAITING_MAX];   /* stopped, their threads not joined yet */
     unsigned ngone;
+    double said_since;                  /* say(): the window its lines count in */
+    unsigned said, unsaid;
 };
+
+/* A line about a stranger's connection. A flood makes hundreds a second, which would fill a
+ * log: at most SAY_MAX in each SAY_WINDOW_S, then one line for the rest. */
+#define SAY_MAX 20
+#define SAY_WINDOW_S 10.0
+static void say_unsaid(struct rd_waiting *w)
+{
+    if (w->unsaid)
+        rd_warn("... and %u more lines about connections in the last %.0f s (not shown)", w->unsaid, SAY_WINDOW_S);
+    w->unsaid = 0;
+}
+
+static void say(struct rd_waiting *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct rd_waiting *w, const char *fmt, ...)
+{
+    double now = rd_now();
+    if (now - w->said_since >= SAY_WINDOW_S) {
+        say_unsaid(w);
+        w->said_since = now;
+        w->said = 0;
+    }
+    if (w->said >= SAY_MAX) {
+        w->unsaid++;
+        return;
+    }
+    w->said++;
+    char line[2048];   /* a job's message is 512 bytes, and a peer's address */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    rd_warn("%s", line);
+}
 
 /* Connections that reached the listener in the instant between a session's ACCEPT (sent by
  * its handshake thread) and the accept loop's noticing that the session won, or while the
@@ -379,18 +415,18 @@ static void count_failure(struct rd_waiting *w, const struct job *j, double now)
 static void report(struct rd_waiting *w, const struct job *j, double now)
 {
     if (j->first == SILENT) {
-        rd_warn("connection from %s said nothing: dropped", j->tp->peer);
+        say(w, "connection from %s said nothing: dropped", j->tp->peer);
         return;
     }
     if (j->first == HUNG_UP) {
-        rd_warn("connection from %s hung up without a word", j->tp->peer);
+        say(w, "connection from %s hung up without a word", j->tp->peer);
         return;
     }
     if (j->delay > 0)
-        rd_warn("%s (after a %.2f s wait: %s failed %u handshakes lately)", j->msg, j->delay, j->src,
+        say(w, "%s (after a %.2f s wait: %s failed %u handshakes lately)", j->msg, j->delay, j->src,
                 j->fails);
     else
-        rd_warn("%s", j->msg);
+        say(w, "%s", j->msg);
     count_failure(w, j, now);
 }
 
@@ -440,7 +476,7 @@ static void expire(struct rd_waiting *w, double now)
             i++;   /* it finished just now: reap_failed or winner takes it */
             continue;
         }
-        rd_warn("connection from %s did not finish its handshake within %.0f s: dropped", j->tp->peer,
+        say(w, "connection from %s did not finish its handshake within %.0f s: dropped", j->tp->peer,
                 w->cfg.deadline_ms / 1000.0);
         j->said = 1;
         count_failure(w, j, now);   /* it spoke (the HELLO deadline is earlier) and then stalled */
@@ -489,10 +525,10 @@ static int evict(struct rd_waiting *w, const char *src)
             if (!stop(w, i))
                 continue;   /* finished: reap_failed or winner takes it */
             if (src)
-                rd_warn("connection from %s: dropped for a newer one from the same address (%u pending from it)",
+                say(w, "connection from %s: dropped for a newer one from the same address (%u pending from it)",
                         j->tp->peer, of_src);
             else
-                rd_warn("connection from %s: dropped for a newer one (%u handshakes pending, %u of them from %s)",
+                say(w, "connection from %s: dropped for a newer one (%u handshakes pending, %u of them from %s)",
                         j->tp->peer, pending, of_net, j->net);
             j->said = 1;
             return 1;
@@ -520,9 +556,9 @@ static void net_of(const char *src, char out[RD_WAITING_NET])
     }
 }
 
-static void refuse(struct rd_transport *c, const char *why)
+static void refuse(struct rd_waiting *w, struct rd_transport *c, const char *why)
 {
-    rd_warn("connection from %s: dropped, %s", c->peer, why);
+    say(w, "connection from %s: dropped, %s", c->peer, why);
     c->ops->close(c);
 }
 
@@ -542,7 +578,7 @@ static void admit(struct rd_waiting *w, struct rd_transport *c, double since, do
     while (w->n >= RD_WAITING_MAX && evict(w, NULL))
         ;
     if (from(w, src) >= per_source || w->n >= RD_WAITING_MAX)   /* all finished, none taken yet */
-        return refuse(c, "the receiver is busy");
+        return refuse(w, c, "the receiver is busy");
     struct job *j = calloc(1, sizeof *j);
     if (j) {
         j->arg = calloc(1, w->cfg.arg_size ? w->cfg.arg_size : 1);
@@ -551,7 +587,7 @@ static void admit(struct rd_waiting *w, struct rd_transport *c, double since, do
     if (!j || !j->arg || !j->result) {
         if (j)
             job_free(w, j);
-        return refuse(c, "out of memory");
+        return refuse(w, c, "out of memory");
     }
     *j = (struct job){ .w = w, .tp = c, .since = since, .delay = delay, .fails = fails,
                        .deadline = since + delay + w->cfg.deadline_ms / 1000.0, .arg = j->arg,
@@ -569,7 +605,7 @@ static void admit(struct rd_waiting *w, struct rd_transport *c, double since, do
     }
     if (e) {
         job_free(w, j);
-        return refuse(c, "cannot start a thread for its handshake");
+        return refuse(w, c, "cannot start a thread for its handshake");
     }
     list(w, j);
 }
@@ -708,6 +744,7 @@ void rd_waiting_free(struct rd_waiting *w)
     if (!w)
         return;
     stop_all(w);   /* a finished, not yet taken handshake's connection is closed too */
+    say_unsaid(w);
     close(w->wake[0]);
     close(w->wake[1]);
     close(w->quit[0]);

@@ -12,7 +12,8 @@
  * runs it as it is. The set is bounded, each thread has a small stack and blocks in poll()
  * most of its life, and a stalled peer costs one idle thread until its deadline.
  *
- * Bounds, each dropped connection one line on stderr:
+ * Bounds, each dropped connection one line on stderr (at most 20 in 10 s, then one for the
+ * rest):
  *  - RD_WAITING_MAX connections at once; when a new one arrives at a full set, an unfinished
  *    handshake of the network (/24, IPv6 /64) with the most pending goes, one that has not
  *    spoken yet first, else the oldest (the right sender, one connection that needs a few
