@@ -230,7 +230,7 @@ reconnect:
     if (o->verbose && (agreed.chunk_size < want.chunk_size || agreed.depth < want.depth ||
                        (agreed.streams ? agreed.streams : 1) < (want.streams ? want.streams : 1)))
         rd_warn("the receiver granted less than asked: chunk %u of %u, depth %u of %u, %u of %u connections "
-                "(its --chunk-size, --depth or --streams, or what it may pin over RDMA)", agreed.chunk_size,
+                "(its own limits, or what it may pin over RDMA)", agreed.chunk_size,
                 want.chunk_size, agreed.depth, want.depth, agreed.streams ? agreed.streams : 1,
                 want.streams ? want.streams : 1);
     t0 = rd_now();

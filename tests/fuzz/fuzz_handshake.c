@@ -191,6 +191,13 @@ static void fix_mac(struct hs *s, const struct fz_msg *m, uint8_t *pl, const uin
     }
 }
 
+/* A handshake frame as rd_proto.h has it: seq 0 and a zero tag (nothing else there is taken). */
+static int clean(const struct rd_frame *f)
+{
+    static const uint8_t zero[RD_TAG_LEN];
+    return f->seq == 0 && memcmp(f->tag, zero, sizeof zero) == 0;
+}
+
 /* What the side under test will make of the frame it is about to receive. */
 static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
 {
@@ -202,13 +209,13 @@ static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
         s->have_h = rd_hello_decode(f.payload, f.length, &s->h) == RD_P_OK;
     /* proved: exactly the proof we computed with the right key for this session */
     if (s->mode == M_RECEIVER && i == 1 && f.type == RD_AUTH && s->have_keys)
-        s->proved = f.length == RD_AUTH_LEN && s->made_len == RD_AUTH_LEN &&
+        s->proved = f.length == RD_AUTH_LEN && s->made_len == RD_AUTH_LEN && clean(&f) &&
                     memcmp(f.payload, s->made, RD_AUTH_LEN) == 0;
     if (s->mode == M_SENDER && i == 0 && f.type == RD_CHALLENGE && s->have_h)
         s->have_c = rd_challenge_decode(f.payload, f.length, &s->c) == RD_P_OK;
     if (s->mode == M_SENDER && i == 1 && f.type == RD_ACCEPT && s->have_keys && s->have_c &&
         memcmp(&s->c, &s->st_c, sizeof s->c) == 0)
-        s->proved = f.length == RD_ACCEPT_LEN && s->made_len == RD_MAC_LEN &&
+        s->proved = f.length == RD_ACCEPT_LEN && s->made_len == RD_MAC_LEN && clean(&f) &&
                     memcmp(f.payload, s->made, RD_MAC_LEN) == 0;
     /* rails: right only under the hop key of this very session, in the receiver's direction */
     if (s->mode == M_SENDER && i == 2 && f.type == RD_RAILS && s->proved)
@@ -216,7 +223,8 @@ static void observe_delivery(struct hs *s, const uint8_t *p, size_t n)
                          rd_rails_decode(f.payload, f.length, &s->rails) == RD_P_OK;
     if (s->mode == M_ACCEPT_JOIN && i == 0 && f.type == RD_JOIN) {
         struct rd_join j;
-        if (rd_join_decode(f.payload, f.length, &j) == RD_P_OK && rd_auth_join_check(s->join_key, j.index, j.mac)) {
+        if (clean(&f) && rd_join_decode(f.payload, f.length, &j) == RD_P_OK &&
+            rd_auth_join_check(s->join_key, j.index, j.mac)) {
             s->proved = 1;
             s->join_index = j.index;
         }
