@@ -1,6 +1,7 @@
 /* rdp_agent_child.c - the agent's children: the watchdog that takes them down with the agent,
  * starting rdsend/rdrecv and the commands, what they report, and reaping them. */
 #include "pipe/rdp_agent_int.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 
 #include "remote/rdr_proc.h"
@@ -305,9 +306,7 @@ int rdpa_orphans(const struct agent *a, struct rdpa_orphan *out, int max)
 
 void rdpa_note_leftovers(struct agent *a)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
+    double t = rd_now();
     if (a->left_since == 0)
         a->left_since = t;
     if (a->left_said || t - a->left_since < RDPA_LEFT_S)

@@ -293,8 +293,8 @@ static int send_rails(struct rd_transport *tp, const struct rd_params *limits)
 }
 
 /* Sender: a receiver that closes the connection in the handshake without a word (no REJECT)
- * dropped it: busy with other handshakes (rd_waiting stops the oldest when connections
- * flood it) or gone. That is RD_ECONNECT, which rdsend retries for its --timeout, not a
+ * dropped it: busy with other handshakes (rd_waiting stops one when connections flood it)
+ * or gone. That is RD_ECONNECT, which rdsend retries for its --timeout, not a
  * broken stream. */
 static int dropped_is_busy(struct rd_transport *tp, int rc)
 {
