@@ -351,14 +351,17 @@ static void lost(void *ctx, int i)
     r->dst_lost |= i == 1;
     rdr_watch_settle(&r->w, i, 500);
     char msg[512];
-    /* 127: the remote shell found no rdpipe; 126: found one it cannot run (a directory) */
-    int no_agent = x->l.status == 127 || x->l.status == 126;
+    /* ssh exits 255 on its own failures, so any other status means it logged in and the remote
+     * command ended before it spoke as an agent: 127 no rdpipe there, 126 one it cannot run
+     * (a directory), else a program that is not rdpipe (--remote-path /bin/true) */
+    int no_agent = x->l.status != 255;
     if (!x->l.hello && x->dest && x->l.reaped && !x->l.signal)   /* ssh failed before the agent spoke */
         snprintf(msg, sizeof msg, "%s: cannot %s (ssh exited with status %d%s)", x->host,
                  no_agent ? "start the agent" : "log in", x->l.status,
-                 x->l.status == 126 ? "; the rdpipe there cannot be run, see --remote-path"
-                 : no_agent         ? "; is rdpipe on the PATH there? see --remote-path"
-                                    : "; see its message above");
+                 x->l.status == 126   ? "; the rdpipe there cannot be run, see --remote-path"
+                 : x->l.status == 127 ? "; is rdpipe on the PATH there? see --remote-path"
+                 : no_agent           ? "; it ended without speaking as an rdpipe agent, see --remote-path"
+                                      : "; see its message above");
     else
         snprintf(msg, sizeof msg, "%s: lost the connection to the agent%s", x->host,
                  x->l.reaped && x->l.status == 127 && x->dest ? " (is rdpipe on the PATH there? see --remote-path)" : "");

@@ -403,10 +403,13 @@ static void lost(void *ctx, int i)
         snprintf(how, sizeof how, " (%s killed by signal %d)", x->s.dest ? "ssh" : "agent", x->l.signal);
     else if (x->l.reaped)
         snprintf(how, sizeof how, " (%s exited with status %d)", x->s.dest ? "ssh" : "agent", x->l.status);
-    /* 127: the remote shell found no rdpipe; 126: found one it cannot run (a directory) */
-    int no_agent = x->l.reaped && (x->l.status == 127 || x->l.status == 126) && x->s.dest;
+    /* ssh exits 255 on its own failures, so any other status means it logged in and the remote
+     * command ended before it spoke as an agent: 127 no rdpipe there, 126 one it cannot run
+     * (a directory), else a program that is not rdpipe (--remote-path /bin/true) */
+    int no_agent = x->l.reaped && x->l.status != 255 && x->s.dest;
     const char *why = x->l.status == 126 ? "; the rdpipe there cannot be run (see --remote-path)"
-                                         : "; is rdpipe on the PATH there? (see --remote-path)";
+                    : x->l.status == 127 ? "; is rdpipe on the PATH there? (see --remote-path)"
+                                         : "; it ended without speaking as an rdpipe agent (see --remote-path)";
     if (!x->l.hello && x->s.dest && x->l.reaped && !x->l.signal)   /* ssh failed before the agent spoke */
         snprintf(msg, sizeof msg, "%s: cannot %s to run %s%s%s", x->s.host, no_agent ? "start the agent" : "log in",
                  label(x, lb, sizeof lb), how, no_agent ? why : "; see ssh's message above");

@@ -177,6 +177,17 @@ grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 126; the rdpi
     t_fail "rdcp: $(tr '\n' '|' < e)"
 t_end
 
+t_begin "--remote-path naming a program that is not rdpipe (exits 0 at once): 'cannot start the agent', not 'cannot log in (status 0)'"
+rdp --ssh "$W/fakessh" --remote-path /bin/true h1:cat < /dev/null > o 2> e
+expect_rc $? 255 "rdpipe --remote-path /bin/true"
+grep -q "^rdpipe: h1: cannot start the agent to run h1 'cat' (ssh exited with status 0); it ended without speaking as an rdpipe agent (see --remote-path)$" e ||
+    t_fail "rdpipe: $(tr '\n' '|' < e)"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$W/fakessh" --remote-path /bin/true h1:m5 "$C/x" > o 2> e
+expect_rc $? 255 "rdcp --remote-path /bin/true"
+grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 0; it ended without speaking as an rdpipe agent, see --remote-path)$" e ||
+    t_fail "rdcp: $(tr '\n' '|' < e)"
+t_end
+
 t_begin "Ctrl-C ends what a segment left running, a setsid'ed process included (it left the segment's process group)"
 "$RDPIPE" '(setsid sleep 4567 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e & rp=$!
 for ((i = 0; i < 100; i++)); do pgrep -f 'sleep 4567' > /dev/null && break; sleep 0.05; done
