@@ -31,6 +31,10 @@ struct rd_summary {
     const char *compression;  /* "zstd auto", "zstd level N", "zstd" (the receiver) or NULL */
     double seconds;
     uint32_t chunk_size, depth;
+    uint32_t streams;         /* connections (TCP) or QPs (RDMA) the stream ran over */
+    /* rdsend: what it asked for, so that a reduced grant shows; rdrecv: has_asked 0 */
+    int has_asked;
+    uint32_t asked_chunk_size, asked_depth, asked_streams;
     uint32_t lanes;           /* threads of the per-chunk work */
     uint64_t link_rate;       /* bytes/s this end's link(s) reported, 0 = none */
     const char *cipher;       /* --encrypt: the AEAD in use, else NULL */

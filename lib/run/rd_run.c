@@ -43,7 +43,8 @@ static int exit_code_of(int rc)
 }
 
 static void summarize(const struct rd_opts *o, const char *tool, const struct rd_transport *tp,
-                      const struct rd_params *p, const struct rd_counters *cnt, double seconds, int rc)
+                      const struct rd_params *p, const struct rd_params *asked, const struct rd_counters *cnt,
+                      double seconds, int rc)
 {
     char zstd[32] = "";
     if (p && (p->caps & RD_FLAG_COMPRESSED))
@@ -55,6 +56,9 @@ static void summarize(const struct rd_opts *o, const char *tool, const struct rd
         .compression = zstd[0] ? zstd : NULL, .seconds = seconds, .chunk_size = p ? p->chunk_size : 0,
         .depth = p ? p->depth : 0, .exit_code = exit_code_of(rc), .error = rc ? rd_error_msg() : NULL,
         .lanes = p ? p->lanes : 0, .link_rate = p ? p->link_rate : 0, .cipher = p ? cipher_name(p) : NULL,
+        .streams = p ? (p->streams ? p->streams : 1) : 0, .has_asked = p && asked,
+        .asked_chunk_size = p && asked ? asked->chunk_size : 0, .asked_depth = p && asked ? asked->depth : 0,
+        .asked_streams = p && asked ? (asked->streams ? asked->streams : 1) : 0,
     };
     if (o->verbose && rc == RD_OK)
         rd_print_bandwidth(&s);
@@ -253,7 +257,7 @@ wipe_key:
 out:
     if (rc)
         rd_report();
-    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL, &cnt, t1 - t0, rc);
+    summarize(o, "rdsend", shown.ops ? &shown : NULL, agreed.chunk_size ? &agreed : NULL, &want, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -264,7 +268,7 @@ int rd_run_send(const struct rd_opts *o)
     if (rc) {
         rd_report();
         if (o->json)
-            summarize(o, "rdsend", NULL, NULL, NULL, 0, rc);
+            summarize(o, "rdsend", NULL, NULL, NULL, NULL, 0, rc);
         return rc;
     }
     rc = rd_send_source(o, &src);
@@ -358,7 +362,7 @@ static int serve_sink(const struct rd_opts *o, struct rd_listener *lis, struct r
     double t1 = rd_now();
     if (o->verbose && dst->synced)
         rd_warn("flushed %s to the disk in %.2f s (--no-sync skips this)", dst->name, dst->sync_seconds);
-    summarize(o, "rdrecv", tp, &agreed, &cnt, t1 - t0, rc);
+    summarize(o, "rdrecv", tp, &agreed, NULL, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -447,7 +451,7 @@ out:
     if (rc) {
         rd_report();
         if (!served)
-            summarize(o, "rdrecv", NULL, NULL, NULL, 0, rc);
+            summarize(o, "rdrecv", NULL, NULL, NULL, NULL, 0, rc);
     }
     return rc;
 }
@@ -497,7 +501,7 @@ static int serve_relay(const struct rd_opts *o, struct rd_listener *lis, struct 
     int rc = take_stripes(lis, tpp, &agreed);
     struct rd_transport *up = *tpp;
     if (rc) {   /* upstream has its ABORT */
-        summarize(o, "rdrecv", up, &agreed, &cnt, 0, rc);
+        summarize(o, "rdrecv", up, &agreed, NULL, &cnt, 0, rc);
         return rc;
     }
     if (agreed.depth_asked)   /* it works, slower than it could: say why, once */
@@ -569,7 +573,7 @@ wipe_key:
 tell_upstream:
     if (rc && !t0)
         rd_send_reason(up, RD_ABORT, rd_error_code(), rd_error_msg());
-    summarize(o, "rdrecv", up, &agreed, &cnt, t1 - t0, rc);
+    summarize(o, "rdrecv", up, &agreed, NULL, &cnt, t1 - t0, rc);
     return rc;
 }
 
@@ -611,7 +615,7 @@ int rd_run_recv(const struct rd_opts *o)
     if (rc) {
         rd_report();
         if (o->json)
-            summarize(o, "rdrecv", NULL, NULL, NULL, 0, rc);
+            summarize(o, "rdrecv", NULL, NULL, NULL, NULL, 0, rc);
         return rc;
     }
     dst.sync = o->sync;

@@ -74,6 +74,13 @@ vxfer "$RD_T/in" "--streams 2" "--streams 4"
 says rdsend "tcp, 2 streams"; says rdrecv "tcp, 2 streams"
 t_end
 
+t_begin "a reduced grant shows in --json: what ran (streams 2, depth 4) and what rdsend asked (4, 16)"
+vxfer "$RD_T/in" "--streams 2 --depth 4 --json" "--streams 4 --depth 16 --chunk-size 64K --json"
+grep -q '"chunk_size":65536,"depth":4,.*"streams":2,"asked":{"chunk_size":65536,"depth":16,"streams":4},' "$C/serr" ||
+    t_fail "rdsend --json: $(grep '^{' "$C/serr")"
+grep -q '"depth":4,.*"streams":2,"asked":null,' "$C/rerr" || t_fail "rdrecv --json: $(grep '^{' "$C/rerr")"
+t_end
+
 t_begin "rdsend without --streams, rdrecv --streams 8: one connection"
 vxfer "$RD_T/in" "--streams 8" ""
 says rdsend tcp; says rdrecv tcp; no_streams
