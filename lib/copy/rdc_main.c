@@ -102,6 +102,10 @@ struct run {
     char key[65];
     char **manifest;
     size_t nman, capman;
+    /* several source hosts: the names the runs before this one made in DST (hex), given to
+     * this run's receiver, and those it reports (report_made: a run follows) added */
+    struct made { char **v; size_t n, cap; } *made;
+    int report_made;
     int interrupted;
     int fail_code, fail_rank;
     char *fail_msg;
@@ -268,6 +272,17 @@ static void draw(struct run *r, int force)
 
 /* What an agent says beyond the setup replies: the resume manifest, logs (progress and
  * statistics among them), exits. */
+static void add_made(struct made *m, const char *hex)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 256;
+        if (!(m->v = realloc(m->v, m->cap * sizeof *m->v)))
+            rd_oom();
+    }
+    if (!(m->v[m->n++] = strdup(hex)))
+        rd_oom();
+}
+
 static void handle_line(void *ctx, int i, char **w, int n)
 {
     struct run *r = ctx;
@@ -294,6 +309,9 @@ static void handle_line(void *ctx, int i, char **w, int n)
         if (strncmp(t, RDC_TAG "progress ", 15) == 0) {
             sscanf(t + 15, "%llu %llu %llu", &r->files, &r->bytes, &r->skipped);
             draw(r, 0);
+        } else if (strncmp(t, RDC_TAG "made ", 11) == 0) {
+            if (i == 1 && r->report_made && t[11] && strspn(t + 11, "0123456789abcdef") == strlen(t + 11))
+                add_made(r->made, t + 11);
         } else if (strncmp(t, RDC_TAG "total ", 12) == 0) {
             sscanf(t + 12, "%llu %llu", &r->tot_files, &r->tot_bytes);
             r->have_total = 1;
@@ -432,7 +450,7 @@ static int run_copy(struct run *r, struct totals *t)
         }
     }
     /* the destination: tree-recv */
-    char *flags[8];
+    char *flags[10];
     int nf = 0;
     if (r->recursive)
         flags[nf++] = "-r";
@@ -461,6 +479,10 @@ static int run_copy(struct run *r, struct totals *t)
             v[n++] = "--root";
             v[n++] = roots[k];
         }
+        if (r->made->n)
+            v[n++] = "--earlier";
+        if (r->report_made)
+            v[n++] = "--report-made";
         v[n++] = nsrc;
         v[n++] = "--";
         v[n++] = r->dst;
@@ -474,6 +496,8 @@ static int run_copy(struct run *r, struct totals *t)
         free(h);
         rdr_hop_key(r->key);
         say(&r->e[1], "key %s", r->key);
+        for (size_t k = 0; k < r->made->n; k++)
+            say(&r->e[1], "manifest %s", r->made->v[k]);
         say(&r->e[1], "setup");
     }
     {
@@ -672,6 +696,7 @@ int rdc_main(int argc, char **argv)
      * sources, in their order, into DST (a directory, as cp wants for several sources). */
     struct totals t;
     memset(&t, 0, sizeof t);
+    struct made made = { 0 };
     rc = 0;
     for (int g = 0; g < nsrc; g++) {
         int first = 1;
@@ -679,7 +704,15 @@ int rdc_main(int argc, char **argv)
             first = !same_host(src[k].dest, src[g].dest);
         if (!first)
             continue;
+        int later = 0;   /* a host not run yet follows this one */
+        for (int k = g + 1; k < nsrc && !later; k++) {
+            later = 1;
+            for (int j = 0; j <= g && later; j++)
+                later = !same_host(src[k].dest, src[j].dest);
+        }
         struct run run = r;
+        run.made = &made;
+        run.report_made = later;
         run.nsrc = 0;
         run.nsrc_all = nsrc;
         run.srcs = paths;
@@ -710,6 +743,9 @@ int rdc_main(int argc, char **argv)
                        * (a source host that cannot be logged into, 255, is that host's alone) */
     }
     report(&t, r.verbose, r.json, rc);
+    for (size_t k = 0; k < made.n; k++)
+        free(made.v[k]);
+    free(made.v);
 out:
     for (int i = 0; i < nsrc; i++) {
         free(src[i].dest);

@@ -238,7 +238,7 @@ static int made_or_making(void *ctx, const char *rel)
 {
     struct rdc_rcv *r = ctx;
     return rdc_set_has(&r->made_files, rel) || rdc_set_has(&r->made_others, rel) ||
-           rdc_pool_pending(r, rel) || (r->in_file && r->final && strcmp(r->final, rel) == 0);
+           rdc_set_has(&r->earlier, rel) || rdc_pool_pending(r, rel) || (r->in_file && r->final && strcmp(r->final, rel) == 0);
 }
 
 /* a file whose records are read and dropped */

@@ -23,6 +23,13 @@ void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s);
 /* The --resume manifest ("m HEX" lines) on fd out, of the nroots names in DST that this copy
  * writes (rdc_manifest.h; 0: all of DST). */
 void rdc_rcv_manifest(struct rdc_rcv *r, int out, char *const *roots, int nroots);
+/* Sources on several hosts copy in one run per host, each with a receiver of its own; what
+ * the earlier runs made (rdc_rcv_report_made) is refused here as a name this run made, so
+ * `rdcp h1:x h2:x DST/` refuses the second x as `rdcp a/x b/x DST/` does, never replaces it. */
+void rdc_rcv_earlier(struct rdc_rcv *r, const char *rel);
+/* After finish: an RDC_TAG "made HEX" line on stderr for each file, symlink, FIFO, socket and
+ * hard link this receiver made (its name relative to the base, hex). */
+void rdc_rcv_report_made(const struct rdc_rcv *r);
 /* The next n bytes of the record stream: RD_OK or an rd error (rd_fail recorded). */
 int rdc_rcv_consume(void *r, const void *buf, size_t n);
 /* The stream is complete: set directory metadata, make everything durable. */

@@ -134,6 +134,7 @@ struct rdc_rcv {
     char *root;               /* the current root's path, NULL = records are dropped */
     struct rdc_set made_dirs, made_files;
     struct rdc_set made_others;   /* the symlinks, FIFOs, sockets and hard links it made */
+    struct rdc_set earlier;   /* what the runs of this copy from other source hosts made */
     struct rdc_set made_folded;   /* every path it took, ASCII case folded (folds_onto_made) */
     struct rdc_stale stale;   /* partial files an earlier copy left, removed once superseded */
     /* the directory of the last record, kept open (records come directory by directory) */

@@ -1,6 +1,8 @@
 /* rdc_recv_main.c - `rdcp --tree-recv`: run by an rdpipe agent on the destination host; the
  * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
- * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h). */
+ * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h).
+ * With --earlier, stdin names what the runs from other source hosts made; with --report-made
+ * it says what it made, for the runs after it. */
 #include "copy/rdc_end.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_recv.h"
@@ -11,16 +13,36 @@
 #include "util/rd_secret.h"
 #include "engine/rd_io.h"
 #include "remote/rdr_home.h"
+#include "remote/rdr_line.h"
 #include "run/rd_report.h"
 #include "run/rd_run.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* stdin: one hex name a line, what the runs of this copy from other source hosts made (the
+ * initiator's, through the agent: rdr_role.h). Only ever looked up, never opened. */
+static void read_earlier(struct rdc_rcv *r)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) > 0) {
+        if (line[n - 1] == '\n')
+            line[n - 1] = '\0';
+        char *name = rdr_unhex(line, NULL);
+        if (name && *name)
+            rdc_rcv_earlier(r, name);
+        free(name);
+    }
+    free(line);
+}
+
 int rdc_tree_recv_main(int argc, char **argv)
 {
-    enum { OPT_NO_SYNC = 256, OPT_ROOT };
+    enum { OPT_NO_SYNC = 256, OPT_ROOT, OPT_EARLIER, OPT_REPORT_MADE };
     static const struct option opts[] = {
         { "transport", required_argument, NULL, 't' },
         { "ready-fd", required_argument, NULL, 'F' },
@@ -28,6 +50,8 @@ int rdc_tree_recv_main(int argc, char **argv)
         { "nsrc", required_argument, NULL, 'n' },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "root", required_argument, NULL, OPT_ROOT },   /* a name in DST this copy writes */
+        { "earlier", no_argument, NULL, OPT_EARLIER },   /* stdin: names other runs made */
+        { "report-made", no_argument, NULL, OPT_REPORT_MADE },
         { "encrypt", no_argument, NULL, 'E' },
         { "compress", optional_argument, NULL, 'Z' },   /* the sender's: a receiver follows */
         { "lanes", required_argument, NULL, 'l' },
@@ -37,7 +61,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     struct rd_opts o;
     rdc_end_init(&o);
     o.timeout_s = 120;
-    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0;
+    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0, earlier = 0, report_made = 0;
     char **roots = calloc((size_t)argc + 1, sizeof *roots);   /* no more than the arguments */
     if (!roots)
         rd_oom();
@@ -57,6 +81,8 @@ int rdc_tree_recv_main(int argc, char **argv)
         case 'X': xattrs = 1; break;
         case OPT_NO_SYNC: nosync = 1; break;
         case OPT_ROOT: roots[nroots++] = optarg; break;
+        case OPT_EARLIER: earlier = 1; break;
+        case OPT_REPORT_MADE: report_made = 1; break;
         case 'r': case 'L': break;
         case 'v': o.verbose++; break;
         default: free(roots); return 1;
@@ -79,6 +105,8 @@ int rdc_tree_recv_main(int argc, char **argv)
     o.key_len = strlen(key);
     rd_secret_env_drop("RDPIPE_KEY");
     o.port = "0";
+    if (earlier)
+        read_earlier(r);
     if (resume)
         rdc_rcv_manifest(r, o.ready_fd, roots, nroots);
     free(roots);
@@ -88,6 +116,8 @@ int rdc_tree_recv_main(int argc, char **argv)
     double t0 = rd_now();
     int rc = rd_recv_sink(&o, &dst);
     rdc_rcv_report(r, rd_now() - t0);
+    if (report_made)
+        rdc_rcv_report_made(r);
     if (o.key)
         explicit_bzero(o.key, o.key_len);   /* the key outlives no use of it */
     free(o.key);

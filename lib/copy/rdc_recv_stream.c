@@ -10,6 +10,7 @@
 #include "copy/rdc_safe.h"
 #include "copy/rdc_xattr.h"
 
+#include "remote/rdr_line.h"
 #include "util/rd_error.h"
 
 #include <errno.h>
@@ -371,6 +372,59 @@ void rdc_rcv_report(struct rdc_rcv *r, double secs)
             (unsigned long long)r->errors, secs);
 }
 
+void rdc_rcv_earlier(struct rdc_rcv *r, const char *rel)
+{
+    rdc_set_add(&r->earlier, rel);
+}
+
+/* the made lines, written a buffer at a time (tens of thousands of names) */
+struct made_out {
+    char buf[1 << 16];
+    size_t n;
+};
+
+static void made_flush(struct made_out *o)
+{
+    for (size_t off = 0; off < o->n;) {
+        ssize_t w = write(STDERR_FILENO, o->buf + off, o->n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;   /* the agent is gone: nobody to tell */
+        off += (size_t)w;
+    }
+    o->n = 0;
+}
+
+static void made_line(const char *rel, void *ctx)
+{
+    struct made_out *o = ctx;
+    char *h = rdr_hex_str(rel);
+    if (!h)
+        rd_oom();
+    size_t need = strlen(RDC_TAG "made \n") + strlen(h);
+    if (o->n + need > sizeof o->buf)
+        made_flush(o);
+    if (need > sizeof o->buf) {   /* longer than PATH_MAX: never made */
+        free(h);
+        return;
+    }
+    o->n += (size_t)snprintf(o->buf + o->n, sizeof o->buf - o->n, RDC_TAG "made %s\n", h);
+    free(h);
+}
+
+void rdc_rcv_report_made(const struct rdc_rcv *r)
+{
+    struct made_out *o = malloc(sizeof *o);
+    if (!o)
+        rd_oom();
+    o->n = 0;
+    rdc_set_each(&r->made_files, made_line, o);
+    rdc_set_each(&r->made_others, made_line, o);
+    made_flush(o);
+    free(o);
+}
+
 void rdc_rcv_free(struct rdc_rcv *r)
 {
     if (!r)
@@ -390,6 +444,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_set_free(&r->made_dirs);
     rdc_set_free(&r->made_files);
     rdc_set_free(&r->made_others);
+    rdc_set_free(&r->earlier);
     rdc_set_free(&r->made_folded);
     rdc_stale_free(&r->stale);
     rdc_buf_free(&r->pend);

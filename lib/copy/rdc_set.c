@@ -55,6 +55,13 @@ int rdc_set_has(const struct rdc_set *s, const char *key)
     return 0;
 }
 
+void rdc_set_each(const struct rdc_set *s, void (*fn)(const char *key, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slot[i])
+            fn(s->slot[i], ctx);
+}
+
 void rdc_set_free(struct rdc_set *s)
 {
     for (size_t i = 0; i < s->cap; i++)

@@ -12,5 +12,7 @@ struct rdc_set {
 void rdc_set_add(struct rdc_set *s, const char *key);
 int rdc_set_has(const struct rdc_set *s, const char *key);
 void rdc_set_free(struct rdc_set *s);
+/* fn on every key, in no order */
+void rdc_set_each(const struct rdc_set *s, void (*fn)(const char *key, void *ctx), void *ctx);
 
 #endif

@@ -146,7 +146,8 @@ static void fail_role(struct agent *a, const char *role)
     fail_local(a, role, 5, msg);
 }
 
-/* A receiving role reports manifest lines, then its port, on fd 3 (rdr_role.h); it may walk
+/* A receiving role gets on stdin the manifest lines given before setup (rdr_role.h), and
+ * reports manifest lines, then its port, on fd 3; it may walk
  * and hash a big destination first (hours, for a big one on a slow disk), so there is no
  * timeout: it takes as long as the role lives. Its stderr is drained meanwhile, and the
  * initiator leaving (the control channel hung up) or a signal takes everything down, as in
@@ -161,7 +162,12 @@ static void setup_role_recv(struct agent *a)
     const char *opts[6];
     role_opts(a, opts);
     char **v = rdr_role_argv(a->role, a->transport, opts, NULL, NULL, a->cmd, a->cmd_len);
-    int rc = v ? rdpa_start_tool(a, C_RECV, v, a->in_key, -1, -1, rdy[1]) : -1;
+    int in = -1;   /* the manifest lines the initiator gave before setup, if any */
+    if (a->manifest_fd >= 0) {
+        lseek(a->manifest_fd, 0, SEEK_SET);
+        in = a->manifest_fd;
+    }
+    int rc = v ? rdpa_start_tool(a, C_RECV, v, a->in_key, in, -1, rdy[1]) : -1;
     rdr_role_argv_free(v);
     close(rdy[1]);
     if (rc) {

@@ -16,7 +16,9 @@
  *                      "none send" (a sending one), CMDHEX its NUL-terminated arguments
  *     key HEX [STREAM]  the key of the incoming hop (in = recv); STREAM: the stream's
  *                      end-to-end key when this segment is its sink (RDPIPE_STREAM_KEY)
- *     manifest LINE    a sending role: one line for its stdin (what the receiving end reported)
+ *     manifest LINE    one line for a role's stdin: a sending role's (what the receiving end
+ *                      reported), a receiving role's when given before setup (rdcp: what
+ *                      the runs from other source hosts made)
  *     setup            -> the agent starts rdrecv (or the receiving role) on an ephemeral port
  *     next HOST PORT KEYHEX [STREAM]   where to send (out = send); HOST "@initiator" = the
  *                      address the agent's SSH connection came from; STREAM as for key, when

@@ -11,7 +11,8 @@
  * Calling convention (rdr_role_argv builds the argv; CMD = the seg line's NUL-terminated
  * words, passed on as the role's arguments):
  *   receiving end: TOOL ARG --transport T [OPTS...] --ready-fd 3 WORDS...
- *     env RDPIPE_KEY (the key line's hop key). It writes on fd 3 what it has to report
+ *     env RDPIPE_KEY (the key line's hop key), stdin: the manifest lines the agent was
+ *     given before setup, one a line (empty when none). It writes on fd 3 what it has to report
  *     before the stream starts, one line each: "m WORD" for each manifest line (one word,
  *     hex: passed to the initiator as "manifest WORD", which gives them to the sending end),
  *     then its port.

@@ -266,6 +266,23 @@ expect_err "$C/e" rdcp "^rdcp: localhost: warning: source '.*/two/a/x' named mor
 [ "$(cat "$C/two/dst2/x")" = A ] || t_fail "dst2/x: $(cat "$C/two/dst2/x")"
 t_end
 
+t_begin "rdcp: two source hosts with one name: the second is refused too (h1:a/x h2:b/x DST/, merged trees, three hosts; exit 23), not silently replaced"
+# a stand-in ssh: each host is this machine
+printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nexec bash -c "$*"\n' "$RD_BIN" > "$C/ssh" && chmod +x "$C/ssh"
+mkdir -p "$C/two/a/d" "$C/two/b/d" "$C/two/dst" "$C/two/dst2"
+printf 'A' > "$C/two/a/x"; printf 'B' > "$C/two/b/x"; printf 'C' > "$C/two/y"
+printf 'a1' > "$C/two/a/d/f1"; printf 'b2' > "$C/two/b/d/f2"; printf 'A' > "$C/two/a/d/same"; printf 'B' > "$C/two/b/d/same"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" h1:"$C/two/a/x" h2:"$C/two/b/x" h3:"$C/two/y" "$C/two/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp h1:a/x h2:b/x h3:y dst/"
+expect_err "$C/e" rdcp "^rdcp: localhost: refusing '.*/two/dst/x': this copy just made it from another source \(two sources with one name\)$"
+[ "$(cat "$C/two/dst/x")$(cat "$C/two/dst/y")" = AC ] || t_fail "dst/x and dst/y: $(cat "$C/two/dst/x" "$C/two/dst/y")"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" -r h1:"$C/two/a/d" h2:"$C/two/b/d" h3:"$C/two/b/x" "$C/two/dst2/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -r h1:a/d h2:b/d h3:b/x dst2/ (merged, one name twice)"
+expect_err "$C/e" rdcp "refusing '.*/two/dst2/d/same': this copy just made it"
+[ "$(cat "$C/two/dst2/d/f1")$(cat "$C/two/dst2/d/f2")$(cat "$C/two/dst2/d/same")$(cat "$C/two/dst2/x")" = a1b2AB ] ||
+    t_fail "the merged directory: $(ls -l "$C/two/dst2/d")"
+t_end
+
 t_begin "rdcp: hard links between sources stay hard links (a/x a/y DIR/, and a file named before its tree)"
 mkdir -p "$C/hl/src" "$C/hl/d1" "$C/hl/d2"
 printf 'one' > "$C/hl/src/x" && ln "$C/hl/src/x" "$C/hl/src/y"
