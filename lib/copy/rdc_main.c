@@ -97,6 +97,7 @@ struct run {
     int verbose, progress, json, recursive, preserve, xattrs, follow, resume, nosync;
     char **srcs;               /* this run's sources: all on e[0]'s host */
     int dst_lost;              /* the destination's host could not be logged into, or was lost */
+    int dst_not_dir;           /* several sources, and DST is no directory: every run would fail */
     int nsrc, nsrc_all;        /* nsrc_all: sources of the whole command (cp's rules for DST) */
     char *dst;
     char key[65];
@@ -309,6 +310,8 @@ static void handle_line(void *ctx, int i, char **w, int n)
         if (strncmp(t, RDC_TAG "progress ", 15) == 0) {
             sscanf(t + 15, "%llu %llu %llu", &r->files, &r->bytes, &r->skipped);
             draw(r, 0);
+        } else if (strcmp(t, RDC_TAG "notdir") == 0) {
+            r->dst_not_dir |= i == 1;
         } else if (strncmp(t, RDC_TAG "made ", 11) == 0) {
             if (i == 1 && r->report_made && t[11] && strspn(t + 11, "0123456789abcdef") == strlen(t + 11))
                 add_made(r->made, t + 11);
@@ -738,7 +741,7 @@ int rdc_main(int argc, char **argv)
         free(run.fail_msg);
         if (!rc)
             rc = got;   /* the first failure's code; the other hosts' sources are still copied */
-        if ((got > 128 && got != RD_ELOST) || got == 1 || run.dst_lost)
+        if ((got > 128 && got != RD_ELOST) || got == 1 || run.dst_lost || run.dst_not_dir)
             break;    /* interrupted, a usage error every run would repeat, or no destination
                        * (a source host that cannot be logged into, 255, is that host's alone) */
     }

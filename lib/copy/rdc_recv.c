@@ -756,9 +756,8 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
     /* a name that is no single component goes where the contents of a directory go */
     int weird = rdc_name_bad(base, bl) || strchr(b, '/');
     const char *rel = rdc_root_rel(r->dst_is_dir, r->nsrc, contents || weird, b);
-    static int said;   /* several sources into a DST that is no directory: said once */
-    if (!rel) {
-        refuse_root(r, said++ ? NULL : "destination '%s' is not a directory", b);
+    if (!rel) {   /* several sources into a DST that is no directory: said once */
+        refuse_root(r, r->dst_not_dir++ ? NULL : "destination '%s' is not a directory", b);
         return;
     }
     /* "DIR/" names a directory: a file or a link must not take the name DIR (cp refuses too) */

@@ -281,6 +281,11 @@ expect_rc $? 23 "rdcp -r h1:a/d h2:b/d h3:b/x dst2/ (merged, one name twice)"
 expect_err "$C/e" rdcp "refusing '.*/two/dst2/d/same': this copy just made it"
 [ "$(cat "$C/two/dst2/d/f1")$(cat "$C/two/dst2/d/f2")$(cat "$C/two/dst2/d/same")$(cat "$C/two/dst2/x")" = a1b2AB ] ||
     t_fail "the merged directory: $(ls -l "$C/two/dst2/d")"
+# a destination that is no directory fails every host's run alike: said once, the other hosts not run
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" h1:"$C/two/a/x" h2:"$C/two/y" h3:"$C/two/b/x" "$C/two/y" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp h1:a/x h2:y h3:b/x y (y a file)"
+expect_err "$C/e" rdcp "^rdcp: localhost: destination '.*/two/y' is not a directory$"
+[ "$(cat "$C/two/y")" = C ] || t_fail "y changed: $(cat "$C/two/y")"
 t_end
 
 t_begin "rdcp: hard links between sources stay hard links (a/x a/y DIR/, and a file named before its tree)"
