@@ -574,7 +574,7 @@ static int run_copy(struct run *r, struct totals *t)
         rc = r->fail_code ? r->fail_code : 1;
     }
     shut_down(r);
-    if (r->progress) {
+    if (r->progress && r->interrupted <= 0) {   /* after "interrupted": nothing more to draw */
         draw(r, 1);
         fprintf(stderr, "\n");
         r->drawn = 0;

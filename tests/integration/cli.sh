@@ -350,6 +350,19 @@ for round in 1 2 3; do
 done
 t_end
 
+t_begin "rdcp --progress interrupted: 'interrupted by signal 2' is the last thing on stderr (the progress line was redrawn after it)"
+mkdir -p "$C/pi/src" "$C/pi/dst" && head -c $((32 << 20)) /dev/urandom > "$C/pi/src/f"
+"$RD_BIN/rdcp" --progress --compress=19 -r "$C/pi/src/" "$C/pi/dst" 2> "$C/e" & pid=$!
+for _ in $(seq $(($(lim 20) * 20))); do
+    [ "$(find "$C/pi/dst" -name '.rdcp.*' -size +1M 2>/dev/null | head -1)" ] && break
+    sleep 0.05
+done
+kill -INT $pid; wait $pid; rc=$?
+expect_rc $rc 130 "the interrupted copy"
+last=$(tr '\r' '\n' < "$C/e" | sed 's/\x1b\[K//g' | grep -v '^$' | tail -1)
+[ "$last" = "rdcp: interrupted by signal 2" ] || t_fail "the last line: '$last' (stderr: $(tr '\r\033' '|?' < "$C/e" | tail -c 300))"
+t_end
+
 t_begin "rdcp: a name over 200 bytes: an interrupted copy's partial file is continued by --resume, then gone"
 long=$(printf 'n%.0s' $(seq 230))
 mkdir -p "$C/ln/src" "$C/ln/dst" && head -c $((32 << 20)) /dev/urandom > "$C/ln/src/$long"
