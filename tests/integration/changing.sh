@@ -2,8 +2,8 @@
 # changing.sh - the input FILE changes while rdsend sends it over TCP. A page-cached chunk is
 # read by a lane, tagged over that copy, and sent from that copy (not from the file's pages:
 # rd_tcp.c). So a file rewritten meanwhile arrives as it was read, chunk by chunk, as cat
-# would read it, with exit 0; a file that shrinks cannot be read to the size it had, and both
-# ends fail: never exit 0 then, never a signal, never output that passes for the file.
+# would read it, with exit 0; one that grows is read to its new end, as by cat; a file that
+# shrinks cannot be read to the size it had, and both ends fail: never exit 0 then, never a signal, never output that passes for the file.
 . "$(dirname "$0")/../lib.sh"
 
 HEAD=$((6 << 20))
@@ -42,6 +42,7 @@ held_transfer() {
     cat "$C/head" "$C/rest" 2>/dev/null > "$C/out"
 }
 shrink() { truncate -s $((3 << 20)) "$C/in"; }
+grow() { head -c $((8 << 20)) /dev/urandom >> "$C/in"; }
 rewrite() { cp "$C/in" "$C/old" && gen "$C/new" "$(stat -c %s "$C/in")" && dd if="$C/new" of="$C/in" bs=1M conv=notrunc status=none; }
 # each_chunk_old_or_new: every 1 MiB chunk of the output is the old file's or the new one's
 # there; prints how many were old
@@ -78,6 +79,15 @@ for streams in 1 2; do
     [ "${old:-$MIB}" -lt $MIB ] 2>/dev/null || t_fail "every chunk was read before the rewrite: the case tested nothing"
     t_end
 done
+
+# read as cat reads: to the end the file has when the reader gets there (README, "The data path")
+t_begin "input FILE appended to while its chunks wait to be sent: read to its new end, as cat would, exit 0"
+held_transfer $((MIB << 20)) grow
+expect_rc "$SRC" 0 rdsend "$(head -c 300 "$C/serr")"
+expect_rc "$RRC" 0 rdrecv "$(head -c 300 "$C/rerr")"
+[ "$(stat -c %s "$C/out")" = $(((MIB + 8) << 20)) ] || t_fail "the output has $(stat -c %s "$C/out") bytes, not the grown file's"
+cmp -s "$C/out" "$C/in" || t_fail "the output is not the grown file"
+t_end
 
 # rdcp: a file written to while it is read (after the walk stat'ed it and named its size) would
 # arrive as neither the old file nor the new one, or cut short of what it grew to: it fails
