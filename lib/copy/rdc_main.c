@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOGIN_TIMEOUT_S 60.0
@@ -700,6 +701,14 @@ int rdc_main(int argc, char **argv)
     struct totals t;
     memset(&t, 0, sizeof t);
     struct made made = { 0 };
+    /* cp's rules for DST count the sources; a pattern the source host may expand into several
+     * (rdc_is_pattern: remote, or local and no file of that name) counts as several, so DST
+     * must be a directory, as for `scp 'host:*.log' DST` */
+    int nsrc_all = 0;
+    for (int i = 0; i < nsrc; i++) {
+        struct stat st;
+        nsrc_all += rdc_is_pattern(src[i].path) && (src[i].dest || lstat(src[i].path, &st) != 0) ? 2 : 1;
+    }
     rc = 0;
     for (int g = 0; g < nsrc; g++) {
         int first = 1;
@@ -717,7 +726,7 @@ int rdc_main(int argc, char **argv)
         run.made = &made;
         run.report_made = later;
         run.nsrc = 0;
-        run.nsrc_all = nsrc;
+        run.nsrc_all = nsrc_all;
         run.srcs = paths;
         for (int k = g; k < nsrc; k++)
             if (same_host(src[k].dest, src[g].dest))

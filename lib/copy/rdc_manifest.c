@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +58,14 @@ static int listed(const struct only *o, const char *name, int is_key)
 {
     if (!o)
         return 1;
-    for (int i = 0; i < o->n; i++)
-        if (strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0)
+    for (int i = 0; i < o->n; i++) {
+        /* a source's pattern (rdc_is_pattern) lists what it may match, and the partial files
+         * of those (a short name is its own key; a long one's, a hash, matches no pattern:
+         * that file is sent again) */
+        if (rdc_is_pattern(o->roots[i]) ? fnmatch(o->roots[i], name, FNM_PERIOD) == 0
+                                        : strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0)
             return 1;
+    }
     return 0;
 }
 

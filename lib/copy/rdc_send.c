@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,6 +394,38 @@ static int defer_part(struct snd *s, uint32_t at, size_t want)
 }
 
 
+/* The sources: "~" expanded, and a pattern that names no file expanded by glob(3), sorted, as
+ * the shell would (dot files only where the pattern spells the dot); one that matches nothing
+ * stays, and fails as a name that is not there. Sets *out (malloc'd), returns the count. */
+static int expand_sources(char **argv, int n, char ***out)
+{
+    size_t cap = (size_t)n + 1, k = 0;
+    char **v = calloc(cap, sizeof *v);
+    if (!v)
+        rd_oom();
+    for (int i = 0; i < n; i++) {
+        char *p = rdr_home_expand(argv[i]);
+        struct stat st;
+        glob_t g;
+        if (rdc_is_pattern(p) && lstat(p, &st) != 0 && glob(p, 0, NULL, &g) == 0) {
+            for (size_t j = 0; j < g.gl_pathc; j++) {
+                if (k + 1 >= cap && !(v = realloc(v, (cap *= 2) * sizeof *v)))
+                    rd_oom();
+                if (!(v[k++] = strdup(g.gl_pathv[j])))
+                    rd_oom();
+            }
+            globfree(&g);
+            free(p);
+            continue;
+        }
+        if (k + 1 >= cap && !(v = realloc(v, (cap *= 2) * sizeof *v)))
+            rd_oom();
+        v[k++] = p;
+    }
+    *out = v;
+    return (int)k;
+}
+
 static char *held_base;   /* the current root's base name, where root_prefix points into it */
 
 /* The walk's next entries into records, until some are pending or everything was walked. */
@@ -757,12 +790,7 @@ int rdc_tree_send_main(int argc, char **argv)
     rd_secret_env_drop("RDPIPE_KEY");
     /* as long-lived as argv: the --count thread reads them until the process exits */
     static char **srcs;
-    s.nsrc = argc - optind;
-    srcs = calloc((size_t)s.nsrc, sizeof *srcs);
-    if (!srcs)
-        rd_oom();
-    for (int i = 0; i < s.nsrc; i++)
-        srcs[i] = rdr_home_expand(argv[optind + i]);
+    s.nsrc = expand_sources(argv + optind, argc - optind, &srcs);
     s.srcs = srcs;
     if (s.nsrc_all < s.nsrc)   /* an initiator that does not say: these are all */
         s.nsrc_all = s.nsrc;

@@ -138,6 +138,11 @@ void rdc_get_bytes(struct rdc_rd *r, void *out, size_t n)
         memset(out, 0, n);
 }
 
+int rdc_is_pattern(const char *path)
+{
+    return strpbrk(path, "*?[") != NULL;
+}
+
 const char *rdc_root_rel(int dst_is_dir, int nsrc, int contents, const char *basename)
 {
     if (contents)

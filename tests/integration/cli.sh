@@ -463,6 +463,38 @@ expect_rc $? 0 "rdcp --resume -r srchost:proj/ DST/"
 grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" || t_fail "a contents copy's manifest lacks DST's files"
 t_end
 
+t_begin "rdcp: a remote pattern is expanded on the source host, as scp's remote shell does ('host:*.log', dirs with -r, no dot files, no match is 23, a file of that very name is itself)"
+G=$RD_T/glob
+mkdir -p "$G/src/dir1" "$G/src/dir2" "$G/dst" "$G/dst2" "$G/dst3"
+for i in 1 2 3; do printf "$i" > "$G/src/f$i.log"; done
+printf 'h' > "$G/src/.hidden.log"; printf 'n' > "$G/src/note.txt"; printf 'a' > "$G/src/dir1/a"; printf 'b' > "$G/src/dir2/b"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" "srchost:$G/src/*.log" "$G/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp 'srchost:src/*.log' dst/"
+[ "$(cd "$G/dst" && ls -A | tr '\n' ' ')" = "f1.log f2.log f3.log " ] || t_fail "dst holds: $(ls -A "$G/dst" | tr '\n' ' ')"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" -r "srchost:$G/src/dir?" "$G/dst2/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp -r 'srchost:src/dir?' dst2/"
+[ "$(cat "$G/dst2/dir1/a" "$G/dst2/dir2/b" 2>/dev/null)" = ab ] || t_fail "dst2: $(ls -R "$G/dst2" | tr '\n' ' ')"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" "srchost:$G/src/*.none" "$G/dst3/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp 'srchost:src/*.none' dst3/"
+expect_err "$C/e" rdcp "^rdcp: srchost: cannot stat '.*/src/\*\.none': No such file or directory$"
+printf 'star' > "$G/src/*.txt"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" "srchost:$G/src/*.txt" "$G/dst3/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp 'srchost:src/*.txt' dst3/ (a file of that name)"
+[ "$(ls -A "$G/dst3")" = '*.txt' ] || t_fail "dst3 holds: $(ls -A "$G/dst3" | tr '\n' ' ')"
+# a pattern may name several sources: DST must be a directory, as for cp and scp
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" "srchost:$G/src/f1.*" "$G/newname" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp 'srchost:src/f1.*' newname"
+expect_err "$C/e" rdcp "^rdcp: localhost: destination '.*/newname' is not a directory$"
+# --resume: the manifest covers what the pattern matches in DST, not DST's other files
+printf 'other' > "$G/dst/zz.txt"; : > "$RD_T/told"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" -v --resume "srchost:$G/src/*.log" "$G/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume 'srchost:src/*.log' dst/"
+grep -q 'skipped 3 bytes' "$C/e" || t_fail "--resume skipped not the 3 bytes there: $(grep 'skipped' "$C/e")"
+told=$(grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f')
+grep -q "$(hexof f2.log)" <<< "$told" || t_fail "f2.log not in the manifest"
+grep -q "$(hexof zz.txt)" <<< "$told" && t_fail "the manifest named DST's zz.txt"
+t_end
+
 t_begin "rdcp: a destination agent's manifest lines without --resume are dropped, not kept nor passed to the source"
 # a stand-in ssh for the destination whose agent says 'manifest' lines unasked, after its first line
 printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nbash -c "$*" | { IFS= read -r l; printf "%%s\\n" "$l"; for i in 1 2 3; do echo "manifest 4d414e49464553544c494e45"; done; exec cat; }\n' \
