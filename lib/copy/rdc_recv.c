@@ -62,10 +62,12 @@ void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e)
     r->errors++;
 }
 
-void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int e)
+void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, unsigned more, const char *rel, int e)
 {
-    char *p = rdc_rcv_disp(r, rel), *n = rdc_shown(name ? name : "");
-    rd_warn("cannot set extended attribute '%s' of '%s': %s", n, p, strerror(e));
+    char *p = rdc_rcv_disp(r, rel), *n = rdc_shown(name ? name : ""), others[48] = "";
+    if (more)
+        snprintf(others, sizeof others, " (and %u more)", more);
+    rd_warn("cannot set extended attribute '%s'%s of '%s': %s", n, others, p, strerror(e));
     free(n);
     free(p);
     r->errors++;
@@ -74,9 +76,10 @@ void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int
 void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel)
 {
     char *bad = NULL;
-    int e = p ? rdc_xattr_apply(fd, p, n, &bad) : 0;
+    unsigned more = 0;
+    int e = p ? rdc_xattr_apply(fd, p, n, &bad, &more) : 0;
     if (e)
-        rdc_rcv_xattr_err(r, bad, rel, e);
+        rdc_rcv_xattr_err(r, bad, more, rel, e);
     free(bad);
 }
 
@@ -553,7 +556,7 @@ written:
         j->owner_err = errno;
     final_mode(r, fd, &j->m);
     if (j->xattr)
-        j->xattr_err = rdc_xattr_apply(fd, j->xattr, j->xattr_len, &j->xattr_failed);
+        j->xattr_err = rdc_xattr_apply(fd, j->xattr, j->xattr_len, &j->xattr_failed, &j->xattr_more);
     if (r->times) {
         struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
         futimens(fd, ts);
@@ -604,7 +607,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
     if (j->owner_err)
         rdc_rcv_err(r, "cannot set the owner of", j->final, j->owner_err);
     if (j->xattr_err)
-        rdc_rcv_xattr_err(r, j->xattr_failed, j->final, j->xattr_err);
+        rdc_rcv_xattr_err(r, j->xattr_failed, j->xattr_more, j->final, j->xattr_err);
     if (j->what) {
         rdc_rcv_err(r, j->what, j->final, j->err);
         return;
@@ -1184,7 +1187,7 @@ static void made_xattrs(struct rdc_rcv *r, const unsigned char *kept, size_t kl)
             : fstat(fd, &st) ? errno
             : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode) ? 0 : EINVAL;
     if (e)
-        rdc_rcv_xattr_err(r, NULL, r->xmade, e);
+        rdc_rcv_xattr_err(r, NULL, 0, r->xmade, e);
     else
         rdc_rcv_set_xattrs(r, fd, kept, kl, r->xmade);
     if (fd >= 0)

@@ -68,6 +68,7 @@ struct rdc_job {
     const char *what;
     int err, owner_err, xattr_err;
     char *xattr_failed;
+    unsigned xattr_more;      /* the other attributes that failed */
 };
 
 /* n bytes of a big file at off, in a frame the engine lent (rd_sink_hold): written by a
@@ -188,7 +189,7 @@ char *rdc_rcv_disp(struct rdc_rcv *r, const char *rel);
 /* one line "WHAT 'path': strerror(e)", counted as an error */
 void rdc_rcv_err(struct rdc_rcv *r, const char *what, const char *rel, int e);
 /* one line "cannot set extended attribute 'NAME' of 'path': strerror(e)", counted */
-void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, const char *rel, int e);
+void rdc_rcv_xattr_err(struct rdc_rcv *r, const char *name, unsigned more, const char *rel, int e);
 /* set an 'x' body as taken (NULL: nothing) on fd, which is rel; a failure is that line */
 void rdc_rcv_set_xattrs(struct rdc_rcv *r, int fd, const unsigned char *p, size_t n, const char *rel);
 

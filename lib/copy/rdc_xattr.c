@@ -190,8 +190,10 @@ unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which
     return body.p;
 }
 
-int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
+int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed, unsigned *more)
 {
+    int first = 0;
+    *more = 0;
     char via[64];
     int path_only = (fcntl(fd, F_GETFL) & O_PATH) != 0;
     snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
@@ -203,10 +205,14 @@ int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed)
         if (!nm)
             rd_oom();
         if (path_only ? setxattr(via, nm, x.value, x.vl, 0) : fsetxattr(fd, nm, x.value, x.vl, 0)) {
-            *failed = nm;
-            return errno;
+            if (!first) {   /* one that fails (too big for this filesystem) costs the others nothing */
+                first = errno;
+                *failed = nm;
+                continue;
+            }
+            ++*more;
         }
         free(nm);
     }
-    return 0;
+    return first;
 }

@@ -42,9 +42,10 @@ int rdc_xattr_parse(const unsigned char *p, size_t n, size_t *len);
 unsigned char *rdc_xattr_filter(const unsigned char *p, size_t n, unsigned which, int dir, size_t *out_len,
                                 void (*refused)(void *ctx, const char *name, size_t n), void *ctx);
 
-/* Set every attribute of a body (from rdc_xattr_filter) on fd. 0, or an errno with *failed
- * the name that failed (malloc'd). An O_PATH fd (a FIFO or a socket, which cannot be opened
+/* Set every attribute of a body (from rdc_xattr_filter) on fd, each tried even after one
+ * failed. 0, or the first failure's errno with *failed its name (malloc'd) and *more how
+ * many others failed. An O_PATH fd (a FIFO or a socket, which cannot be opened
  * for reading without side effects) is reached through /proc/self/fd. */
-int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed);
+int rdc_xattr_apply(int fd, const unsigned char *p, size_t n, char **failed, unsigned *more);
 
 #endif

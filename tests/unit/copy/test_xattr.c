@@ -144,7 +144,9 @@ static void t_real_file_round_trip(void)
     size_t kl = 0;
     unsigned char *kept = rdc_xattr_filter(b.p + 1, len, USER, 0, &kl, refused, NULL);
     char *bad = NULL;
-    CHECK(kept && rdc_xattr_apply(fc, kept, kl, &bad) == 0);
+    unsigned more = 9;
+    CHECK(kept && rdc_xattr_apply(fc, kept, kl, &bad, &more) == 0);
+    CHECK_EQ_U(more, 0);
     char v[8];
     CHECK_EQ_I((int)fgetxattr(fc, "user.k", v, sizeof v), 3);
     CHECK(memcmp(v, "v\0w", 3) == 0);
@@ -159,11 +161,48 @@ out:
     unlink(c);
 }
 
+/* one attribute the filesystem refuses (a value over XATTR_SIZE_MAX) costs the others
+ * nothing: each is tried, the first failure is named, the others counted (before
+ * 2026-11-29 the first failure ended the body: the attributes after it were never set) */
+static void t_apply_goes_on_after_a_failure(void)
+{
+    char c[] = "/tmp/rdpipe-xattr-f.XXXXXX";
+    int fc = mkstemp(c);
+    CHECK_OR(fc >= 0, return);
+    if (fsetxattr(fc, "user.probe", "1", 1, 0) && errno == ENOTSUP) {
+        CHECK_SKIP("no user xattrs on /tmp");
+        goto out;
+    }
+    static char huge[70000];
+    struct rdc_buf b = { 0 };
+    rdc_put_u32(&b, 3);
+    rdc_put_str(&b, "user.big", 8);
+    rdc_put_str(&b, huge, sizeof huge);
+    rdc_put_str(&b, "user.a", 6);
+    rdc_put_str(&b, "1", 1);
+    rdc_put_str(&b, "user.big2", 9);
+    rdc_put_str(&b, huge, sizeof huge);
+    char *bad = NULL;
+    unsigned more = 0;
+    int e = rdc_xattr_apply(fc, b.p, b.len, &bad, &more);
+    CHECK(e != 0);
+    CHECK(bad && strcmp(bad, "user.big") == 0);
+    CHECK_EQ_U(more, 1);
+    char v[4];
+    CHECK_EQ_I((int)fgetxattr(fc, "user.a", v, sizeof v), 1);
+    free(bad);
+    rdc_buf_free(&b);
+out:
+    close(fc);
+    unlink(c);
+}
+
 int main(void)
 {
     RUN(t_wanted);
     RUN(t_parse_and_filter);
     RUN(t_parse_refuses_bad_lengths);
     RUN(t_real_file_round_trip);
+    RUN(t_apply_goes_on_after_a_failure);
     return check_summary();
 }
