@@ -3,6 +3,7 @@
 
 #include "run/rd_cli.h"
 #include "run/rd_version.h"
+#include "remote/rdr_line.h"
 #include "remote/rdr_warn.h"
 #include "util/rd_opterr.h"
 #include "engine/rd_lanes.h"
@@ -83,7 +84,21 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
         *(c == RDR_OPT_LANES ? &o->lanes : &o->streams) = v;
         return RDR_OPT_TAKEN;
     }
-    case 'H': o->hostname = arg; return RDR_OPT_TAKEN;
+    case 'H': {
+        /* it travels in control lines and rdsend's argv: one word, no option */
+        int bad = !*arg || *arg == '-' || strlen(arg) > 255;
+        for (const char *p = arg; *p && !bad; p++)
+            bad = (unsigned char)*p <= ' ' || *p == 0x7f;
+        if (bad) {
+            char *show = rdr_printable(arg, strlen(arg) > 64 ? 64 : strlen(arg));
+            rdr_warnx(tool, "-H/--hostname must be this machine's host name or address (one word, not "
+                      "beginning with '-'), not '%s'", show ? show : "");
+            free(show);
+            return 1;
+        }
+        o->hostname = arg;
+        return RDR_OPT_TAKEN;
+    }
     case 'h': fputs(usage, stdout); return 0;
     case 'V': rd_print_version(stdout, tool); return 0;
     default: rdr_warnx(tool, "try '%s --help'", tool); return 1;

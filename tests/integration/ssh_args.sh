@@ -178,3 +178,19 @@ for tool in rdpipe rdcp; do
     expect_err "$C/e" $tool "^$tool: cannot start the agent for h1.*: cannot run the ssh program \(--ssh\): No such file or directory$"
     t_end
 done
+
+# -H goes into control lines and rdsend's argv as one word: an empty one (-H "$UNSET") hung
+# rdcp, one with a space hung both, and '-x' reached rdsend as an option (before 2026-11-29)
+for tool in rdpipe rdcp; do
+    t_begin "$tool -H that is not one word (empty, a space, a tab, '-x'): a usage error, exit 1, one line"
+    for h in '' 'a b' $'a\tb' '-x'; do
+        if [ $tool = rdpipe ]; then
+            run rdpipe -H "$h" 'echo hi' cat
+        else
+            run rdcp -H "$h" "$C/x" "$C/y"
+        fi
+        expect_rc $? 1 "$tool -H '$h'"
+        expect_err "$C/e" $tool "^$tool: -H/--hostname must be this machine's host name or address \(one word, not beginning with '-'\), not '.*'$"
+    done
+    t_end
+done
