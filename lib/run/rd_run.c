@@ -208,6 +208,11 @@ reconnect:
         }
         want.depth = depth;
     }
+    if (reach.timeout_s >= 0) {   /* --timeout: a receiver that accepts and then says nothing too */
+        double left_ms = (give_up - rd_now()) * 1000;
+        tp->answer_ms = left_ms < RD_MIN_ANSWER_MS ? RD_MIN_ANSWER_MS
+                      : left_ms > RD_SENDER_WAIT_MS ? RD_SENDER_WAIT_MS : (int)left_ms;
+    }
     rc = rd_session_sender(tp, &key, &want, &agreed);
     if (rc == RD_ECONNECT && tp->lost && retry_dropped(o, &reach, give_up)) {
         tp->ops->close(tp);

@@ -137,6 +137,12 @@ static int handshake_clean(const struct rd_frame *f)
     return !handshake || (f->seq == 0 && memcmp(f->tag, zero, sizeof zero) == 0);
 }
 
+/* the sender's wait for each answer of the receiver */
+static int answer_ms(const struct rd_transport *tp)
+{
+    return tp->answer_ms > 0 ? tp->answer_ms : RD_SENDER_WAIT_MS;
+}
+
 static int recv_ctrl(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, struct rd_frame *f,
                      int answer)
 {
@@ -239,7 +245,7 @@ static int recv_rails(struct rd_transport *tp, struct rd_params *agreed)
 {
     struct rd_buf *b;
     struct rd_frame f;
-    int rc = expect(tp, &b, &f, RD_RAILS, RD_SENDER_WAIT_MS, "receiver");
+    int rc = expect(tp, &b, &f, RD_RAILS, answer_ms(tp), "receiver");
     if (rc)
         return rc;
     int pe = rd_rails_decode(f.payload, f.length, &agreed->rails);
@@ -322,7 +328,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     int rc = rd_send_ctrl(tp, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out));
     if (rc)
         return rc;
-    rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_CHALLENGE, RD_SENDER_WAIT_MS, "receiver"));
+    rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_CHALLENGE, answer_ms(tp), "receiver"));
     if (rc)
         return rc;
     int pe = rd_challenge_decode(f.payload, f.length, &c);
@@ -345,7 +351,7 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     uint8_t auth[RD_AUTH_LEN];
     rc = rd_send_ctrl(tp, RD_AUTH, auth, (uint32_t)rd_proof_encode(&proof, auth));
     if (!rc)
-        rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver"));
+        rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_ACCEPT, answer_ms(tp), "receiver"));
     if (rc)
         goto wipe;
     int ok = f.length == RD_ACCEPT_LEN && rd_auth_sender_check(&keys, &h, &c, &proof, f.payload);
@@ -469,7 +475,7 @@ int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uin
     rd_auth_join_mac(agreed->join_key, index, j.mac);
     int rc = rd_send_ctrl(tp, RD_JOIN, out, (uint32_t)rd_join_encode(&j, out));
     if (!rc)
-        rc = expect(tp, &b, &f, RD_ACCEPT, RD_SENDER_WAIT_MS, "receiver");
+        rc = expect(tp, &b, &f, RD_ACCEPT, answer_ms(tp), "receiver");
     if (!rc)
         tp->ops->release(tp, b);
     return rc;

@@ -12,6 +12,7 @@
 #define RD_HANDSHAKE_MS 5000   /* receiver: a peer that does not finish the handshake by then is dropped */
 #define RD_HELLO_MS 3000       /* receiver: a connection that says nothing by then is dropped */
 #define RD_SENDER_WAIT_MS 30000 /* sender: the receiver may first be busy turning away another peer */
+#define RD_MIN_ANSWER_MS 2000   /* sender: the least --timeout leaves the handshake for each answer */
 
 #define RD_MAX_STREAMS 16u
 #define RD_JOIN_WAIT_MS 10000   /* receiver: the extra connections of --streams must come by then */

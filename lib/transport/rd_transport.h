@@ -162,6 +162,8 @@ struct rd_transport {
     uint8_t hop_key[32];
     int hop_dir;
     int lost;            /* the peer closed or reset the connection (TCP: EOF, ECONNRESET) */
+    int answer_ms;       /* sender: how long the handshake waits for each answer of the
+                          * receiver (0: RD_SENDER_WAIT_MS; rdsend --timeout bounds it) */
 };
 
 extern const struct rd_transport_ops rd_tcp_ops;

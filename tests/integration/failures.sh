@@ -245,6 +245,25 @@ expect_rc $rc 2 rdsend; expect_err "$C/serr" rdsend "refused"
 expect_within "$dt" "$(lim 3)" "refused connect with --timeout 1"
 t_end
 
+t_begin "a receiver that accepts and then says nothing: rdsend --timeout 3 gives up after ~3 s (exit 2), not 30 s"
+port=$(free_port)
+start fr /dev/null /dev/null "$C/fr.err" python3 -c '
+import socket, sys, time
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", int(sys.argv[1]))); ls.listen(4); held = []
+while True:
+    held.append(ls.accept()[0])
+' "$port"
+wait_listen "$port" || t_fail "the silent receiver did not listen: $(cat "$C/fr.err")"
+t0=$(now)
+timeout -k 2 "$(lim 40)" "$RDSEND" --timeout 3 127.0.0.1 "$port" key "$RD_T/in" 2> "$C/serr"; rc=$?
+dt=$(elapsed "$t0")
+expect_rc $rc 2 "rdsend --timeout 3 against a silent receiver"
+expect_err "$C/serr" rdsend "^rdsend: timed out waiting for 127.0.0.1:$port$"
+expect_within "$dt" "$(lim 6)" "rdsend --timeout 3 against a silent receiver"
+kill_reap "$fr"
+t_end
+
 t_begin "connection refused, then the receiver appears within --timeout: success"
 port=$(free_port)
 ( sleep 0.7; exec "$RDRECV" "$port" key > "$C/out" 2> "$C/rerr" ) & RP=$!; RD_PIDS+=("$RP")
