@@ -334,8 +334,13 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     char **pos = argv + optind;
     int npos = argc - optind;
     const char *env_key = getenv("RDPIPE_KEY");
-    int key_positional = !key_file && !(env_key && *env_key);
-    int need = (is_sender ? 2 : 1) + key_positional;
+    int base = is_sender ? 2 : 1;   /* HOST PORT, or PORT */
+    /* with RDPIPE_KEY set, a key argument still wins, as the man pages say: one more
+     * operand than KEY FILE leaves room for, or the very key (else `rdrecv PORT $KEY` wrote
+     * the stream into a file named after the key) */
+    int key_positional = !key_file && (!(env_key && *env_key) || npos == base + 2 ||
+                                       (npos == base + 1 && strcmp(pos[base], env_key) == 0));
+    int need = base + key_positional;
     if (npos < need) {
         static const char *const send_names[] = { "HOST", "PORT", "KEY" };
         static const char *const recv_names[] = { "PORT", "KEY" };

@@ -42,6 +42,25 @@ expect_empty "$C/rerr" "rdrecv stderr"
 expect_same_file "$RD_T/in" "$C/out" "data"
 t_end
 
+t_begin "RDPIPE_KEY set and the key given as an argument too: the argument is the key, never FILE (no file named after the key)"
+key=$("$RDRECV" --gen-key)
+mkdir -p "$C/wd"
+for form in "stdout" "file"; do
+    port=$(free_port); rm -f "$C/out"
+    if [ $form = stdout ]; then
+        (cd "$C/wd" && RDPIPE_KEY=$key exec "$RDRECV" "$port" "$key") > "$C/out" 2> "$C/rerr" & RP=$!
+    else
+        (cd "$C/wd" && RDPIPE_KEY=$key exec "$RDRECV" "$port" "$key" "$C/out") > /dev/null 2> "$C/rerr" & RP=$!
+    fi
+    wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+    (cd "$C/wd" && RDPIPE_KEY=$key timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" "$key" "$RD_T/in") 2> "$C/serr"
+    expect_rc $? 0 "rdsend HOST PORT KEY FILE with RDPIPE_KEY set ($form)" "$(cat "$C/serr")"
+    wait_pid "$RP" 10; expect_rc $? 0 "rdrecv PORT KEY with RDPIPE_KEY set ($form)" "$(cat "$C/rerr")"
+    expect_same_file "$RD_T/in" "$C/out" "data ($form)"
+    [ -z "$(ls -A "$C/wd")" ] || t_fail "files made in the working directory: $(ls -A "$C/wd" | cut -c1-20)"
+done
+t_end
+
 t_begin "a key from RDPIPE_KEY: gone from /proc/PID/environ once read, and the process is not the user's to read (not dumpable)"
 if [ "$RD_IS_ROOT" != 1 ] || ! command -v setpriv > /dev/null; then
     t_skip "needs root and setpriv (apt-get install util-linux)"
