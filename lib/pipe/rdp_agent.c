@@ -72,9 +72,17 @@ static void fail_errno(struct agent *a, const char *role, int code, const char *
     fail_local(a, role, code, m);
 }
 
+/* '> FILE' fed by rdrecv: rdrecv writes FILE itself, as rdrecv FILE does, so that FILE is
+ * truncated only once a sender is in, and a FILE it created is removed when none came (an
+ * upstream that failed before sending: '< missing' '> out' emptied out before 2026-11-29) */
+static int recv_writes_file(const struct agent *a)
+{
+    return a->kind == RDR_WRITE && a->in == RDR_IN_RECV;
+}
+
 static void open_file(struct agent *a)
 {
-    if (a->kind != RDR_READ && a->kind != RDR_WRITE && a->kind != RDR_APPEND)
+    if ((a->kind != RDR_READ && a->kind != RDR_WRITE && a->kind != RDR_APPEND) || recv_writes_file(a))
         return;
     char *p = rdr_home_expand(a->path);
     int flags = a->kind == RDR_READ ? O_RDONLY
@@ -228,8 +236,8 @@ static void start_role_send(struct agent *a)
 }
 
 /* rdrecv listening on a port of the kernel's choice, said on fd 3; a relay learns its next
- * hop on stdin. v[0] is the caller's to free. */
-static void rdrecv_argv(struct agent *a, char **v, int relay)
+ * hop on stdin; file: its FILE, or NULL. v[0] is the caller's to free. */
+static void rdrecv_argv(struct agent *a, char **v, int relay, char *file)
 {
     int n = 0;
     v[n++] = rdr_sibling_tool("rdrecv");
@@ -240,7 +248,11 @@ static void rdrecv_argv(struct agent *a, char **v, int relay)
         v[n++] = "--relay-fd";
         v[n++] = "0";
     }
+    if (file)
+        v[n++] = "--";   /* the options end here: a FILE may begin with '-' */
     v[n++] = "0";
+    if (file)
+        v[n++] = file;
     v[n] = NULL;
 }
 
@@ -283,7 +295,7 @@ static void setup_relay(struct agent *a)
         return;
     }
     char *v[20];
-    rdrecv_argv(a, v, 1);
+    rdrecv_argv(a, v, 1, NULL);
     int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, rl[0], -1, rdy[1]);
     free(v[0]);
     close(rdy[1]);
@@ -317,12 +329,13 @@ static void do_setup(struct agent *a)
         return;
     }
     int target = -1;
-    if (a->kind == RDR_WRITE || a->kind == RDR_APPEND)
+    char *file = recv_writes_file(a) ? rdr_home_expand(a->path) : NULL;
+    if (a->kind == RDR_APPEND)
         target = a->file_fd;
     else if (a->kind == RDR_PASS && a->out == RDR_OUT_STDOUT)
         target = STDOUT_FILENO;
     int pp[2] = { -1, -1 };
-    if (target < 0) {
+    if (target < 0 && !file) {
         if (big_pipe(pp)) {
             fail_local(a, "recv", 5, "pipe failed");
             return;
@@ -332,13 +345,15 @@ static void do_setup(struct agent *a)
     }
     int rdy[2];
     if (pipe2(rdy, O_CLOEXEC)) {
+        free(file);
         fail_local(a, "recv", 5, "pipe failed");
         return;
     }
     char *v[20];
-    rdrecv_argv(a, v, 0);
+    rdrecv_argv(a, v, 0, file);
     int rc = rdpa_start_tool(a, C_RECV, v, a->in_key, -1, target, rdy[1]);
     free(v[0]);
+    free(file);
     close(rdy[1]);
     if (pp[1] >= 0 && rc == 0)
         a->recv_hold = pp[1];   /* O_CLOEXEC: no stage inherits it */

@@ -188,6 +188,19 @@ grep -q "^rdcp: h1: cannot start the agent (ssh exited with status 0; it ended w
     t_fail "rdcp: $(tr '\n' '|' < e)"
 t_end
 
+t_begin "'> FILE' after a failed input: FILE untouched (written as rdrecv FILE: truncated only once a sender is in); an unwritable one named"
+printf 'precious\n' > "$C/keep"
+timeout -k 2 "$(lim 30)" "$RDPIPE" "< $C/missing" "> $C/keep" < /dev/null > o 2> e
+expect_rc $? 5 "rdpipe '< missing' '> keep'"
+[ "$(cat "$C/keep")" = precious ] || t_fail "keep was changed: '$(head -c 40 "$C/keep")'"
+timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' "> $C/new" < /dev/null > o 2> e
+expect_rc $? 0 "rdpipe 'seq 3' '> new'"
+[ "$(cat "$C/new")" = "$(seq 3)" ] || t_fail "new holds: $(tr '\n' '|' < "$C/new")"
+timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' "> $C/no/such/dir/f" < /dev/null > o 2> e
+expect_rc $? 5 "rdpipe 'seq 3' '> no/such/dir/f'"
+grep -q "cannot open output file '$C/no/such/dir/f': No such file or directory" e || t_fail "the message: $(tr '\n' '|' < e)"
+t_end
+
 t_begin "Ctrl-C ends what a segment left running, a setsid'ed process included (it left the segment's process group)"
 "$RDPIPE" '(setsid sleep 4567 > /dev/null 2>&1 &); echo x' 'cat -' < /dev/null > o 2> e & rp=$!
 for ((i = 0; i < 100; i++)); do pgrep -f 'sleep 4567' > /dev/null && break; sleep 0.05; done
