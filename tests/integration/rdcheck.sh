@@ -71,6 +71,9 @@ else
     grep -q '^✓ locked memory: ' "$C/o" || grep -q '^✗ locked memory: ' "$C/o" || t_fail "no locked memory line"
     [ "$(grep -c '^✗' "$C/o")" = "$(grep -c '^✗ RDMA devices\|^✗ locked memory' "$C/o")" ] ||
         t_fail "other checks failed too: $(grep '^✗' "$C/o" | tr '\n' '|')"
+    # --transport tcp "checks that one only": RDMA's needs are not checked, nor a failure
+    timeout 20 "$RDCHECK" --transport tcp > "$C/o" 2> "$C/e"; expect_rc $? 0 "rdcheck --transport tcp without an RDMA device"
+    [ "$(cat "$C/o")" = "✓ RDMA: not checked (--transport tcp)" ] || t_fail "rdcheck --transport tcp: $(tr '\n' '|' < "$C/o")"
 fi
 t_end
 
