@@ -13,6 +13,7 @@
 #include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_opterr.h"
+#include "util/rd_stdfd.h"
 #include "wire/rd_auth.h"
 
 #include <arpa/inet.h>
@@ -80,7 +81,8 @@ static void line(int ok, const char *name, const char *fix, const char *fmt, ...
         printf("✓ %s: %s\n", name, reason);
     else
         printf("✗ %s: %s%s%s\n", name, reason, fix ? "; fix: " : "", fix ? fix : "");
-    fflush(stdout);
+    if (fflush(stdout))
+        rd_stdout_failed(errno, 0);   /* named at exit, which stdio alone cannot */
     failures += !ok;
 }
 

@@ -9,6 +9,7 @@
 #include "run/rd_version.h"
 #include "util/rd_error.h"
 #include "util/rd_opterr.h"
+#include "util/rd_stdfd.h"
 #include "wire/rd_auth.h"
 
 #include <errno.h>
@@ -277,10 +278,18 @@ static int check_out(const char *path, int *created)
     return rd_fail(RD_EIO, "cannot write '%s': %s", path, strerror(errno));
 }
 
+/* said here, with its errno: the check at exit (rd_stdfd) adds no second line */
+static int stdout_failed(void)
+{
+    int e = errno;
+    rd_stdout_failed(e, 1);
+    return rd_fail(RD_EIO, "cannot write to stdout: %s", strerror(e));
+}
+
 static int write_out(const char *path, int (*fn)(FILE *, const struct rdb_bench *), const struct rdb_bench *b)
 {
     if (!strcmp(path, "-"))
-        return fn(stdout, b) ? rd_fail(RD_EIO, "cannot write to stdout: %s", strerror(errno)) : RD_OK;
+        return fn(stdout, b) ? stdout_failed() : RD_OK;
     FILE *f = fopen(path, "w");
     if (!f)
         return rd_fail(RD_EIO, "cannot write '%s': %s", path, strerror(errno));
@@ -397,7 +406,7 @@ static int run_client(const struct opts *o)
         rd_key_wipe(&key);
     if (!rc) {
         if (!(o->json && !strcmp(o->json, "-")) && rdb_print_table(stdout, &b))
-            rc = rd_fail(RD_EIO, "cannot write to stdout: %s", strerror(errno));
+            rc = stdout_failed();
         if (!rc && o->json)
             rc = write_out(o->json, rdb_write_json, &b);
         if (!rc && o->svg)

@@ -9,16 +9,26 @@
 #include <unistd.h>
 
 static unsigned closed_at_start;
+static int stdout_errno, stdout_said;
+
+void rd_stdout_failed(int e, int said)
+{
+    if (!stdout_errno)
+        stdout_errno = e;
+    stdout_said |= said;
+}
 
 /* What stdio still holds for stdout (--help, --version, a table) is written at exit; a
  * failure there (a full disk, a reader gone) must not end in exit 0, as with GNU tools. */
 static void flush_stdout(void)
 {
     errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout))
+    if (fflush(stdout) == 0 && !ferror(stdout) && !stdout_errno)
         return;
-    fprintf(stderr, "%s: cannot write stdout: %s\n", program_invocation_short_name,
-            errno ? strerror(errno) : "write error");
+    int e = errno ? errno : stdout_errno;
+    if (!stdout_said)
+        fprintf(stderr, "%s: cannot write stdout: %s\n", program_invocation_short_name,
+                e ? strerror(e) : "write error");
     _exit(5);
 }
 

@@ -9,6 +9,9 @@
 /* first thing in main: take each closed one of fds 0-2, and note which were; and at exit,
  * write what stdio holds for stdout, exiting 5 with one line if that fails */
 void rd_stdfd_reserve(void);
+/* A write to stdout failed with errno e: the exit check names e (stdio has forgotten it by
+ * then); said: the tool told the user already, so the check only exits 5. */
+void rd_stdout_failed(int e, int said);
 /* 1 if fd (0, 1 or 2) was closed when the tool started */
 int rd_stdfd_was_closed(int fd);
 

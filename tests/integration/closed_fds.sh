@@ -113,3 +113,15 @@ timeout 5 "$RDSEND" --gen-key > /dev/full 2> "$C/e"
 expect_rc $? 5 "rdsend --gen-key > /dev/full"
 expect_err "$C/e" rdsend "cannot write the key: No space left on device"
 t_end
+
+# a write that failed before the exit's check: named once, with its cause (rdbench said it
+# twice, the second time "write error"; rdcheck only "write error")
+t_begin "rdbench's table and rdcheck's lines into /dev/full: exit 5, one line naming ENOSPC"
+mkdir -p "$C/io"
+timeout 60 "$RD_BIN/rdbench" --io "$C/io" --io-size 16M > /dev/full 2> "$C/e"
+expect_rc $? 5 "rdbench --io > /dev/full"
+expect_err "$C/e" rdbench "^rdbench: cannot write to stdout: No space left on device$"
+timeout 20 "$RD_BIN/rdcheck" --transport tcp > /dev/full 2> "$C/e"
+expect_rc $? 5 "rdcheck > /dev/full"
+expect_err "$C/e" rdcheck "^rdcheck: cannot write stdout: No space left on device$"
+t_end
