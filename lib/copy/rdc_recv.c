@@ -768,6 +768,16 @@ void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t content
         refuse_root(r, "destination '%s' is not a directory", b);
         return;
     }
+    /* cp writes into such a DST; renaming a file over it (as over a file) would replace the
+     * node, exit 0, with nothing written to the device: `rdcp big host:/dev/null` as root
+     * made /dev/null a file (before 2026-11-29) */
+    if (r->dst_special && !*rel) {
+        char fmt[160];
+        snprintf(fmt, sizeof fmt, "destination '%%s' is %s: rdcp writes files, never into one (rdrecv FILE does)",
+                 r->dst_special);
+        refuse_root(r, fmt, b);
+        return;
+    }
     if (kind == 'd' && r->dst_exists && !r->dst_is_dir && !*rel) {
         refuse_root(r, "cannot overwrite non-directory '%s' with a directory", b);
         return;

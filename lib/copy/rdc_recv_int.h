@@ -117,6 +117,7 @@ struct dirmeta {
 struct rdc_rcv {
     const char *dst;
     int dst_is_dir, dst_exists, nsrc, preserve, owners, times, nosync;
+    const char *dst_special;  /* DST is (reaches) a device, FIFO or socket: what it is */
     unsigned xattrs;          /* the attribute families taken (RDC_XATTR_*): -p ACLs, -X user.* */
     uint64_t max_file;        /* bigger files fail (EFBIG): the fuzzer's guard */
     int base;                 /* DST (dst_is_dir) or DST's directory: every path is beneath it */

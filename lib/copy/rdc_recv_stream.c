@@ -287,6 +287,8 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
     if (stat(dst, &st) == 0) {
         r->dst_exists = 1;
         r->dst_is_dir = S_ISDIR(st.st_mode);
+        r->dst_special = S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : NULL;
     } else if (errno != ENOENT) {
         goto fail;
     }

@@ -288,6 +288,21 @@ expect_err "$C/e" rdcp "^rdcp: localhost: destination '.*/two/y' is not a direct
 [ "$(cat "$C/two/y")" = C ] || t_fail "y changed: $(cat "$C/two/y")"
 t_end
 
+t_begin "rdcp onto a device node, a FIFO or a symlink to one: refused, exit 23, the node still there (it was renamed over, exit 0)"
+mkdir -p "$C/dv" && head -c 100000 /dev/urandom > "$C/dv/src" && mkfifo "$C/dv/ff"
+nodes=ff
+if [ "$(id -u)" = 0 ] && mknod "$C/dv/mynull" c 1 3 2> /dev/null; then nodes="ff mynull"; ln -s mynull "$C/dv/lnk"; nodes="$nodes lnk"; fi
+for d in $nodes; do
+    for opt in "" --resume; do
+        timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" $opt "$C/dv/src" "$C/dv/$d" > "$C/o" 2> "$C/e"
+        expect_rc $? 23 "rdcp $opt src $d"
+        expect_err "$C/e" rdcp "^rdcp: localhost: destination '.*/dv/$d' is a (FIFO|character device): rdcp writes files, never into one \(rdrecv FILE does\)$"
+    done
+done
+[ -p "$C/dv/ff" ] || t_fail "the FIFO is gone: $(ls -l "$C/dv")"
+case $nodes in *mynull*) [ -c "$C/dv/mynull" ] && [ -L "$C/dv/lnk" ] || t_fail "the device or the link is gone: $(ls -l "$C/dv")";; esac
+t_end
+
 t_begin "rdcp: hard links between sources stay hard links (a/x a/y DIR/, and a file named before its tree)"
 mkdir -p "$C/hl/src" "$C/hl/d1" "$C/hl/d2"
 printf 'one' > "$C/hl/src/x" && ln "$C/hl/src/x" "$C/hl/src/y"
