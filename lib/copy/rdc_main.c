@@ -6,6 +6,7 @@
  */
 #include "copy/rdc_main.h"
 #include "util/rd_clock.h"
+#include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 #include "util/rd_error.h"
 
@@ -611,6 +612,50 @@ static void report(const struct totals *t, int verbose, int json, int rc)
 }
 
 /* two sources' ssh destinations (NULL: this machine) name the same host */
+/* A local source copied onto itself (rdcp f f, rdcp -r d .) or a directory into itself (rdcp -r
+ * d d/sub): cp refuses both ("are the same file", "into itself"); a copy would replace each
+ * file by a new one (its owner, attributes and other links gone), or copy a tree into itself.
+ * 1 (said) when p must not be copied to dst. */
+static int onto_itself(const char *p, const char *dst, int follow)
+{
+    struct stat ss, ds, ts;
+    if ((follow ? stat(p, &ss) : lstat(p, &ss)) != 0)
+        return 0;   /* the walk says what is wrong with it */
+    size_t pl = strlen(p);
+    char *b = rdc_basename(p);
+    int contents = (pl && p[pl - 1] == '/') || !strcmp(b, ".") || !strcmp(b, "..") || !strcmp(b, "/");
+    int dst_dir = stat(dst, &ds) == 0 && S_ISDIR(ds.st_mode);
+    char *target = contents || !dst_dir ? strdup(dst) : rdc_join(dst, b);
+    int bad = 0;
+    if (stat(target, &ts) == 0 && (contents ? stat(p, &ss) == 0 : 1) && ts.st_dev == ss.st_dev && ts.st_ino == ss.st_ino) {
+        warnx("'%s' and '%s' are the same file", p, target);
+        bad = 1;
+    } else if (stat(p, &ss) == 0 && S_ISDIR(ss.st_mode) && (follow || contents || (lstat(p, &ts) == 0 && !S_ISLNK(ts.st_mode)))) {
+        /* where the copy goes: DST, or (a new DST) its directory */
+        char *at = dst_dir ? strdup(dst) : NULL;
+        if (!at) {
+            const char *nm;
+            at = rdc_dir_of(dst, &nm);
+            if (!*at) {
+                free(at);
+                at = strdup(".");
+            }
+        }
+        char *rp = realpath(p, NULL), *ra = at ? realpath(at, NULL) : NULL;
+        size_t rl = rp ? strlen(rp) : 0;
+        if (rp && ra && !strncmp(ra, rp, rl) && (ra[rl] == '/' || ra[rl] == '\0' || rl == 1)) {
+            warnx("cannot copy a directory, '%s', into itself, '%s'", p, target);
+            bad = 1;
+        }
+        free(rp);
+        free(ra);
+        free(at);
+    }
+    free(target);
+    free(b);
+    return bad;
+}
+
 static int same_host(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -710,6 +755,13 @@ int rdc_main(int argc, char **argv)
         nsrc_all += rdc_is_pattern(src[i].path) && (src[i].dest || lstat(src[i].path, &st) != 0) ? 2 : 1;
     }
     rc = 0;
+    int itself = 0;
+    for (int i = 0; i < nsrc && !dd; i++)
+        itself |= !src[i].dest && onto_itself(src[i].path, dst, r.follow);
+    if (itself) {
+        rc = 1;
+        goto out;
+    }
     for (int g = 0; g < nsrc; g++) {
         int first = 1;
         for (int k = 0; k < g && first; k++)

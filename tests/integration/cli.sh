@@ -303,6 +303,26 @@ done
 case $nodes in *mynull*) [ -c "$C/dv/mynull" ] && [ -L "$C/dv/lnk" ] || t_fail "the device or the link is gone: $(ls -l "$C/dv")";; esac
 t_end
 
+t_begin "rdcp onto itself: 'are the same file' or 'into itself', exit 1, nothing touched (as cp; each file was replaced, exit 0)"
+mkdir -p "$C/sc/d/sub" && printf 'x' > "$C/sc/f" && printf 'y' > "$C/sc/d/g" && ln "$C/sc/f" "$C/sc/hl"
+ino=$(stat -c %i "$C/sc/f"); gino=$(stat -c %i "$C/sc/d/g")
+while IFS='|' read -r args want; do
+    (cd "$C/sc" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" $args) > "$C/o" 2> "$C/e"
+    expect_rc $? 1 "rdcp $args"
+    expect_err "$C/e" rdcp "^rdcp: $want$"
+done <<'EOF'
+f f|'f' and 'f' are the same file
+f hl|'f' and 'hl' are the same file
+-r d .|'d' and '\./d' are the same file
+-r d/ d|'d/' and 'd' are the same file
+-r d d/sub|cannot copy a directory, 'd', into itself, 'd/sub/d'
+-r d d/new|cannot copy a directory, 'd', into itself, 'd/new'
+EOF
+[ "$(stat -c %i "$C/sc/f")" = "$ino" ] && [ "$(stat -c %i "$C/sc/d/g")" = "$gino" ] && [ "$(stat -c %h "$C/sc/f")" = 2 ] ||
+    t_fail "a file was replaced: $(ls -li "$C/sc" "$C/sc/d")"
+[ -e "$C/sc/d/new" ] || [ -e "$C/sc/d/sub/d" ] && t_fail "a copy was made into the tree"
+t_end
+
 t_begin "rdcp: hard links between sources stay hard links (a/x a/y DIR/, and a file named before its tree)"
 mkdir -p "$C/hl/src" "$C/hl/d1" "$C/hl/d2"
 printf 'one' > "$C/hl/src/x" && ln "$C/hl/src/x" "$C/hl/src/y"
