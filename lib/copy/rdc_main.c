@@ -355,12 +355,18 @@ static void handle_line(void *ctx, int i, char **w, int n)
             } else if (code == 127 || code == 126) {
                 snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
                 fail(r, 5, 5, msg);
+            } else if (code > 128) {
+                /* killed there (the OOM killer, an admin): the transfer broke; 128+N is for
+                 * rdcp itself killed by N, as the exit codes say */
+                snprintf(msg, sizeof msg, "%s: %s was killed by signal %d", x->host,
+                         i == 0 ? "sending the tree" : "receiving the tree", code - 128);
+                fail(r, 10, RD_ESTREAM, msg);
             } else if (m && x->said && strcmp(m, x->said) == 0) {
-                fail(r, code > 128 ? 10 : code == 4 ? 30 : 20, code, "");   /* said above */
+                fail(r, code == 4 ? 30 : 20, code, "");   /* said above */
             } else {
                 snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host,
                          i == 0 ? "sending the tree" : "receiving the tree", code, m && *m ? ": " : "", m ? m : "");
-                fail(r, code > 128 ? 10 : code == 4 ? 30 : 20, code, msg);
+                fail(r, code == 4 ? 30 : 20, code, msg);
             }
         }
         free(m);

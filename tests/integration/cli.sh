@@ -398,6 +398,25 @@ last=$(tr '\r' '\n' < "$C/e" | sed 's/\x1b\[K//g' | grep -v '^$' | tail -1)
 [ "$last" = "rdcp: interrupted by signal 2" ] || t_fail "the last line: '$last' (stderr: $(tr '\r\033' '|?' < "$C/e" | tail -c 300))"
 t_end
 
+t_begin "rdcp whose receiving or sending end is killed (the OOM killer): exit 4 naming the signal, not 137 as if rdcp were killed"
+mkdir -p "$C/rk/src" && head -c $((32 << 20)) /dev/urandom > "$C/rk/src/big"
+for role in recv send; do
+    rm -rf "$C/rk/dst"
+    "$RD_BIN/rdcp" --no-progress --compress=19 -r "$C/rk/src" "$C/rk/dst" 2> "$C/e" & pid=$!
+    q=
+    for _ in $(seq $(($(lim 20) * 20))); do
+        q=$(pgrep -f -- "rdcp --tree-$role .*$C/rk/" | head -1)
+        [ -n "$q" ] && [ -n "$(find "$C/rk/dst" -name '.rdcp.*' -size +1M 2>/dev/null | head -1)" ] && break
+        sleep 0.05
+    done
+    [ -n "$q" ] && kill -9 "$q"
+    wait $pid; rc=$?
+    expect_rc $rc 4 "rdcp with its tree-$role killed"
+    want=$([ $role = recv ] && echo receiving || echo sending)
+    expect_err "$C/e" rdcp "^rdcp: localhost: $want the tree was killed by signal 9$"
+done
+t_end
+
 t_begin "rdcp: a name over 200 bytes: an interrupted copy's partial file is continued by --resume, then gone"
 long=$(printf 'n%.0s' $(seq 230))
 mkdir -p "$C/ln/src" "$C/ln/dst" && head -c $((32 << 20)) /dev/urandom > "$C/ln/src/$long"
