@@ -375,6 +375,8 @@ static int run_client(const struct opts *o)
         return rc;
     if (io_only && o->svg)
         return rd_fail(RD_EUSAGE, "--svg draws the link sweep: give HOST and PORT too");
+    if (o->json && o->svg && !strcmp(o->json, "-") && !strcmp(o->svg, "-"))
+        return rd_fail(RD_EUSAGE, "--json - and --svg - would both write standard output: give one a file");
     struct rdb_bench_cfg cfg = {
         .all_transports = o->all,
         .max_inflight = o->inflight_set ? o->inflight : o->quick ? (64u << 20) : (256u << 20),
@@ -405,7 +407,8 @@ static int run_client(const struct opts *o)
     if (!io_only)
         rd_key_wipe(&key);
     if (!rc) {
-        if (!(o->json && !strcmp(o->json, "-")) && rdb_print_table(stdout, &b))
+        int to_stdout = (o->json && !strcmp(o->json, "-")) || (o->svg && !strcmp(o->svg, "-"));
+        if (!to_stdout && rdb_print_table(stdout, &b))   /* stdout holds the JSON or the SVG alone */
             rc = stdout_failed();
         if (!rc && o->json)
             rc = write_out(o->json, rdb_write_json, &b);

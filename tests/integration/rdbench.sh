@@ -160,6 +160,7 @@ u "^rdbench: option '--json' needs a value" h 1 "$KEY" --json
 u "^rdbench: --server measures nothing itself" --server --json x 5000 "$KEY"
 u "^rdbench: missing PORT" --server
 u "^rdbench: --svg draws the link sweep: give HOST and PORT too$" --io "$C" --svg "$C/x.svg"
+u "^rdbench: --json - and --svg - would both write standard output: give one a file$" --json - --svg - h 1 "$KEY"
 [ -e "$C/x.svg" ] && t_fail "a usage error left $C/x.svg behind"
 t_end
 
@@ -237,6 +238,11 @@ expect_rc $? 0 "rdbench after the wrong key"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"][0]["points"]) == 4' "$C/j" ||
     t_fail "--json - did not put one JSON object (and only it) on stdout: $(head -c 200 "$C/j")"
 grep -q "authentication failed" "$C/serr" || t_fail "the server did not say why it turned the client away: $(cat "$C/serr")"
+# --svg - as --json -: the picture alone on stdout, no table before it
+timeout 20 "$RDBENCH" --sizes 4K-16K --depths 1-2 --point-time 0.02 --svg - 127.0.0.1 "$SPORT" "$KEY" > "$C/s" 2> "$C/e"
+expect_rc $? 0 "rdbench --svg -"
+python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$C/s" 2> /dev/null ||
+    t_fail "--svg - did not put an SVG (and only it) on stdout: $(head -c 200 "$C/s")"
 kill -0 "$SPID" 2> /dev/null || t_fail "the server died"
 stop_server
 t_end
