@@ -715,6 +715,8 @@ int rdc_main(int argc, char **argv)
         case ':':
             return rdr_opt_refused(c, argv, "rdcp");
         default: {
+            if (rdr_compress_space(c, optarg, argc, argv, "rdcp"))
+                return 1;
             int st = rdr_init_opt(&r.o, c, optarg, "rdcp", usage_text);
             if (st != RDR_OPT_TAKEN)
                 return st;

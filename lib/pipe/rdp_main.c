@@ -595,6 +595,8 @@ int rdp_main(int argc, char **argv)
         case ':':
             return rdr_opt_refused(c, argv, "rdpipe");
         default: {
+            if (rdr_compress_space(c, optarg, argc, argv, "rdpipe"))
+                return 1;
             int st = rdr_init_opt(&r.o, c, optarg, "rdpipe", usage_text);
             if (st != RDR_OPT_TAKEN)
                 return st;

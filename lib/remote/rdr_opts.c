@@ -105,6 +105,20 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
     }
 }
 
+int rdr_compress_space(int c, const char *arg, int argc, char *const argv[], const char *tool)
+{
+    if (c != RDR_OPT_COMPRESS || arg || optind >= argc)
+        return 0;
+    const char *w = argv[optind];
+    char *end;
+    int level;
+    strtol(w, &end, 10);
+    if (end == w || *end || rd_compress_parse(w, &level))
+        return 0;
+    rdr_warnx(tool, "a level after --compress needs '=': --compress=%s", w);
+    return 1;
+}
+
 int rdr_opt_refused(int c, char *const argv[], const char *tool)
 {
     char what[256];

@@ -51,6 +51,9 @@ void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n);
  * stderr (a bad value, or an unknown option: "tool: try 'tool --help'"). */
 int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *tool,
                  const char *usage);
+/* "--compress 3": getopt leaves 3 for an operand (rdpipe took it for a segment, rdcp for a
+ * source), as rdsend refuses it. 1 (said) when c is --compress without '=' before a level. */
+int rdr_compress_space(int c, const char *arg, int argc, char *const argv[], const char *tool);
 /* '?' or ':' from getopt_long (opterr 0, optstring starting with ':'): one line naming what
  * the user typed, and 1 (the usage exit code) */
 int rdr_opt_refused(int c, char *const argv[], const char *tool);

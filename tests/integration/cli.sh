@@ -78,6 +78,8 @@ timeout 5 "$RD_BIN/rdcheck" --verbose=1 > "$C/o" 2> "$C/e" < /dev/null
 expect_rc $? 2 "rdcheck --verbose=1 (rdcheck's usage code)"
 expect_err "$C/e" rdcheck "option '--verbose' takes no value"
 usage rdsend "a level after --compress needs '=': --compress=-5" --compress -5 host 1234 key
+usage rdpipe "a level after --compress needs '=': --compress=3" --compress 3 'cat'
+usage rdcp "a level after --compress needs '=': --compress=19" --compress 19 a b
 t_end
 
 t_begin "ports: digits only, and 0 is no port to connect to"
