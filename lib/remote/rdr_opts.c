@@ -60,7 +60,13 @@ int rdr_init_opt(struct rdr_init_opts *o, int c, const char *arg, const char *to
         }
         o->transport = arg;
         return RDR_OPT_TAKEN;
-    case RDR_OPT_REMOTE_PATH: o->reach.remote_path = arg; return RDR_OPT_TAKEN;
+    case RDR_OPT_REMOTE_PATH:
+        if (!*arg) {
+            rdr_warnx(tool, "--remote-path must not be empty");
+            return 1;
+        }
+        o->reach.remote_path = arg;
+        return RDR_OPT_TAKEN;
     case RDR_OPT_ENCRYPT: o->encrypt = 1; return RDR_OPT_TAKEN;
     case RDR_OPT_COMPRESS: {
         int level;

@@ -244,7 +244,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     o->sync = 1;   /* exit 0 means durable; --no-sync opts out */
     const char *key_file = NULL;
     uint64_t v;
-    int c;
+    int c, want_key = 0;
     optind = 1;
     opterr = 0;   /* our own one-line messages, prefixed like every other error */
     while ((c = getopt_long(argc, argv, ":vpd:hV", long_opts, NULL)) != -1) {
@@ -259,7 +259,11 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             else if (!strcmp(optarg, "rdma")) o->transport = RD_T_RDMA;
             else return rd_fail(RD_EUSAGE, "--transport must be auto, tcp or rdma, not '%s'", optarg);
             break;
-        case OPT_BIND: o->bind = optarg; break;
+        case OPT_BIND:
+            if (!*optarg)
+                return rd_fail(RD_EUSAGE, "--bind needs an address, not ''");
+            o->bind = optarg;
+            break;
         case 'd': o->device = optarg; break;
         case OPT_KEY_FILE: key_file = optarg; break;
         case OPT_TIMEOUT: {
@@ -316,7 +320,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
             break;
         }
         case OPT_GEN_KEY:
-            return gen_key();
+            want_key = 1;   /* after the loop: operands with it are a mistake */
+            break;
         case 'h':
             fputs(is_sender ? send_usage : recv_usage, stdout);
             fputs(common_help, stdout);
@@ -333,6 +338,11 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     }
     char **pos = argv + optind;
     int npos = argc - optind;
+    if (want_key) {
+        if (npos)
+            return rd_fail(RD_EUSAGE, "--gen-key takes no operands, not '%s'", pos[0]);
+        return gen_key();
+    }
     const char *env_key = getenv("RDPIPE_KEY");
     int base = is_sender ? 2 : 1;   /* HOST PORT, or PORT */
     /* with RDPIPE_KEY set, a key argument still wins, as the man pages say: one more
@@ -370,7 +380,7 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
     if (o->key_len == 0)
         return rd_fail(RD_EUSAGE, "the key is empty");
     if (o->key_len < RD_KEY_WARN_LEN && !getenv("RDPIPE_WEAK_KEY_OK"))
-        rd_warn("warning: the key has %zu characters; a key shorter than %d is easy to guess, one connection a guess (--gen-key makes a strong one)",
+        rd_warn("warning: the key has %zu characters; a key shorter than %d is easy to guess, one connection a guess (rdsend --gen-key makes a strong one)",
                 o->key_len, RD_KEY_WARN_LEN);
     rc = stream_key_from_env(o);
     if (rc)

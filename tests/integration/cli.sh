@@ -79,6 +79,11 @@ expect_rc $? 2 "rdcheck --verbose=1 (rdcheck's usage code)"
 expect_err "$C/e" rdcheck "option '--verbose' takes no value"
 usage rdsend "a level after --compress needs '=': --compress=-5" --compress -5 host 1234 key
 usage rdpipe "a level after --compress needs '=': --compress=3" --compress 3 'cat'
+usage rdpipe "--remote-path must not be empty" --remote-path '' 'cat'
+usage rdcp "--remote-path must not be empty" --remote-path '' a b
+usage rdsend "--gen-key takes no operands, not 'junk'" --gen-key junk
+usage rdrecv "--bind needs an address, not ''" --bind '' 1234 key
+usage rdsend "--bind needs an address, not ''" --bind '' host 1234 key
 usage rdcp "a level after --compress needs '=': --compress=19" --compress 19 a b
 t_end
 

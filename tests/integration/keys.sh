@@ -26,7 +26,7 @@ timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" secret "$RD_T/in" 2> "$C/se
 expect_rc $? 0 "rdsend with a short key" "$(cat "$C/serr")"
 wait_pid "$RP" 10; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
 expect_same_file "$RD_T/in" "$C/out" "data sent under a short key"
-expect_err "$C/serr" rdsend "warning: the key has 6 characters; a key shorter than 16 is easy to guess, one connection a guess \(--gen-key makes a strong one\)"
+expect_err "$C/serr" rdsend "warning: the key has 6 characters; a key shorter than 16 is easy to guess, one connection a guess \(rdsend --gen-key makes a strong one\)"
 expect_err "$C/rerr" rdrecv "warning: the key has 6 characters"
 t_end
 
