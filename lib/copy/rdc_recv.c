@@ -234,6 +234,7 @@ static void clear_file(struct rdc_rcv *r)
     r->fd = -1;
     r->in_file = 0;
     r->discard = 0;
+    r->got = 0;
 }
 
 /* rel is a name this copy made, or is making (in a worker, or here): rdc_stale_ours_fn */
@@ -419,6 +420,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         } else {
             if (j->data)   /* pieces: the worker sets the size, a tail hole stays one */
                 memset(j->data + r->hpos, 0, (size_t)(j->size - r->hpos));
+            j->got = r->got;
             rdc_pool_submit(r, j);
         }
         clear_file(r);
@@ -439,6 +441,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
         j->tmp = r->tmp;
         j->xattr = r->xattr;
         j->xattr_len = r->xattr_len;
+        j->got = r->got;
         r->name = r->tmp = NULL;
         r->xattr = NULL;
         r->fd = -1;
@@ -488,6 +491,7 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     rdc_set_add(&r->made_files, r->final);
     rdc_stale_done(&r->stale, r->pfd, r->final, made_or_making, r);
     r->files++;
+    r->copied += r->got;
     clear_file(r);
     return;
 fail:
@@ -615,6 +619,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
     rdc_set_add(&r->made_files, j->final);
     rdc_stale_done(&r->stale, j->dir->fd, j->final, made_or_making, r);
     r->files++;
+    r->copied += j->got;
 }
 
 int rdc_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
@@ -697,6 +702,7 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
         }
         r->hpos = r->data_off + n;
         r->bytes += n;
+        r->got += n;
         r->data_off += n;
         r->data_left -= n;
         return;
@@ -721,6 +727,7 @@ void rdc_rcv_data(struct rdc_rcv *r, const unsigned char *p, size_t n)
         r->discard = 1;
     }
     r->bytes += n;
+    r->got += n;
     r->data_off += n;
     r->data_left -= n;
 }

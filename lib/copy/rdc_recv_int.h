@@ -41,6 +41,7 @@ struct rdc_job {
     uint64_t key;             /* hash of final: the stream thread's pending check */
     struct rdc_meta m;
     uint64_t size;
+    uint64_t got;             /* the data bytes of it that crossed (counted once it is in place) */
     uint64_t held;            /* bytes of memory it holds in the pool (data: size; pieces and a
                                * big file: 0, their frames are the engine's ring) */
     unsigned char *data;      /* NULL (its bytes are its pieces) or size bytes (holes of the
@@ -183,6 +184,9 @@ struct rdc_rcv {
     char *skip;               /* a directory that could not be made: its subtree is dropped */
     size_t skip_len;
     uint64_t files, ndir, bytes, skipped, errors;
+    uint64_t got;             /* the current file's data bytes that crossed */
+    uint64_t copied;          /* data bytes of the files that landed: what -v and --json say
+                               * was copied (bytes counts every byte that arrived) */
 };
 
 /* a base-relative path as the user knows it (DST/...), escaped for messages; malloc'd */

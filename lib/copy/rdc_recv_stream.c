@@ -372,7 +372,7 @@ void rdc_rcv_report(struct rdc_rcv *r, double secs)
     if (r->dst_not_dir)   /* the initiator runs no other source host's copy into it */
         dprintf(STDERR_FILENO, RDC_TAG "notdir\n");
     dprintf(STDERR_FILENO, RDC_TAG "recv %llu %llu %llu %llu %llu %.6f\n", (unsigned long long)r->files,
-            (unsigned long long)r->ndir, (unsigned long long)r->bytes, (unsigned long long)r->skipped,
+            (unsigned long long)r->ndir, (unsigned long long)r->copied, (unsigned long long)r->skipped,
             (unsigned long long)r->errors, secs);
 }
 
