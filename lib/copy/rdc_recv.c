@@ -212,6 +212,8 @@ int rdc_rcv_settle(struct rdc_rcv *r)
 
 static void drop_file(struct rdc_rcv *r)
 {
+    if (r->final)   /* its hard links say why they are not made */
+        rdc_set_add(&r->failed_files, r->final);
     rdc_rcv_settle(r);
     if (r->fd >= 0)
         close(r->fd);
@@ -614,6 +616,7 @@ void rdc_rcv_job_done(struct rdc_rcv *r, struct rdc_job *j)
         rdc_rcv_xattr_err(r, j->xattr_failed, j->xattr_more, j->final, j->xattr_err);
     if (j->what) {
         rdc_rcv_err(r, j->what, j->final, j->err);
+        rdc_set_add(&r->failed_files, j->final);
         return;
     }
     rdc_set_add(&r->made_files, j->final);
@@ -1142,7 +1145,9 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
         free(tt);
         if (rdc_pool_pending(r, tf))   /* the target is being written (f itself: refused by leaf) */
             rdc_pool_reap(r, 1);
-        if (!rdc_set_has(&r->made_files, tf))
+        if (!rdc_set_has(&r->made_files, tf) && rdc_set_has(&r->failed_files, tf))
+            why = "not made, as its first name failed (said above)";
+        else if (!rdc_set_has(&r->made_files, tf))
             why = "its target is not a file this copy made";
         else if (strcmp(tf, f) == 0)
             why = "it links to itself";

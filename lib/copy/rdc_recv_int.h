@@ -138,6 +138,7 @@ struct rdc_rcv {
     struct rdc_set made_dirs, made_files;
     struct rdc_set made_others;   /* the symlinks, FIFOs, sockets and hard links it made */
     struct rdc_set earlier;   /* what the runs of this copy from other source hosts made */
+    struct rdc_set failed_files;   /* files that failed: their hard links say so */
     unsigned dst_not_dir;     /* roots refused: several sources, and DST is no directory */
     struct rdc_set made_folded;   /* every path it took, ASCII case folded (folds_onto_made) */
     struct rdc_stale stale;   /* partial files an earlier copy left, removed once superseded */

@@ -449,6 +449,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_set_free(&r->made_files);
     rdc_set_free(&r->made_others);
     rdc_set_free(&r->earlier);
+    rdc_set_free(&r->failed_files);
     rdc_set_free(&r->made_folded);
     rdc_stale_free(&r->stale);
     rdc_buf_free(&r->pend);
