@@ -347,15 +347,18 @@ fi
 t_end
 
 t_begin "rdcp: a hard link whose first name failed says so ('its first name failed'), not 'not a file this copy made'"
-if [ "$(id -u)" != 0 ] || ! command -v setpriv > /dev/null; then
+if [ "$RD_IS_ROOT" != 1 ] || ! command -v setpriv > /dev/null; then
     t_skip "needs root and setpriv (a directory the copy cannot write)"
 else
-    mkdir -p "$C/hl1/hs/a" "$C/hl1/hs/b" "$C/hl1/hd/a" && chmod 777 "$C/hl1" && echo data > "$C/hl1/hs/a/x" && ln "$C/hl1/hs/a/x" "$C/hl1/hs/b/x"
-    chown -R nobody "$C/hl1/hs" "$C/hl1/hd" && chown root "$C/hl1/hd/a"
-    (cd "$C/hl1" && timeout -k 2 "$(lim 20)" setpriv --reuid nobody --regid nogroup --clear-groups env HOME=/tmp "$RD_BIN/rdcp" -r hs/ hd) > "$C/o" 2> "$C/e"
+    HD=$(mktemp -d /tmp/rdcp-hl.XXXXXX) && chmod 755 "$HD"
+    mkdir "$HD/bin" && cp "$RD_BIN/rdcp" "$RD_BIN/rdpipe" "$RD_BIN/rdsend" "$RD_BIN/rdrecv" "$HD/bin/"
+    mkdir -p "$HD/hs/a" "$HD/hs/b" "$HD/hd/a" && echo data > "$HD/hs/a/x" && ln "$HD/hs/a/x" "$HD/hs/b/x"
+    chown -R nobody "$HD/hs" "$HD/hd" && chown root "$HD/hd/a"
+    (cd "$HD" && timeout -k 2 "$(lim 20)" setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp PATH="$HD/bin:$PATH" rdcp -r hs/ hd) > "$C/o" 2> "$C/e"
     expect_rc $? 23 "rdcp as nobody into a tree with a directory it cannot write"
     grep -q "^rdcp: localhost: refusing 'hd/b/x': hard link: not made, as its first name failed (said above)$" "$C/e" ||
         t_fail "the hard link's line: $(tr '\n' '|' < "$C/e")"
+    rm -rf "$HD"
 fi
 t_end
 
