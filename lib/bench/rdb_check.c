@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -60,6 +61,7 @@ static const char usage[] =
 
 struct copts {
     const char *ssh, *remote_path, *bind, *device, *port, *host;
+    const char *net;         /* what the connections reach: host, or ssh's HostName for an alias */
     enum rd_transport_choice transport;
     unsigned seconds;
     uint32_t chunk, depth;
@@ -335,6 +337,61 @@ static int split_words(const char *s, char **argv, int max, char *buf, size_t ca
     return n;
 }
 
+/* HOST as ssh takes it: an alias of ~/.ssh/config (Host h1, HostName 10.0.0.11) is no name
+ * the resolver knows, and rdpipe, rdcp and the completion take it. Its HostName from
+ * `SSH -G HOST` into out; 0 when ssh says nothing else. */
+static int ssh_hostname(const struct copts *o, char *out, size_t n)
+{
+    char buf[1024], *argv[40], got[8192];
+    int k = split_words(o->ssh, argv, 30, buf, sizeof buf), p[2];
+    if (!k || pipe2(p, O_CLOEXEC))
+        return 0;
+    argv[k++] = (char *)"-G";
+    argv[k++] = (char *)"--";
+    argv[k++] = (char *)o->host;
+    argv[k] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 0);
+        dup2(p[1], 1);
+        dup2(nul, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t len = 0;
+    double deadline = rd_now() + 5;
+    while (pid > 0 && len + 1 < sizeof got) {
+        int left = (int)((deadline - rd_now()) * 1000);
+        struct pollfd pf = { .fd = p[0], .events = POLLIN };
+        if (left <= 0 || poll(&pf, 1, left) <= 0)
+            break;
+        ssize_t r = read(p[0], got + len, sizeof got - 1 - len);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    got[len] = '\0';
+    close(p[0]);
+    int st = 0;
+    if (pid > 0) {
+        kill(pid, SIGKILL);   /* it is done, or it took too long */
+        waitpid(pid, &st, 0);
+    }
+    char *h = strstr(got, "\nhostname ");
+    h = h ? h + 1 : strncmp(got, "hostname ", 9) == 0 ? got : NULL;
+    if (!h)
+        return 0;
+    h += 9;
+    size_t hl = strcspn(h, "\n");
+    if (!hl || hl >= n)
+        return 0;
+    memcpy(out, h, hl);
+    out[hl] = '\0';
+    return strcmp(out, o->host) != 0;
+}
+
 /* Read what fd has until a newline, deadline, or EOF (bounded). 1 if a whole line came. */
 static int read_line_fd(int fd, char *out, size_t cap, double deadline)
 {
@@ -534,7 +591,7 @@ static void plan_line(const char *kind, const char *host, struct rd_transport *t
 static int over(const struct copts *o, const struct rd_key *key, const struct agent *ag, int rdma,
                  const struct rdb_port *ports, size_t np, const char *route_dev, unsigned route_port)
 {
-    struct rd_reach reach = { .host = o->host, .port = ag->port, .bind = o->bind, .device = o->device,
+    struct rd_reach reach = { .host = o->net, .port = ag->port, .bind = o->bind, .device = o->device,
                               .timeout_s = CONNECT_S, .verbose = o->verbose,
                               .transport = rdma ? RD_T_RDMA : RD_T_TCP };
     const char *kind = rdma ? "RDMA" : "TCP";
@@ -594,14 +651,17 @@ static void check_host(const struct copts *o, const struct rdb_port *ports, size
 {
     char dev[64], ifname[64], addr[64], why[256], fix[1024], addrs[512];
     unsigned port = 0;
-    int route = rdb_rdma_route(o->host, o->bind, 2000, dev, sizeof dev, &port, ifname, sizeof ifname, addr,
+    int route = rdb_rdma_route(o->net, o->bind, 2000, dev, sizeof dev, &port, ifname, sizeof ifname, addr,
                                sizeof addr, why, sizeof why);
     if (!addr[0]) {
         snprintf(fix, sizeof fix, "check the name (getent hosts %s) or give its address", o->host);
         line(0, "address", fix, "%s", why);
         return;
     }
-    line(1, "address", NULL, "%s is %s%s%s", o->host, addr, ifname[0] ? ", reached through " : "", ifname);
+    char via[300] = "";
+    if (strcmp(o->net, o->host))
+        snprintf(via, sizeof via, " (ssh's HostName %s)", o->net);
+    line(1, "address", NULL, "%s is %s%s%s%s", o->host, addr, via, ifname[0] ? ", reached through " : "", ifname);
     if (o->transport != RD_T_TCP) {
         if (route == 0) {
             line(1, "RDMA route", NULL, "%s is reached through %s port %u%s%s", addr, dev, port,
@@ -661,7 +721,7 @@ static void check_host(const struct copts *o, const struct rdb_port *ports, size
     /* BYE on a connection of its own, over a transport that worked, so the agent exits now;
      * when none did, closing its channel (agent_stop) ends it */
     if (reached) {
-        struct rd_reach reach = { .host = o->host, .port = ag.port, .bind = o->bind, .timeout_s = CONNECT_S,
+        struct rd_reach reach = { .host = o->net, .port = ag.port, .bind = o->bind, .timeout_s = CONNECT_S,
                                   .transport = reached & 1 ? RD_T_TCP : RD_T_RDMA };
         struct rdb_conn c;
         if (rdb_connect(&reach, &k, RD_MIN_CHUNK, 1, &c) == RD_OK)
@@ -791,6 +851,13 @@ int rdb_check_main(int argc, char **argv)
         rd_report();
         return RDB_CHECK_USAGE;
     }
+    char alias[256];
+    o.net = o.host;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    if (o.host && getaddrinfo(o.host, NULL, &hints, &ai) != 0 && ssh_hostname(&o, alias, sizeof alias))
+        o.net = alias;
+    if (ai)
+        freeaddrinfo(ai);
     struct rdb_port ports[RDB_MAX_PORTS];
     size_t np = 0;
     if (o.transport == RD_T_TCP) {   /* "checks that one only": RDMA's needs are no failure */

@@ -173,6 +173,20 @@ sleep 0.2
 t_note "took $(elapsed "$t0")s"
 t_end
 
+t_begin "an ssh alias (Host myalias, HostName 127.0.0.1): reached at ssh's HostName, as rdpipe and rdcp reach it"
+cat > "$RD_T/aliasssh" <<EOF
+#!/bin/bash
+for a in "\$@"; do [ "\$a" = -G ] && { printf 'user root\nhostname 127.0.0.1\nport 22\n'; exit 0; }; done
+exec "$SSH" "\$@"
+EOF
+chmod +x "$RD_T/aliasssh"
+timeout "$(lim 60)" "$RDCHECK" --ssh "$RD_T/aliasssh" --transport tcp myalias > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcheck --transport tcp myalias"
+lines_ok "$C/o"
+grep -q "^✓ address: myalias is 127.0.0.1 (ssh's HostName 127.0.0.1), reached through lo$" "$C/o" || t_fail "address line: $(grep address "$C/o")"
+grep -Eq '^✓ TCP port [0-9]+ on myalias: reachable, key accepted \(tcp\)$' "$C/o" || t_fail "TCP port line: $(grep 'TCP port' "$C/o")"
+t_end
+
 t_begin "a wrong address: a name that does not resolve, ✗ with the fix, no agent started, exit 1"
 : > "$RD_T/ssh.log"
 timeout 30 "$RDCHECK" --ssh "$SSH" nosuchhost.invalid > "$C/o" 2> "$C/e"
@@ -180,7 +194,7 @@ expect_rc $? 1 "rdcheck nosuchhost.invalid"
 lines_ok "$C/o"
 grep -qx '✗ address: cannot resolve nosuchhost.invalid; fix: check the name (getent hosts nosuchhost.invalid) or give its address' "$C/o" ||
     t_fail "address line: $(grep address "$C/o")"
-[ -s "$RD_T/ssh.log" ] && t_fail "ssh ran for a host that does not resolve"
+grep -qv -- '-G -- nosuchhost.invalid$' "$RD_T/ssh.log" && t_fail "ssh ran for a host that does not resolve (not only asked for its config with -G)"
 grep -q '^. agent:\|^. TCP port' "$C/o" && t_fail "checks went on past the address"
 t_end
 
