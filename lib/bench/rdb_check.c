@@ -326,6 +326,8 @@ struct agent {
     int in, out, err;        /* its stdin (we write), stdout, stderr */
     char port[16], kinds[32], range[32];
     char errtext[512];
+    int status;              /* its exit status once it failed to start (-1: still running) */
+    int exec_failed;         /* the ssh program itself could not be run here */
 };
 
 static int split_words(const char *s, char **argv, int max, char *buf, size_t cap)
@@ -465,6 +467,7 @@ static int agent_start(const struct copts *o, const char *key, struct agent *a)
     int in[2], out[2], err[2];
     memset(a, 0, sizeof *a);
     a->in = a->out = a->err = -1;
+    a->status = -1;
     int n = split_words(o->ssh, argv, 30, buf, sizeof buf);
     snprintf(cmd, sizeof cmd, "%s --check --key-stdin --timeout %d%s%s %s",
              o->remote_path ? o->remote_path : "rdrecv", AGENT_TIMEOUT_S,
@@ -505,21 +508,25 @@ static int agent_start(const struct copts *o, const char *key, struct agent *a)
     struct rdb_ready r;
     if (!read_line_fd(a->out, l, sizeof l, rd_now() + AGENT_START_MS / 1000.0) || rdb_ready_parse(l, &r)) {
         read_err(a);
+        /* its status tells who failed: 255 ssh, 127/126 the remote command (the fix) */
+        int st, got = 0;
+        for (int i = 0; i < 20 && (got = (int)waitpid(a->pid, &st, WNOHANG)) == 0; i++)
+            usleep(10000);   /* its output's end comes just before its exit */
+        if (got == a->pid) {
+            a->pid = 0;
+            a->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        char ours[300];
+        snprintf(ours, sizeof ours, "cannot run %s: ", argv[0]);
+        a->exec_failed = a->status == 127 && !strncmp(a->errtext, ours, strlen(ours));
         if (!a->errtext[0] && l[0]) {   /* what it said is shown, so made printable first */
             char said[200];
             rdb_text_clean((const uint8_t *)l, strlen(l), said, sizeof said);
             snprintf(a->errtext, sizeof a->errtext, "it said '%s', not '%s'", said, READY_FORM);
+        } else if (!a->errtext[0] && a->status >= 0) {   /* an ssh that ended without a word (BatchMode) */
+            snprintf(a->errtext, sizeof a->errtext, "%s exited with status %d and said nothing", argv[0], a->status);
         } else if (!a->errtext[0]) {
-            int st, got = 0;   /* an ssh that ended without a word (a refused login in BatchMode) */
-            for (int i = 0; i < 20 && (got = (int)waitpid(a->pid, &st, WNOHANG)) == 0; i++)
-                usleep(10000);   /* its output's end comes just before its exit */
-            if (got == a->pid) {
-                a->pid = 0;
-                snprintf(a->errtext, sizeof a->errtext, "%s exited with status %d and said nothing", argv[0],
-                         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-            } else {
-                snprintf(a->errtext, sizeof a->errtext, "no answer within 30 s");
-            }
+            snprintf(a->errtext, sizeof a->errtext, "no answer within 30 s");
         }
         agent_stop(a);
         return -1;
@@ -692,10 +699,12 @@ static void check_host(const struct copts *o, const struct rdb_port *ports, size
     struct agent ag;
     if (agent_start(o, key, &ag)) {
         const char *e = ag.errtext;
-        if (!strncmp(e, "rdrecv: ", 8) || strstr(e, READY_FORM))   /* it ran, and said why it cannot serve */
+        if (ag.exec_failed)   /* here, not there */
+            snprintf(fix, sizeof fix, "give --ssh a program that runs here (apt install openssh-client for ssh)");
+        else if (!strncmp(e, "rdrecv: ", 8) || strstr(e, READY_FORM))   /* it ran, and said why it cannot serve */
             snprintf(fix, sizeof fix, "see rdrecv's message; rdcheck needs the rdrecv of the same rdpipe "
                      "version on %s", o->host);
-        else if (strstr(e, "not found") || strstr(e, "No such file"))
+        else if (ag.status == 127 || ag.status == 126)   /* the remote shell: not found, cannot run */
             snprintf(fix, sizeof fix, "install rdpipe on %s, or give its path with --remote-path", o->host);
         else
             snprintf(fix, sizeof fix, "check that `%s %s true` works without a password prompt (keys in "

@@ -213,6 +213,11 @@ timeout 30 "$RDCHECK" --ssh false 127.0.0.1 > "$C/o" 2> "$C/e"
 expect_rc $? 1 "rdcheck --ssh false"
 grep -q '^✗ agent: could not start rdrecv --check on 127.0.0.1: false exited with status 1 and said nothing; fix: ' "$C/o" ||
     t_fail "agent line (ssh false): $(grep agent "$C/o")"
+# the ssh program missing here is no remote install's fault (the fix was chosen by the text)
+timeout 30 "$RDCHECK" --transport tcp --ssh /nonexistent/ssh 127.0.0.1 > "$C/o" 2> "$C/e"
+expect_rc $? 1 "rdcheck --ssh /nonexistent/ssh"
+grep -qx '✗ agent: could not start rdrecv --check on 127.0.0.1: cannot run /nonexistent/ssh: No such file or directory; fix: give --ssh a program that runs here (apt install openssh-client for ssh)' "$C/o" ||
+    t_fail "agent line (no ssh program): $(grep agent "$C/o")"
 t_end
 
 # What the agent says on stdout comes from the other host: its port must be a port (not "ssh",
