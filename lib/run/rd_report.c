@@ -139,18 +139,18 @@ void rd_print_json(const struct rd_summary *s)
                "\"lanes\":%u,\"cipher\":",
             (unsigned long long)s->bytes, s->seconds, gbs, s->chunk_size, s->depth, s->lanes);
     if (s->cipher) json_string(f, s->cipher); else fputs("null", f);
-    fprintf(f, ",\"streams\":%u,\"asked\":", s->streams);
-    if (s->has_asked)
-        fprintf(f, "{\"chunk_size\":%u,\"depth\":%u,\"streams\":%u}", s->asked_chunk_size, s->asked_depth,
-                s->asked_streams);
-    else
-        fputs("null", f);
     fputs(",\"link_gbps\":", f);
     if (s->link_rate) fprintf(f, "%.3f", (double)s->link_rate * 8 / 1e9); else fputs("null", f);
     /* the ratio as -v prints it: raw bytes per wire byte (1 when nothing crossed) */
     fprintf(f, ",\"wire_bytes\":%llu,\"ratio\":%.4f,\"compression\":", (unsigned long long)s->wire_bytes,
             s->wire_bytes ? (double)s->bytes / (double)s->wire_bytes : 1.0);
     if (s->compression) json_string(f, s->compression); else fputs("null", f);
+    fprintf(f, ",\"streams\":%u,\"asked\":", s->streams);
+    if (s->has_asked)
+        fprintf(f, "{\"chunk_size\":%u,\"depth\":%u,\"streams\":%u}", s->asked_chunk_size, s->asked_depth,
+                s->asked_streams);
+    else
+        fputs("null", f);
     fprintf(f, ",\"exit_code\":%d,\"error\":", s->exit_code);
     if (s->error) json_string(f, s->error); else fputs("null", f);
     fputs("}\n", f);

@@ -34,6 +34,8 @@
 
 #define TCP_CTRL_FRAMES 4
 #define TCP_CONNECT_DEFAULT_MS (RD_CONNECT_RETRY_S * 1000)   /* retry "connection refused" */
+#define TCP_NEXT_ADDR_MS 250   /* a new attempt at the next address while one is in flight (RFC 8305) */
+#define TCP_MAX_ADDRS 16       /* addresses of one name tried (getaddrinfo may give many) */
 #define TCP_USER_TIMEOUT_MS 20000
 
 struct tcp_conn {
@@ -209,80 +211,141 @@ static int tcp_accept(struct rd_transport *lis, struct rd_transport **out, int t
 /* ---- connecting ---- */
 
 /* One non-blocking connect attempt bounded by deadline; returns 0 or an errno value. */
-static int connect_once(const struct addrinfo *ai, const struct sockaddr *src, socklen_t srclen,
-                        long long deadline, int *fd_out)
+/* One connection attempt, non-blocking: its socket (connect in flight or done), or -1 and
+ * *err. */
+static int start_attempt(const struct addrinfo *ai, const struct sockaddr *src, socklen_t srclen, int *err)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return errno;
-    if (src && bind(fd, src, srclen)) {
-        int e = errno;
-        close(fd);
-        return e;
+    if (fd < 0) {
+        *err = errno;
+        return -1;
     }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
-        int e = errno;
+    if ((src && bind(fd, src, srclen)) || (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)) {
+        *err = errno;
         close(fd);
-        return e;
+        return -1;
     }
-    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-    long long left = deadline - now_ms();
-    int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (rc <= 0) {
-        close(fd);
-        return ETIMEDOUT;
+    return fd;
+}
+
+/* Each address of the host in turn, a new attempt every TCP_NEXT_ADDR_MS while the earlier
+ * ones are still in flight (RFC 8305's connection attempt delay), the first to connect wins:
+ * an address that drops SYNs (a dead AAAA record, a black-holed interface) costs the others
+ * a quarter second, not the whole --timeout. 0 and *fd_out, or an errno (ETIMEDOUT when one
+ * was still in flight at the deadline); *won: the address that answered. */
+static int connect_round(const struct addrinfo *res, const struct sockaddr *src, socklen_t srclen,
+                         long long deadline, int *fd_out, const struct addrinfo **won)
+{
+    const struct addrinfo *addr[TCP_MAX_ADDRS];
+    struct pollfd pfd[TCP_MAX_ADDRS];
+    int owner[TCP_MAX_ADDRS], n = 0, next = 0, live = 0, err = ETIMEDOUT, got_err = 0;
+    for (const struct addrinfo *ai = res; ai && n < TCP_MAX_ADDRS; ai = ai->ai_next)
+        addr[n++] = ai;
+    long long next_start = 0;
+    for (;;) {
+        long long now = now_ms();
+        if (next < n && (live == 0 || now >= next_start)) {
+            int e = 0, fd = start_attempt(addr[next], src, srclen, &e);
+            if (fd >= 0) {
+                pfd[live] = (struct pollfd){ .fd = fd, .events = POLLOUT };
+                owner[live++] = next;
+                next_start = now + TCP_NEXT_ADDR_MS;
+            } else {
+                err = e;
+                got_err = 1;
+            }
+            next++;
+            continue;
+        }
+        if (!live)
+            break;
+        long long wait = deadline > now ? deadline - now : 0;   /* --timeout 0: one look */
+        if (next < n && next_start - now < wait)
+            wait = next_start - now > 0 ? next_start - now : 0;
+        if (poll(pfd, (nfds_t)live, (int)wait) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < live; i++) {
+            if (!pfd[i].revents)
+                continue;
+            int soerr = 0;
+            socklen_t sl = sizeof soerr;
+            getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+            if (!soerr) {
+                for (int k = 0; k < live; k++)
+                    if (k != i)
+                        close(pfd[k].fd);
+                fcntl(pfd[i].fd, F_SETFL, fcntl(pfd[i].fd, F_GETFL) & ~O_NONBLOCK);
+                *fd_out = pfd[i].fd;
+                *won = addr[owner[i]];
+                return 0;
+            }
+            close(pfd[i].fd);
+            err = soerr;
+            got_err = 1;
+            pfd[i] = pfd[live - 1];
+            owner[i] = owner[live - 1];
+            live--;
+            i--;
+        }
+        if (now_ms() >= deadline)
+            break;
     }
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (soerr) {
-        close(fd);
-        return soerr;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    *fd_out = fd;
-    return 0;
+    for (int i = 0; i < live; i++)
+        close(pfd[i].fd);
+    return live || !got_err ? ETIMEDOUT : err;
 }
 
 static int tcp_connect(struct rd_transport *tp, const struct rd_addr *a)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL,
                     *src = NULL;
-    int rc = getaddrinfo(a->host, a->port, &hints, &res);
-    if (rc)
-        return rd_fail(RD_ECONNECT, "cannot resolve host '%s': %s", a->host, gai_strerror(rc));
-    if (a->bind) {
-        struct addrinfo sh = { .ai_family = res->ai_family, .ai_socktype = SOCK_STREAM,
-                               .ai_flags = AI_PASSIVE };
+    int rc;
+    if (a->bind) {   /* first: the host's addresses are then those of the bind address's family */
+        struct addrinfo sh = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
         rc = getaddrinfo(a->bind, NULL, &sh, &src);
-        if (rc) {
-            freeaddrinfo(res);
+        if (rc)
             return rd_fail(RD_ECONNECT, "cannot use bind address '%s': %s", a->bind, gai_strerror(rc));
-        }
+        hints.ai_family = src->ai_family;
+    }
+    rc = getaddrinfo(a->host, a->port, &hints, &res);
+    if (rc) {
+        if (src)
+            freeaddrinfo(src);
+        if (a->bind && (rc == EAI_ADDRFAMILY || rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAMILY))
+            return rd_fail(RD_ECONNECT, "cannot reach host '%s' from bind address '%s': it has no %s address",
+                           a->host, a->bind, hints.ai_family == AF_INET6 ? "IPv6" : "IPv4");
+        return rd_fail(RD_ECONNECT, "cannot resolve host '%s': %s", a->host, gai_strerror(rc));
     }
     long long deadline = now_ms() + (a->timeout_ms >= 0 ? a->timeout_ms : TCP_CONNECT_DEFAULT_MS);
     int fd = -1, err = 0;
+    const struct addrinfo *won = NULL;
     for (;;) {
-        for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-            err = connect_once(ai, src ? src->ai_addr : NULL, src ? src->ai_addrlen : 0, deadline, &fd);
-        }
+        err = connect_round(res, src ? src->ai_addr : NULL, src ? src->ai_addrlen : 0, deadline, &fd, &won);
         /* refused: the receiver may simply not be listening yet; keep trying until the deadline */
         if (fd >= 0 || err != ECONNREFUSED || now_ms() + 100 >= deadline)
             break;
         struct timespec pause = { 0, 100 * 1000000L };
         nanosleep(&pause, NULL);
     }
+    char peer[sizeof tp->peer] = "";
+    if (fd >= 0)   /* named now: a connection reset before conn_init has no peer name to ask */
+        rd_sockaddr_str(won->ai_addr, peer, sizeof peer);
     freeaddrinfo(res);
     if (src)
         freeaddrinfo(src);
     if (fd < 0) {
         if (err == ETIMEDOUT)
             return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: timed out", a->host, a->port);
+        if (a->bind && (err == EADDRNOTAVAIL || err == EINVAL))
+            return rd_fail(RD_ECONNECT, "cannot connect to %s port %s from bind address '%s': %s", a->host, a->port,
+                           a->bind, strerror(err));
         return rd_fail(RD_ECONNECT, "cannot connect to %s port %s: %s", a->host, a->port, strerror(err));
     }
     int e = conn_init(tp, fd);
     if (e)
         close(fd);
+    else if (!tp->peer[0])
+        snprintf(tp->peer, sizeof tp->peer, "%s", peer);
     return e;
 }
 
