@@ -415,8 +415,10 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     }
     /* rd_waiting runs the handshake of every accepted connection at once, each in a thread of
      * its own: a stalled peer costs the others nothing */
+    atomic_int claim = 0;   /* one stream: the first sender to prove the key takes it */
     struct rd_receiver_arg ha = {
         .key = &key,
+        .claim = &claim,
         .limits = {
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
             .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,

@@ -200,8 +200,10 @@ int rd_fail_from_reason(const struct rd_frame *f, const char *who)
     struct rd_reason r;
     if (rd_reason_decode(f->payload, f->length, &r) != RD_P_OK)
         return rd_fail(RD_ESTREAM, "%s sent a malformed %s", who, rd_frame_type_name(f->type));
-    /* whatever went wrong over there, here it means the stream did not get through */
-    int code = r.code == RD_EAUTH ? RD_EAUTH : RD_ESTREAM;
+    /* whatever went wrong over there, here it means the stream did not get through; but a
+     * receiver that turned us away for another sender (RD_ECONNECT) is one that refused
+     * the connection, exit 2 as the README says */
+    int code = r.code == RD_EAUTH ? RD_EAUTH : r.code == RD_ECONNECT && f->type == RD_REJECT ? RD_ECONNECT : RD_ESTREAM;
     return rd_fail(code, "%s: %s", who, r.text);
 }
 
@@ -326,8 +328,8 @@ int rd_session_sender(struct rd_transport *tp, const struct rd_key *k, const str
     if (rd_random(h.nonce, sizeof h.nonce))
         return rd_fail(RD_EIO, "no randomness available");
     int rc = rd_send_ctrl(tp, RD_HELLO, out, (uint32_t)rd_hello_encode(&h, out));
-    if (rc)
-        return rc;
+    if (rc)   /* reset before a word: a connection of the listen queue the receiver closed */
+        return dropped_is_busy(tp, rc);
     rc = dropped_is_busy(tp, expect(tp, &b, &f, RD_CHALLENGE, answer_ms(tp), "receiver"));
     if (rc)
         return rc;
@@ -377,8 +379,10 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
-int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
-                        struct rd_params *agreed)
+/* claim: NULL, or the receiver's one stream (rd_receiver_arg) that the first sender to prove
+ * the key takes before its ACCEPT */
+static int receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
+                    struct rd_params *agreed, atomic_int *claim)
 {
     struct rd_hello h;
     struct rd_buf *b;
@@ -453,8 +457,20 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
         rc = relay_unpinnable(&c);
     if (!rc && c.streams == 1)
         rc = tp->ops->setup_ring(tp, RD_DIR_RECV, RD_FRAME_HDR + (size_t)c.chunk_size, c.depth);
+    /* several senders with the key at once: one stream is served, the others are told so
+     * (exit 2 there, as a sender that finds the port closed) rather than ACCEPTed and then
+     * closed without a word, which read as a broken stream (exit 4) */
+    int claimed = 0;
+    if (!rc && claim) {
+        int free_ = 0;
+        if (!atomic_compare_exchange_strong(claim, &free_, 1))
+            rc = rd_fail(RD_ECONNECT, "sender %s turned away: another sender was served first", tp->peer);
+        else
+            claimed = 1;
+    }
     if (rc)   /* the sender proved the key: it learns why this end cannot take its stream */
-        rd_send_reason(tp, RD_REJECT, rd_error_code(), rd_error_msg());
+        rd_send_reason(tp, RD_REJECT, rd_error_code(), rc == RD_ECONNECT && claim && !claimed
+                       ? "the receiver is serving another sender" : rd_error_msg());
     if (!rc) {
         keep_keys(tp, &keys, 0, &c, agreed);
         agreed->depth_asked = c.depth < asked ? asked : 0;
@@ -462,8 +478,16 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
     }
     if (!rc && rails)
         rc = send_rails(tp, limits);
+    if (rc && claimed)
+        atomic_store(claim, 0);   /* it failed after all: the next sender may have the stream */
     rd_session_keys_wipe(&keys);
     return rc;
+}
+
+int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
+                        struct rd_params *agreed)
+{
+    return receiver(tp, k, limits, agreed, NULL);
 }
 
 int rd_session_join(struct rd_transport *tp, const struct rd_params *agreed, uint32_t index)
@@ -521,5 +545,5 @@ int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agre
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed)
 {
     const struct rd_receiver_arg *a = arg;
-    return rd_session_receiver(tp, a->key, &a->limits, agreed);
+    return receiver(tp, a->key, &a->limits, agreed, a->claim);
 }

@@ -3,6 +3,7 @@
 #ifndef RD_SESSION_H
 #define RD_SESSION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "wire/rd_auth.h"
@@ -60,6 +61,9 @@ int rd_session_receiver(struct rd_transport *tp, const struct rd_key *k, const s
 struct rd_receiver_arg {
     const struct rd_key *key;
     struct rd_params limits;
+    /* NULL, or one stream for all the set's handshakes (rdrecv): the first to prove the key
+     * takes it before its ACCEPT, the others get a REJECT (RD_ECONNECT) */
+    atomic_int *claim;
 };
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed);
 

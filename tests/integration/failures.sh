@@ -291,6 +291,25 @@ expect_same_file "$RD_T/in" "$C/out" data
 t_end
 
 # ---------------------------------------------------------------- local IO errors
+t_begin "six senders with the key at once: one is served (exit 0), each other exits 2 (turned away or refused), none 4"
+gen "$C/in6" $((5 << 20))
+for round in 1 2 3; do
+    port=$(free_port)
+    start rp /dev/null "$C/out6" "$C/rerr" "$RDRECV" --timeout 10 "$port" key
+    wait_listen "$port" || t_fail "rdrecv did not listen"
+    pids=()
+    for i in 1 2 3 4 5 6; do
+        timeout -k 2 "$(lim 20)" "$RDSEND" --timeout 3 127.0.0.1 "$port" key "$C/in6" 2> "$C/serr$i" & pids+=($!)
+    done
+    codes=
+    for i in 1 2 3 4 5 6; do wait "${pids[$((i - 1))]}"; codes="$codes $?"; done
+    wait_pid "$rp" 10; expect_rc $? 0 "rdrecv (round $round)" "$(head -c 300 "$C/rerr")"
+    [ "$(tr ' ' '\n' <<< "$codes" | grep -c '^0$')" = 1 ] && [ -z "$(tr ' ' '\n' <<< "$codes" | grep -v '^[02]$' | grep .)" ] ||
+        t_fail "round $round: exit codes$codes ($(cat "$C"/serr* | grep -v '^$' | sort | uniq -c | tr '\n' '|'))"
+    expect_same_file "$C/in6" "$C/out6" "round $round"
+done
+t_end
+
 t_begin "unreadable input: missing file, directory, directory on stdin -> 5 before connecting"
 port=$(free_port)   # nothing listens: a 5 (not a 2) proves the input is checked first
 timeout -k 2 "$(lim 10)" "$RDSEND" 127.0.0.1 "$port" key "$C/does-not-exist" 2> "$C/serr"; rc=$?
