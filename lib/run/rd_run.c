@@ -433,7 +433,8 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
     rd_throttle_init(&throttle);
     struct rd_waiting_cfg cfg = { .handshake = rd_session_receiver_arg, .arg = &ha, .arg_size = sizeof ha,
                                   .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
-                                  .throttle = &throttle, .stripes_later = 1 };
+                                  .throttle = &throttle, .stripes_later = 1,
+                                  .discarded = rd_session_receiver_discarded };
     struct rd_waiting *waiting = rd_waiting_new(&cfg);
     int timeout_ms = o->timeout_s < 0 ? -1 : o->timeout_s > INT_MAX / 1000 ? INT_MAX : o->timeout_s * 1000;
     rc = waiting ? rd_waiting_next(waiting, &lis, -1, timeout_ms, &tp, &agreed) : rd_error_or(RD_EIO);

@@ -542,6 +542,13 @@ int rd_session_accept_join(struct rd_transport *tp, const struct rd_params *agre
     return rd_send_ctrl(tp, RD_ACCEPT, NULL, 0);
 }
 
+void rd_session_receiver_discarded(void *arg)
+{
+    const struct rd_receiver_arg *a = arg;
+    if (a->claim)
+        atomic_store(a->claim, 0);
+}
+
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed)
 {
     const struct rd_receiver_arg *a = arg;

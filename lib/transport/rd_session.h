@@ -66,6 +66,8 @@ struct rd_receiver_arg {
     atomic_int *claim;
 };
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed);
+/* rd_waiting_cfg.discarded for it: a session dropped after it took the claim gives it back */
+void rd_session_receiver_discarded(void *arg);
 
 /* With streams > 1 the session sets up no ring on tp: the caller joins the other
  * connections and sets the ring up on the striped transport made of all of them. */

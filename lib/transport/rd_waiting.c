@@ -332,6 +332,8 @@ static void finish_gone(struct rd_waiting *w, unsigned i)
     pthread_join(j->th, NULL);
     if (!j->said && j->first == SPOKE && j->rc == RD_EAUTH)
         report(w, j, rd_now());
+    if (j->first == SPOKE && j->rc == RD_OK && w->cfg.discarded)
+        w->cfg.discarded(j->arg);
     j->tp->ops->close(j->tp);
     job_free(w, j);
 }

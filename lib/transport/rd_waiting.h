@@ -54,6 +54,9 @@ struct rd_waiting_cfg {
      * it. It gets no handshake and does not count against its address; it is kept, JOIN
      * unread, for the next set on the same listener (the one that gathers the stripes). */
     int stripes_later;
+    /* NULL, or called with a job's copy of arg when a handshake that succeeded is dropped
+     * all the same (stopped an instant before it said so): what it took is given back */
+    void (*discarded)(void *arg);
 };
 
 struct rd_waiting;
