@@ -13,6 +13,9 @@
 #define RD_DEFAULT_DEPTH 8u
 #define RD_RECV_MAX_CHUNK (64u << 20)   /* what a receiver grants unless told otherwise */
 #define RD_RECV_MAX_DEPTH 64u
+/* what a receiver holds in flight (chunk x depth) unless --chunk-size or --depth say: a
+ * sender's ask never sizes its memory (64M x 64 was 4 GiB); far above what lanes need */
+#define RD_RECV_MAX_INFLIGHT (256ull << 20)
 
 
 struct rd_opts {

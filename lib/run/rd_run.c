@@ -422,6 +422,7 @@ static int accept_loop(const struct rd_opts *o, serve_fn serve, void *ctx)
         .limits = {
             .chunk_size = o->chunk_set ? o->chunk_size : RD_RECV_MAX_CHUNK,
             .depth = o->depth_set ? o->depth : RD_RECV_MAX_DEPTH,
+            .max_inflight = o->chunk_set || o->depth_set ? 0 : RD_RECV_MAX_INFLIGHT,
             .streams = o->streams_set ? o->streams : RD_MAX_STREAMS,   /* a relay's too: it passes them on */
             .caps = rd_cipher_grant() | RD_FLAG_COMPRESSED,   /* a sender may encrypt or compress */
             .require_caps = o->encrypt ? RD_FLAG_ENCRYPTED : 0,

@@ -81,6 +81,13 @@ grep -q '"chunk_size":65536,"depth":4,.*"streams":2,"asked":{"chunk_size":65536,
 grep -q '"depth":4,.*"streams":2,"asked":null,' "$C/rerr" || t_fail "rdrecv --json: $(grep '^{' "$C/rerr")"
 t_end
 
+t_begin "a sender asking 64M x 64 gets 256 MiB in flight at most from a default rdrecv (depth 4), not 4 GiB; rdrecv --depth 64 grants it"
+vxfer "$RD_T/in" "--json" "--chunk-size 64M --depth 64 --json"
+grep -q '"chunk_size":67108864,"depth":4,' "$C/rerr" || t_fail "default rdrecv granted: $(grep -o '"chunk_size":[0-9]*,"depth":[0-9]*' "$C/rerr")"
+vxfer "$RD_T/in" "--depth 64 --json" "--chunk-size 64M --depth 64 --json"
+grep -q '"chunk_size":67108864,"depth":64,' "$C/rerr" || t_fail "rdrecv --depth 64 granted: $(grep -o '"chunk_size":[0-9]*,"depth":[0-9]*' "$C/rerr")"
+t_end
+
 t_begin "rdsend without --streams, rdrecv --streams 8: one connection"
 vxfer "$RD_T/in" "--streams 8" ""
 says rdsend tcp; says rdrecv tcp; no_streams
