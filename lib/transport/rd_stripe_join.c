@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -42,6 +43,10 @@ int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const str
         rc = rd_connect_any(&d, &conns[n]);
         if (rc)
             break;
+        /* the receiver gives up on the stripes after RD_JOIN_WAIT_MS (saying why on
+         * connection 0): no point waiting longer for an ACCEPT, nor past --timeout */
+        int wait = (*tp)->answer_ms > 0 ? (*tp)->answer_ms : RD_SENDER_WAIT_MS;
+        conns[n]->answer_ms = wait < RD_JOIN_WAIT_MS + 1000 ? wait : RD_JOIN_WAIT_MS + 1000;
         rc = rd_session_join(conns[n], agreed, n);
         if (rc == RD_ESTREAM && rd_now() + pause < t0 + JOIN_RETRY_FOR_S) {
             conns[n]->ops->close(conns[n]);
@@ -55,6 +60,19 @@ int rd_stripe_join(const struct rd_reach *o, struct rd_transport **tp, const str
         n++;
     }
     if (rc) {
+        /* the receiver may have said why on connection 0 (the stripes did not all come): its
+         * reason is the one to show, exit 4, not our own wait's */
+        struct rd_buf *b;
+        struct rd_frame f;
+        if (rd_recv_ctrl_quiet(conns[0], 200, &b, &f) == RD_OK) {
+            if (f.type == RD_ABORT || f.type == RD_REJECT) {
+                char whom[200];
+                snprintf(whom, sizeof whom, "receiver %s", conns[0]->peer);
+                rd_error_clear();   /* no other thread of this transfer runs yet */
+                rc = rd_fail_from_reason(&f, whom);
+            }
+            conns[0]->ops->release(conns[0], b);
+        }
         rd_send_reason(conns[0], RD_ABORT, rc, rd_error_msg());
         for (unsigned i = 1; i < n; i++)
             conns[i]->ops->close(conns[i]);

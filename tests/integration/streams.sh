@@ -88,6 +88,35 @@ vxfer "$RD_T/in" "--depth 64 --json" "--chunk-size 64M --depth 64 --json"
 grep -q '"chunk_size":67108864,"depth":64,' "$C/rerr" || t_fail "rdrecv --depth 64 granted: $(grep -o '"chunk_size":[0-9]*,"depth":[0-9]*' "$C/rerr")"
 t_end
 
+# a middlebox that lets the first connection through and holds the others silent: the receiver
+# gives up on the stripes after 10 s and says so on connection 0; rdsend waited 30 s for a
+# stripe's ACCEPT, ignoring --timeout, and then named its own wait (before 2026-11-29)
+t_begin "stripes held silent on the way: rdsend exits 4 with the receiver's reason by ~11 s, or 2 at its --timeout"
+for to in "" 2; do
+    # (free_port runs in a subshell: a second call names the same port until it listens)
+    pport=$(free_port); port=$((pport + 1000))
+    [ -z "$(ss -Hltn "sport = :$port")" ] || port=$((pport + 2000))
+    start PX /dev/null /dev/null "$C/px.err" python3 "$RD_ROOT/tests/integration/tcpproxy.py" 127.0.0.1 "$pport" 127.0.0.1 "$port" 0 0 1
+    wait_listen "$pport" || t_fail "tcpproxy.py did not listen: $(cat "$C/px.err")"
+    start rp /dev/null /dev/null "$C/rerr" "$RDRECV" --timeout 30 "$port" key
+    wait_listen "$port" || t_fail "rdrecv did not listen"
+    t0=$(now)
+    timeout -k 2 "$(lim 40)" "$RDSEND" ${to:+--timeout $to} --streams 3 127.0.0.1 "$pport" key "$RD_T/in" 2> "$C/serr"; rc=$?
+    dt=$(elapsed "$t0")
+    wait_pid "$rp" 30; rrc=$?
+    expect_rc $rrc 4 "rdrecv with stripes held${to:+ (rdsend --timeout $to)}"
+    if [ -z "$to" ]; then
+        expect_rc $rc 4 "rdsend with stripes held"
+        expect_err "$C/serr" rdsend "^rdsend: receiver 127\.0\.0\.1:$pport: only 1 of the sender's 3 connections arrived$"
+        expect_within "$dt" "$(lim 15)" "rdsend with stripes held"
+    else
+        expect_rc $rc 2 "rdsend --timeout 2 with stripes held"
+        expect_within "$dt" "$(lim 5)" "rdsend --timeout 2 with stripes held"
+    fi
+    kill_reap "$PX"
+done
+t_end
+
 t_begin "rdsend without --streams, rdrecv --streams 8: one connection"
 vxfer "$RD_T/in" "--streams 8" ""
 says rdsend tcp; says rdrecv tcp; no_streams

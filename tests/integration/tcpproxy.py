@@ -1,14 +1,18 @@
 #!/usr/bin/python3
-"""tcpproxy.py LHOST LPORT THOST TPORT [DELAY_MS [DROP_FIRST]]: a TCP forwarder from
+"""tcpproxy.py LHOST LPORT THOST TPORT [DELAY_MS [DROP_FIRST [PASS_ONLY]]]: a TCP forwarder from
 LHOST:LPORT to THOST:TPORT (connecting from LHOST).
 DELAY_MS: every chunk is held that long each way, a long round trip on loopback.
 DROP_FIRST: the first N connections are closed once their first bytes (the HELLO) arrived,
-without a word, as a receiver whose handshake slots a flood took closes them."""
+without a word, as a receiver whose handshake slots a flood took closes them.
+PASS_ONLY: only the first N connections (after those dropped) are forwarded; the later ones
+are accepted and held open in silence, as a middlebox that lets one flow through."""
 import queue, socket, sys, threading, time
 
 lh, lp, th, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 delay = float(sys.argv[5]) / 1000 if len(sys.argv) > 5 else 0.0
 drop = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+pass_only = int(sys.argv[7]) if len(sys.argv) > 7 else -1
+held = []
 
 
 def pipe(src, dst):
@@ -55,4 +59,8 @@ while True:
         a.recv(65536)
         a.close()
         continue
+    if pass_only == 0:
+        held.append(a)
+        continue
+    pass_only -= 1 if pass_only > 0 else 0
     threading.Thread(target=handle, args=(a,), daemon=True).start()
