@@ -142,17 +142,37 @@ static int writable_fd(int fd)
     return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_PATH) && !rd_stdfd_was_closed(fd);
 }
 
+#define RD_KEY_FILE_MAX 4096   /* a key file's first line, at most (a generated key: 64) */
+
 static int load_key_file(struct rd_opts *o, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return rd_fail(RD_EUSAGE, "cannot read key file '%s': %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
+    /* the first line, read a byte budget at a time: --key-file /dev/zero or a big data file
+     * named by mistake is an error at once, not gigabytes of memory */
+    char *line = malloc(RD_KEY_FILE_MAX + 2);
+    if (!line) {
+        fclose(f);
+        return rd_fail(RD_EIO, "out of memory");
+    }
+    ssize_t n = 0;
+    int ch;
+    while (n <= RD_KEY_FILE_MAX && (ch = getc(f)) != EOF) {
+        line[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    line[n] = '\0';
     int e = ferror(f) ? errno : 0;   /* a directory reads as EISDIR, not as an empty file */
     fclose(f);
-    if (n < 0) {
+    if (n > RD_KEY_FILE_MAX && line[n - 1] != '\n') {
+        explicit_bzero(line, (size_t)n);
+        free(line);
+        return rd_fail(RD_EUSAGE, "key file '%s': its first line is longer than %d bytes (is it the key file?)", path,
+                       RD_KEY_FILE_MAX);
+    }
+    if (e || n == 0) {
         free(line);
         if (e)
             return rd_fail(RD_EUSAGE, "cannot read key file '%s': %s", path, strerror(e));

@@ -80,6 +80,7 @@ expect_err "$C/e" rdcheck "option '--verbose' takes no value"
 usage rdsend "a level after --compress needs '=': --compress=-5" --compress -5 host 1234 key
 usage rdpipe "a level after --compress needs '=': --compress=3" --compress 3 'cat'
 usage rdpipe "--remote-path must not be empty" --remote-path '' 'cat'
+usage rdrecv "key file '/dev/zero': its first line is longer than 4096 bytes \(is it the key file\?\)" --key-file /dev/zero 1234
 usage rdcp "--remote-path must not be empty" --remote-path '' a b
 usage rdsend "--gen-key takes no operands, not 'junk'" --gen-key junk
 usage rdrecv "--bind needs an address, not ''" --bind '' 1234 key
