@@ -425,10 +425,6 @@ static int receiver(struct rd_transport *tp, const struct rd_key *k, const struc
         fit = rd_verbs_pinnable_depth(c.chunk_size, c.depth, c.streams, limits->relay);
     if (fit)
         c.depth = fit;
-    if ((h.caps & limits->require_caps) != limits->require_caps) {   /* rdrecv --encrypt */
-        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "receiver requires --encrypt, and this sender does not encrypt");
-        return rd_fail(RD_EAUTH, "sender %s does not encrypt, and this receiver requires --encrypt", tp->peer);
-    }
     struct rd_pake st;
     struct rd_proof proof;
     struct rd_session_keys keys;
@@ -452,6 +448,13 @@ static int receiver(struct rd_transport *tp, const struct rd_key *k, const struc
     if (!ok) {
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
+    }
+    /* rdrecv --encrypt, told only to a sender that proved the key: a stranger learns no policy,
+     * and a wrong key is named as such first */
+    if ((h.caps & limits->require_caps) != limits->require_caps) {
+        rd_session_keys_wipe(&keys);
+        rd_send_reason(tp, RD_REJECT, RD_EAUTH, "receiver requires --encrypt, and this sender does not encrypt");
+        return rd_fail(RD_EAUTH, "sender %s does not encrypt, and this receiver requires --encrypt", tp->peer);
     }
     if (!fit && limits->relay)   /* its first ring may fit, the rest would not: say it now */
         rc = relay_unpinnable(&c);

@@ -171,6 +171,11 @@ head -c 300000 "$RD_T/src" > "$C/in"
 port=$(free_port)
 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" --encrypt "$port" "$KEY" "$C/out"
 wait_listen "$port" || t_fail "rdrecv did not listen: $(cat "$C/rerr")"
+# a stranger (no key) is told the key is wrong, not the receiver's policy (it was, before
+# 2026-11-29: the check came before the key exchange)
+timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" "not-the-key-0123456789" "$C/in" 2> "$C/serr"
+expect_rc $? 3 "rdsend with a wrong key and no --encrypt to rdrecv --encrypt" "$(cat "$C/serr")"
+grep -q "wrong key" "$C/serr" && ! grep -q "encrypt" "$C/serr" || t_fail "a stranger was told: $(cat "$C/serr")"
 timeout -k 2 "$(lim 20)" "$RDSEND" 127.0.0.1 "$port" "$KEY" "$C/in" 2> "$C/serr"
 expect_rc $? 3 "rdsend without --encrypt to rdrecv --encrypt" "$(cat "$C/serr")"
 grep -q "receiver requires --encrypt, and this sender does not encrypt" "$C/serr" || t_fail "rdsend: $(cat "$C/serr")"
