@@ -640,7 +640,9 @@ static void arrivals(struct rd_waiting *w, struct rd_transport *l)
         struct rd_transport *c;
         double now = rd_now();
         if (l->ops->accept(l, &c, 0)) {
-            rd_report();   /* one line; the loop keeps listening */
+            /* one line, through the same limit as the strangers' (out of descriptors, it
+             * repeats ten times a second); the loop keeps listening */
+            say(w, "%s", rd_error_msg());
             rd_error_clear();
             w->accept_after = now + ACCEPT_PAUSE_S;
             return;
