@@ -152,6 +152,8 @@ static int tcp_listen(struct rd_transport *lis, const struct rd_addr *a)
             err = errno;
             close(fd);
             fd = -1;
+            if (err == EADDRINUSE)   /* someone has the port on one family: not IPv4 alone, */
+                break;               /* where IPv6 senders would reach that someone */
         }
     }
     freeaddrinfo(res);

@@ -177,6 +177,20 @@ wait_listen "$port" || t_fail "nc not listening"
 timeout -k 2 "$(lim 10)" "$RDRECV" --bind 127.0.0.1 "$port" key > "$C/out2" 2> "$C/rerr2"; rc=$?
 expect_rc $rc 2 "rdrecv on a port nc holds"; expect_err "$C/rerr2" rdrecv "already in use"
 kill_reap "$nl"
+# and on IPv6 only ([::1], V6ONLY): rdrecv listened on IPv4 alone and said nothing, so an
+# rdsend to ::1 reached the other program (before 2026-11-29)
+port=$(free_port)
+start v6 /dev/null /dev/null "$C/v6.err" python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET6); s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s.bind(("::1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$port"
+if wait_listen "$port"; then
+    timeout -k 2 "$(lim 10)" "$RDRECV" --timeout 1 "$port" key > "$C/out2" 2> "$C/rerr2"; rc=$?
+    expect_rc $rc 2 "rdrecv on a port held on IPv6 only"; expect_err "$C/rerr2" rdrecv "already in use"
+else
+    t_note "no IPv6 loopback here: the IPv6-only holder not tried ($(cat "$C/v6.err"))"
+fi
+kill_reap "$v6"
 t_end
 
 t_begin "a receiver that answers half a frame and closes is no busy receiver: rdsend exits 4 at once, no retries"
