@@ -67,7 +67,7 @@ static ssize_t read_chunk(struct send_ctx *c, struct send_job *j)
 static void seal_abort(struct send_ctx *c, struct rd_buf *b)
 {
     struct rd_reason r = { .code = RD_ESTREAM };
-    snprintf(r.text, sizeof r.text, "sender aborted: %s", rd_error_msg());
+    snprintf(r.text, sizeof r.text, "%s", rd_error_msg());   /* shown there as "sender: ..." */
     size_t len = rd_reason_encode(&r, b->data + RD_FRAME_HDR);
     rd_seal_hop(c->tp, b, RD_ABORT, (uint32_t)len);
 }

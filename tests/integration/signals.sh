@@ -50,7 +50,7 @@ kill -INT "$S_pid"
 sig_end S "$(lim 5)" "signal 2" "rdsend after SIGINT"
 expect_err "$C/serr" rdsend "^rdsend: interrupted by SIGINT$"
 wait_pid "$RP" "$(lim 5)"; expect_rc $? 4 "rdrecv after the sender's SIGINT" "$(cat "$C/rerr")"
-expect_err "$C/rerr" rdrecv "sender aborted: interrupted by SIGINT$"
+expect_err "$C/rerr" rdrecv "sender: interrupted by SIGINT$"
 [ "$(stat -c %s "$C/out")" = 1048576 ] || t_fail "rdrecv wrote $(stat -c %s "$C/out") bytes, not the 1 MiB sent before the signal"
 kill_reap "$feeder"
 t_end
@@ -81,7 +81,7 @@ sig_end S "$(lim 5)" "signal 15" "rdsend after SIGTERM"
 expect_err "$C/serr" rdsend "^rdsend: interrupted by SIGTERM$"
 wait_pid "$RP" "$(lim 5)"; expect_rc $? 4 "rdrecv after the sender's SIGTERM" "$(cat "$C/rerr")"
 grep -v -e 'listening on port' -e 'receiving from' "$C/rerr" > "$C/rerr.e"
-expect_err "$C/rerr.e" rdrecv "sender aborted: interrupted by SIGTERM$"
+expect_err "$C/rerr.e" rdrecv "sender: interrupted by SIGTERM$"
 t_end
 
 t_begin "SIGINT to rdrecv mid-stream into FILE: it dies by SIGINT, rdsend exits 4 naming it"

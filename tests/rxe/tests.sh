@@ -158,7 +158,7 @@ signal_case() {
     if [ "$who" = sender ]; then
         kill -TERM $sp; wait_exit $sp 10; rc1=$?; wait_exit $rp 10; rc2=$?
         err=$(tail -n 1 "$T/rerr")   # after -v's lines
-        if [ $rc1 = 143 ] && [ $rc2 = 4 ] && [[ "$err" == "rdrecv: sender: sender aborted: interrupted by SIGTERM" ]]; then
+        if [ $rc1 = 143 ] && [ $rc2 = 4 ] && [[ "$err" == "rdrecv: sender: interrupted by SIGTERM" ]]; then
             pass "$name: rdsend ends by SIGTERM, rdrecv exits 4 naming it"
         else fail "$name" "rdsend exit $rc1, rdrecv exit $rc2: $(tr '\n' '|' < "$T/rerr")"; fi
     else
