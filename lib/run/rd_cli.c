@@ -288,8 +288,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         case OPT_KEY_FILE: key_file = optarg; break;
         case OPT_TIMEOUT: {
             char *end;
-            long t = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end || t < 0 || t > 1000000)
+            long t = strtol(optarg, &end, 10);   /* digits only: no sign, no blank before */
+            if (*optarg == '\0' || strspn(optarg, "0123456789") != strlen(optarg) || *end || t < 0 || t > 1000000)
                 return rd_fail(RD_EUSAGE, "--timeout takes whole seconds from 0 to 1000000 (11 days), not '%s'", optarg);
             o->timeout_s = (int)t;
             break;

@@ -83,6 +83,7 @@ usage rdpipe "--remote-path must not be empty" --remote-path '' 'cat'
 usage rdrecv "key file '/dev/zero': its first line is longer than 4096 bytes \(is it the key file\?\)" --key-file /dev/zero 1234
 usage rdcp "--remote-path must not be empty" --remote-path '' a b
 usage rdsend "--gen-key takes no operands, not 'junk'" --gen-key junk
+usage rdsend "--timeout takes whole seconds from 0 to 1000000 \(11 days\), not ' 5'" --timeout ' 5' host 1234 key
 usage rdrecv "--bind needs an address, not ''" --bind '' 1234 key
 usage rdsend "--bind needs an address, not ''" --bind '' host 1234 key
 usage rdcp "a level after --compress needs '=': --compress=19" --compress 19 a b
