@@ -513,9 +513,22 @@ int rd_session_read_join(struct rd_transport *tp, const struct rd_params *agreed
     struct rd_buf *b;
     struct rd_frame f;
     struct rd_join j;
-    int rc = expect(tp, &b, &f, RD_JOIN, RD_HELLO_MS, "sender");
+    int rc = rd_recv_ctrl(tp, RD_HELLO_MS, &b, &f);
     if (rc)
         return rc;
+    if (f.type == RD_HELLO) {   /* another sender, while this one's stripes join: it is told */
+        tp->ops->release(tp, b);
+        rd_send_reason(tp, RD_REJECT, RD_ECONNECT, "the receiver is serving another sender");
+        return rd_fail(RD_ECONNECT, "sender %s turned away: another sender is being served", tp->peer);
+    }
+    if (f.type != RD_JOIN) {
+        rc = f.type == RD_ABORT || f.type == RD_REJECT
+                 ? rd_fail_from_reason(&f, "sender")
+                 : rd_fail(RD_ESTREAM, "protocol error: expected JOIN from %s, got %s", tp->peer,
+                           rd_frame_type_name(f.type));
+        tp->ops->release(tp, b);
+        return rc;
+    }
     int pe = rd_join_decode(f.payload, f.length, &j);
     tp->ops->release(tp, b);
     if (pe)
