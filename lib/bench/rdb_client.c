@@ -58,10 +58,10 @@ int rdb_recv_msg(struct rd_transport *tp, int timeout_ms, struct rd_buf **bp, st
         struct rd_frame f;
         if (pe == RDB_P_MAGIC && rd_frame_parse(b->data, b->len, b->cap, &f) == RD_P_OK &&
             (f.type == RD_REJECT || f.type == RD_ABORT)) {
-            /* the peer speaks rdpipe's protocol: an rdrecv (or rdsend) at a bench port */
-            char whom[256];
-            snprintf(whom, sizeof whom, "%s %s (an rdrecv or rdsend, not rdbench?)", who, tp->peer);
-            rc = rd_fail_from_reason(&f, whom);
+            /* the peer speaks rdpipe's protocol: an rdrecv (or rdsend) at a bench port; its
+             * reason is its view of us ("protocol error from sender ..."): not repeated */
+            rc = rd_fail(RD_ESTREAM, "%s %s is an rdrecv or rdsend, not an rdbench --server: it refused "
+                         "rdbench's messages", who, tp->peer);
         } else {
             rc = rd_fail(RD_ESTREAM, "%s %s sent a bad message: %s", who, tp->peer, rdb_perr_str(pe));
         }

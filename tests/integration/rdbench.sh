@@ -296,7 +296,7 @@ start rp /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" "$KEY" "$C/out"
 wait_listen "$port" "" 10 || t_fail "rdrecv did not listen"
 timeout 20 "$RDBENCH" --sizes 4K-4K --depths 1-1 127.0.0.1 "$port" "$KEY" > "$C/o" 2> "$C/e"
 expect_rc $? 4 "rdbench at an rdrecv"
-expect_err "$C/e" rdbench "server 127\.0\.0\.1:$port \(an rdrecv or rdsend, not rdbench\?\)"
+expect_err "$C/e" rdbench "^rdbench: server 127\.0\.0\.1:$port is an rdrecv or rdsend, not an rdbench --server: it refused rdbench's messages$"
 wait_pid "$rp" 10 > /dev/null
 t_end
 
