@@ -348,12 +348,19 @@ else
 fi
 t_end
 
+# as_nobody_dir NAME: a fresh directory under /tmp that nobody can reach, the tools in its bin/
+# (the test's own bin directory is root's alone); its path on stdout
+as_nobody_dir() {
+    local d
+    d=$(mktemp -d "/tmp/$1.XXXXXX") && chmod 755 "$d" && mkdir "$d/bin" &&
+        cp "$RD_BIN/rdcp" "$RD_BIN/rdpipe" "$RD_BIN/rdsend" "$RD_BIN/rdrecv" "$d/bin/" && echo "$d"
+}
+
 t_begin "rdcp: a hard link whose first name failed says so ('its first name failed'), not 'not a file this copy made'"
 if [ "$RD_IS_ROOT" != 1 ] || ! command -v setpriv > /dev/null; then
     t_skip "needs root and setpriv (a directory the copy cannot write)"
 else
-    HD=$(mktemp -d /tmp/rdcp-hl.XXXXXX) && chmod 755 "$HD"
-    mkdir "$HD/bin" && cp "$RD_BIN/rdcp" "$RD_BIN/rdpipe" "$RD_BIN/rdsend" "$RD_BIN/rdrecv" "$HD/bin/"
+    HD=$(as_nobody_dir rdcp-hl)
     mkdir -p "$HD/hs/a" "$HD/hs/b" "$HD/hd/a" && echo data > "$HD/hs/a/x" && ln "$HD/hs/a/x" "$HD/hs/b/x"
     chown -R nobody "$HD/hs" "$HD/hd" && chown root "$HD/hd/a"
     (cd "$HD" && timeout -k 2 "$(lim 20)" setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp PATH="$HD/bin:$PATH" rdcp -r hs/ hd) > "$C/o" 2> "$C/e"
@@ -493,8 +500,7 @@ t_begin "rdcp -p by a user who cannot keep the owner: setuid and setgid dropped 
 if [ "$RD_IS_ROOT" != 1 ] || ! command -v setpriv > /dev/null; then
     t_skip "needs root and setpriv (apt-get install util-linux)"
 else
-    PD=$(mktemp -d /tmp/rdcp-suid.XXXXXX) && chmod 755 "$PD"
-    mkdir "$PD/bin" "$PD/out" && cp "$RD_BIN/rdcp" "$RD_BIN/rdpipe" "$RD_BIN/rdsend" "$RD_BIN/rdrecv" "$PD/bin/"
+    PD=$(as_nobody_dir rdcp-suid) && mkdir "$PD/out"
     printf 'x' > "$PD/suid" && chmod 6755 "$PD/suid" && chown nobody "$PD/out"
     mkdir -p "$PD/tree/stk" && chmod 1777 "$PD/tree/stk"
     (cd "$PD" && timeout -k 2 "$(lim 20)" setpriv --reuid=nobody --regid=nogroup --clear-groups env PATH="$PD/bin:$PATH" rdcp -p suid out/) > "$C/o" 2> "$C/e"
