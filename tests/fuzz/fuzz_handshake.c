@@ -325,7 +325,9 @@ static int sent_type(const struct hs *s, uint8_t type)
 
 static void check_error(int rc)
 {
-    CHECK(rc == RD_ESTREAM || rc == RD_EAUTH || rc == RD_EIO);
+    /* RD_ECONNECT: a REJECT that says the receiver serves another sender, or a HELLO where a
+     * JOIN was due (another sender, turned away) */
+    CHECK(rc == RD_ESTREAM || rc == RD_EAUTH || rc == RD_EIO || rc == RD_ECONNECT);
     CHECK(rd_error_code() != 0 && rd_error_msg()[0] != '\0');
     CHECK(strchr(rd_error_msg(), '\n') == NULL);   /* one line, whatever the peer wrote */
 }
