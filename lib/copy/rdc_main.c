@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,10 @@ static void draw(struct run *r, int force)
 
 /* What an agent says beyond the setup replies: the resume manifest, logs (progress and
  * statistics among them), exits. */
+/* names kept for the later runs of several source hosts: a destination agent that says more
+ * (a hostile one) costs this host no more memory (about 1 GiB of names) */
+#define RDC_MADE_MAX (8u << 20)
+
 static void add_made(struct made *m, const char *hex)
 {
     if (m->n == m->cap) {
@@ -316,7 +321,9 @@ static void handle_line(void *ctx, int i, char **w, int n)
         } else if (strcmp(t, RDC_TAG "notdir") == 0) {
             r->dst_not_dir |= i == 1;
         } else if (strncmp(t, RDC_TAG "made ", 11) == 0) {
-            if (i == 1 && r->report_made && t[11] && strspn(t + 11, "0123456789abcdef") == strlen(t + 11))
+            /* the destination's own names, for its next run: bounded all the same */
+            if (i == 1 && r->report_made && r->made->n < RDC_MADE_MAX && t[11] &&
+                strspn(t + 11, "0123456789abcdef") == strlen(t + 11))
                 add_made(r->made, t + 11);
         } else if (strncmp(t, RDC_TAG "total ", 12) == 0) {
             sscanf(t + 12, "%llu %llu", &r->tot_files, &r->tot_bytes);
@@ -765,8 +772,19 @@ int rdc_main(int argc, char **argv)
     }
     rc = 0;
     int itself = 0;
-    for (int i = 0; i < nsrc && !dd; i++)
-        itself |= !src[i].dest && onto_itself(src[i].path, dst, r.follow);
+    for (int i = 0; i < nsrc && !dd; i++) {
+        struct stat st;
+        glob_t g;
+        if (src[i].dest)
+            continue;
+        if (rdc_is_pattern(src[i].path) && lstat(src[i].path, &st) != 0 && glob(src[i].path, 0, NULL, &g) == 0) {
+            for (size_t k = 0; k < g.gl_pathc; k++)   /* what the sending end will expand it to */
+                itself |= onto_itself(g.gl_pathv[k], dst, r.follow);
+            globfree(&g);
+        } else {
+            itself |= onto_itself(src[i].path, dst, r.follow);
+        }
+    }
     if (itself) {
         rc = 1;
         goto out;

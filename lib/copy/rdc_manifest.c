@@ -62,9 +62,9 @@ static int listed(const struct only *o, const char *name, int is_key)
         /* a source's pattern (rdc_is_pattern) lists what it may match, and the partial files
          * of those (a short name is its own key; a long one's, a hash, matches no pattern:
          * that file is sent again) */
-        if (rdc_is_pattern(o->roots[i]) ? fnmatch(o->roots[i], name, FNM_PERIOD) == 0
-                                        : strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0)
-            return 1;
+        if (strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0 ||
+            (rdc_is_pattern(o->roots[i]) && fnmatch(o->roots[i], name, FNM_PERIOD) == 0))
+            return 1;   /* (a name with '[' in it is itself too, as the source takes it) */
     }
     return 0;
 }

@@ -941,6 +941,20 @@ static int refuse_just_made(struct rdc_rcv *r, const char *f)
     return 1;
 }
 
+/* A device node where a record would land (`rdcp ./null host:/dev/`): every record replaces
+ * what is in its way (a file, a link, a FIFO), as rsync does, but a device node is refused
+ * as DST itself is (rdc_rcv_root): renaming over /dev/null would replace it, exit 0. 1 if so
+ * (said). */
+static int device_in_the_way(struct rdc_rcv *r, const char *f, int pfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+        return 0;
+    refuse(r, f, S_ISCHR(st.st_mode) ? "a character device is in the way: rdcp replaces no device node"
+                                     : "a block device is in the way: rdcp replaces no device node");
+    return 1;
+}
+
 /* Whether setting m on a file with st would change it: its owner or mode (-p), its mtime, or
  * its attributes (-X: they come after, and are not compared). */
 static int meta_differs(const struct rdc_rcv *r, const struct stat *st, const struct rdc_meta *m)
@@ -1034,7 +1048,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
         discard_file(r, size, flags);
         return;
     }
-    if (refuse_just_made(r, f) || folds_onto_made(r, f, pfd, name)) {
+    if (refuse_just_made(r, f) || folds_onto_made(r, f, pfd, name) || device_in_the_way(r, f, pfd, name)) {
         free(f);
         discard_file(r, size, flags);
         return;
@@ -1054,7 +1068,7 @@ static char *leaf(struct rdc_rcv *r, const char *path, size_t pl, int *pfd, cons
     if (!r->root || skipped_path(r, path, pl))
         return NULL;
     char *f = place(r, path, pl, pfd, name);
-    if (f && (refuse_just_made(r, f) || folds_onto_made(r, f, *pfd, *name))) {
+    if (f && (refuse_just_made(r, f) || folds_onto_made(r, f, *pfd, *name) || device_in_the_way(r, f, *pfd, *name))) {
         free(f);
         return NULL;
     }

@@ -406,10 +406,10 @@ static void made_line(const char *rel, void *ctx)
     char *h = rdr_hex_str(rel);
     if (!h)
         rd_oom();
-    size_t need = strlen(RDC_TAG "made \n") + strlen(h);
-    if (o->n + need > sizeof o->buf)
+    size_t need = strlen(RDC_TAG "made \n") + strlen(h);   /* and snprintf's NUL: +1 */
+    if (o->n + need + 1 > sizeof o->buf)
         made_flush(o);
-    if (need > sizeof o->buf) {   /* longer than PATH_MAX: never made */
+    if (need + 1 > sizeof o->buf) {   /* longer than PATH_MAX: never made */
         free(h);
         return;
     }

@@ -19,6 +19,7 @@
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
 #include "remote/rdr_spec.h"
+#include "util/rd_error.h"
 #include "util/rd_secret.h"
 
 #include <errno.h>
@@ -330,6 +331,12 @@ static void do_setup(struct agent *a)
     }
     int target = -1;
     char *file = recv_writes_file(a) ? rdr_home_expand(a->path) : NULL;
+    if (file && strcmp(file, "-") == 0) {   /* rdrecv's '-' is stdout; '> -' is a file named - */
+        free(file);
+        file = strdup("./-");
+        if (!file)
+            rd_oom();
+    }
     if (a->kind == RDR_APPEND)
         target = a->file_fd;
     else if (a->kind == RDR_PASS && a->out == RDR_OUT_STDOUT)

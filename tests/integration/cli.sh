@@ -310,13 +310,21 @@ for d in $nodes; do
 done
 [ -p "$C/dv/ff" ] || t_fail "the FIFO is gone: $(ls -l "$C/dv")"
 case $nodes in *mynull*) [ -c "$C/dv/mynull" ] && [ -L "$C/dv/lnk" ] || t_fail "the device or the link is gone: $(ls -l "$C/dv")";; esac
+# a device node in DST where a file lands (rdcp ./null host:/dev/): refused too, not renamed over
+case $nodes in *mynull*)
+    mkdir -p "$C/dv/src2" && printf 'x' > "$C/dv/src2/mynull"
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" "$C/dv/src2/mynull" "$C/dv/" > "$C/o" 2> "$C/e"
+    expect_rc $? 23 "rdcp src2/mynull dv/ (dv/mynull a char device)"
+    expect_err "$C/e" rdcp "^rdcp: localhost: refusing '.*/dv/mynull': a character device is in the way: rdcp replaces no device node$"
+    [ -c "$C/dv/mynull" ] || t_fail "dv/mynull was replaced: $(ls -l "$C/dv")";;
+esac
 t_end
 
 t_begin "rdcp onto itself: 'are the same file' or 'into itself', exit 1, nothing touched (as cp; each file was replaced, exit 0)"
 mkdir -p "$C/sc/d/sub" && printf 'x' > "$C/sc/f" && printf 'y' > "$C/sc/d/g" && ln "$C/sc/f" "$C/sc/hl"
 ino=$(stat -c %i "$C/sc/f"); gino=$(stat -c %i "$C/sc/d/g")
 while IFS='|' read -r args want; do
-    (cd "$C/sc" && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" $args) > "$C/o" 2> "$C/e"
+    (cd "$C/sc" && set -f && timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" $args) > "$C/o" 2> "$C/e"   # 'f*' as quoted
     expect_rc $? 1 "rdcp $args"
     expect_err "$C/e" rdcp "^rdcp: $want$"
 done <<'EOF'
@@ -326,6 +334,7 @@ f hl|'f' and 'hl' are the same file
 -r d/ d|'d/' and 'd' are the same file
 -r d d/sub|cannot copy a directory, 'd', into itself, 'd/sub/d'
 -r d d/new|cannot copy a directory, 'd', into itself, 'd/new'
+f* .|'f' and '\./f' are the same file
 EOF
 [ "$(stat -c %i "$C/sc/f")" = "$ino" ] && [ "$(stat -c %i "$C/sc/d/g")" = "$gino" ] && [ "$(stat -c %h "$C/sc/f")" = 2 ] ||
     t_fail "a file was replaced: $(ls -li "$C/sc" "$C/sc/d")"

@@ -196,6 +196,10 @@ expect_rc $? 5 "rdpipe '< missing' '> keep'"
 timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' "> $C/new" < /dev/null > o 2> e
 expect_rc $? 0 "rdpipe 'seq 3' '> new'"
 [ "$(cat "$C/new")" = "$(seq 3)" ] || t_fail "new holds: $(tr '\n' '|' < "$C/new")"
+# '> -' is a file named -, as in bash (rdrecv's FILE '-' is stdout: the stream went nowhere, exit 0)
+(cd "$C" && timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' '> -' < /dev/null > o 2> e)
+expect_rc $? 0 "rdpipe 'seq 3' '> -'"
+[ "$(cat "$C/-" 2> /dev/null)" = "$(seq 3)" ] || t_fail "no file '-' with the stream: $(ls -A "$C" | tr '\n' ' ') $(cat "$C/e")"
 timeout -k 2 "$(lim 30)" "$RDPIPE" 'seq 3' "> $C/no/such/dir/f" < /dev/null > o 2> e
 expect_rc $? 5 "rdpipe 'seq 3' '> no/such/dir/f'"
 grep -q "cannot open output file '$C/no/such/dir/f': No such file or directory" e || t_fail "the message: $(tr '\n' '|' < e)"
