@@ -31,8 +31,12 @@ def pipe(src, dst):
     threading.Thread(target=reader, daemon=True).start()
     while True:
         t, c = q.get()
-        if t > time.time():
-            time.sleep(t - time.time())
+        # one look at the clock: between two, a loaded machine can pass t, and a negative
+        # sleep raised ValueError, which ended this direction's forwarding in silence (the
+        # rest of a stream stuck in the queue: lockout.sh's flood case hung in CI, 2026-11-29)
+        wait = t - time.time()
+        if wait > 0:
+            time.sleep(wait)
         try:
             if not c:
                 dst.shutdown(socket.SHUT_WR)
