@@ -275,8 +275,6 @@ static void draw(struct run *r, int force)
     r->drawn = 1;
 }
 
-/* What an agent says beyond the setup replies: the resume manifest, logs (progress and
- * statistics among them), exits. */
 /* names kept for the later runs of several source hosts: a destination agent that says more
  * (a hostile one) costs this host no more memory (about 1 GiB of names) */
 #define RDC_MADE_MAX (8u << 20)
@@ -292,6 +290,8 @@ static void add_made(struct made *m, const char *hex)
         rd_oom();
 }
 
+/* What an agent says beyond the setup replies: the resume manifest, logs (progress and
+ * statistics among them), exits. */
 static void handle_line(void *ctx, int i, char **w, int n)
 {
     struct run *r = ctx;
@@ -625,7 +625,6 @@ static void report(const struct totals *t, int verbose, int json, int rc)
                 t->files, t->dirs, t->bytes, t->skipped, t->errors, t->seconds, tr, rc);
 }
 
-/* two sources' ssh destinations (NULL: this machine) name the same host */
 /* A local source copied onto itself (rdcp f f, rdcp -r d .) or a directory into itself (rdcp -r
  * d d/sub): cp refuses both ("are the same file", "into itself"); a copy would replace each
  * file by a new one (its owner, attributes and other links gone), or copy a tree into itself.
@@ -670,6 +669,7 @@ static int onto_itself(const char *p, const char *dst, int follow)
     return bad;
 }
 
+/* two sources' ssh destinations (NULL: this machine) name the same host */
 static int same_host(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
