@@ -766,18 +766,15 @@ int rdc_main(int argc, char **argv)
      * (rdc_is_pattern: remote, or local and no file of that name) counts as several, so DST
      * must be a directory, as for `scp 'host:*.log' DST` */
     int nsrc_all = 0;
-    for (int i = 0; i < nsrc; i++) {
-        struct stat st;
-        nsrc_all += rdc_is_pattern(src[i].path) && (src[i].dest || lstat(src[i].path, &st) != 0) ? 2 : 1;
-    }
+    for (int i = 0; i < nsrc; i++)
+        nsrc_all += src[i].dest ? (rdc_is_pattern(src[i].path) ? 2 : 1) : (rdc_expands_here(src[i].path) ? 2 : 1);
     rc = 0;
     int itself = 0;
     for (int i = 0; i < nsrc && !dd; i++) {
-        struct stat st;
         glob_t g;
         if (src[i].dest)
             continue;
-        if (rdc_is_pattern(src[i].path) && lstat(src[i].path, &st) != 0 && glob(src[i].path, 0, NULL, &g) == 0) {
+        if (rdc_expands_here(src[i].path) && glob(src[i].path, 0, NULL, &g) == 0) {
             for (size_t k = 0; k < g.gl_pathc; k++)   /* what the sending end will expand it to */
                 itself |= onto_itself(g.gl_pathv[k], dst, r.follow);
             globfree(&g);

@@ -405,9 +405,8 @@ static int expand_sources(char **argv, int n, char ***out)
         rd_oom();
     for (int i = 0; i < n; i++) {
         char *p = rdr_home_expand(argv[i]);
-        struct stat st;
         glob_t g;
-        if (rdc_is_pattern(p) && lstat(p, &st) != 0 && glob(p, 0, NULL, &g) == 0) {
+        if (rdc_expands_here(p) && glob(p, 0, NULL, &g) == 0) {
             for (size_t j = 0; j < g.gl_pathc; j++) {
                 if (k + 1 >= cap && !(v = realloc(v, (cap *= 2) * sizeof *v)))
                     rd_oom();

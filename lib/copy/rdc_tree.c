@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -141,6 +142,12 @@ void rdc_get_bytes(struct rdc_rd *r, void *out, size_t n)
 int rdc_is_pattern(const char *path)
 {
     return strpbrk(path, "*?[") != NULL;
+}
+
+int rdc_expands_here(const char *path)
+{
+    struct stat st;
+    return rdc_is_pattern(path) && lstat(path, &st) != 0;
 }
 
 const char *rdc_root_rel(int dst_is_dir, int nsrc, int contents, const char *basename)

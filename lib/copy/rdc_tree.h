@@ -95,6 +95,8 @@ struct rdc_manifest_entry {
 /* A source with a glob character (*, ? or [), which the source host expands (as scp's remote
  * shell does) when no file has that very name. */
 int rdc_is_pattern(const char *path);
+/* A pattern that this host expands: no file has that very name (rdc_send.c's sources). */
+int rdc_expands_here(const char *path);
 /* Where root i goes, relative to DST: "" (DST itself) or "BASENAME". NULL when it cannot go
  * anywhere (several sources and DST is not a directory). */
 const char *rdc_root_rel(int dst_is_dir, int nsrc, int contents, const char *basename);
