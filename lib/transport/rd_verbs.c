@@ -250,11 +250,8 @@ static int attempt(struct rd_v_conn *c, struct sockaddr *src, struct sockaddr *d
     unsigned peer_small = rd_v_hello_parse(ev->param.conn.private_data,
                                            ev->param.conn.private_data_len);
     char reason[200] = "";
-    if (t == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data &&
-        ev->param.conn.private_data_len > 4 &&
-        !memcmp(ev->param.conn.private_data, REJECT_MAGIC, 4))
-        snprintf(reason, sizeof reason, "%.*s", (int)ev->param.conn.private_data_len - 4,
-                 (const char *)ev->param.conn.private_data + 4);
+    if (t == RDMA_CM_EVENT_REJECTED)
+        rd_v_reject_reason(ev->param.conn.private_data, ev->param.conn.private_data_len, reason, sizeof reason);
     rdma_ack_cm_event(ev);
     if (t == RDMA_CM_EVENT_ESTABLISHED) {
         if (!peer_small) {
@@ -428,6 +425,19 @@ void rd_v_reject(struct rdma_cm_id *id, const char *why)
         n = sizeof pd - 4;
     memcpy(pd + 4, why, n);
     rdma_reject(id, pd, (uint8_t)(4 + n));
+}
+
+size_t rd_v_reject_reason(const void *pd, size_t len, char *out, size_t n)
+{
+    const unsigned char *p = pd;
+    size_t k = 0;
+    if (n == 0)
+        return 0;
+    if (p && len > 4 && memcmp(p, REJECT_MAGIC, 4) == 0)
+        for (size_t i = 4; i < len && p[i] && k + 1 < n; i++)
+            out[k++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    out[k] = '\0';
+    return k;
 }
 
 static int v_accept(struct rd_transport *lis, struct rd_transport **out, int timeout_ms)

@@ -203,6 +203,10 @@ unsigned rd_v_hello_parse(const void *pd, size_t len);   /* peer's small credits
 void rd_v_set_ack_timeout(struct rdma_cm_id *id);   /* RD_V_ACK_TIMEOUT, before the QP is up */
 int rd_v_cm_accept(struct rdma_cm_id *id);           /* our hello and the retry counts above */
 void rd_v_reject(struct rdma_cm_id *id, const char *why);   /* why goes to the peer */
+/* The reason in a REJECT's private data (rd_v_reject's), as it may be shown: up to the first
+ * NUL, every byte but printable ASCII as '?' (a stranger wrote it, before any key). Returns its
+ * length, 0 with out "" when the data is not an rdpipe reason. */
+size_t rd_v_reject_reason(const void *pd, size_t len, char *out, size_t n);
 
 /* rd_verbs_accept.c: the listener's thread */
 int rd_v_acceptor_start(struct rd_v_conn *l);

@@ -8,7 +8,11 @@
  * its tag under a fixed key in every direction: accepted exactly when its tag field holds
  * the tag rd_tag_compute gives; tagging it ourselves makes it pass and changes nothing but
  * the tag field. The tag computed piece by piece must equal the one-shot one for any split.
+ * The input is also the private data of an RDMA CM event, which a stranger writes before any
+ * key: rd_v_hello_parse gives 0 or credits in [2, 4096], and rd_v_reject_reason a printable
+ * ASCII reason within its buffer.
  */
+#include "transport/rd_verbs.h"
 #include "wire/rd_proto.h"
 #include "wire/rd_tag.h"
 
@@ -219,6 +223,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(rd_frame_type_name((int8_t)data[i]) != NULL);
         CHECK(rd_proto_strerror(-(int)data[i]) != NULL);
     }
+    /* an RDMA CM peer's private data: a connection's hello, a REJECT's reason */
+    unsigned credits = rd_v_hello_parse(data, size);
+    CHECK(credits == 0 || (credits >= 2 && credits <= 4096));
+    char reason[200];
+    size_t rn = rd_v_reject_reason(data, size, reason, size % sizeof reason);
+    CHECK(size % sizeof reason == 0 || (rn < size % sizeof reason && strlen(reason) == rn));
+    rn = rd_v_reject_reason(data, size, reason, sizeof reason);
+    CHECK(rn < sizeof reason && strlen(reason) == rn);
+    for (size_t i = 0; i < rn; i++)
+        CHECK(reason[i] >= 0x20 && reason[i] < 0x7f);
     struct rd_stream_hash sh;
     rd_stream_hash_init(&sh);
     for (size_t i = 0; i + RD_TAG_LEN <= size && i < 256; i += RD_TAG_LEN)
