@@ -6,6 +6,7 @@
  */
 #include "copy/rdc_main.h"
 #include "util/rd_clock.h"
+#include "copy/rdc_note.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 #include "util/rd_error.h"
@@ -19,6 +20,7 @@
 #include "remote/rdr_opts.h"
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
+#include "remote/rdr_said.h"
 #include "remote/rdr_spec.h"
 #include "remote/rdr_warn.h"
 #include "remote/rdr_watch.h"
@@ -117,7 +119,7 @@ struct run {
     int exit_code[2];
     int have_exit[2];
     /* statistics */
-    unsigned long long files, bytes, skipped, tot_files, tot_bytes, sent[6], recvd[6];
+    unsigned long long files, bytes, skipped, tot_files, tot_bytes, sent[5], recvd[5];
     int have_sent, have_recvd, have_total;
     char transport_used[96];
     double t0, last_draw;
@@ -290,95 +292,116 @@ static void add_made(struct made *m, const char *hex)
         rd_oom();
 }
 
+/* A tree role ended: its status decides this copy's (fail ranks the causes). */
+static void handle_exit(struct run *r, int i, const struct rdr_said *s)
+{
+    struct end *x = &r->e[i];
+    int code = s->code;
+    const char *m = s->text;
+    if (strcmp(s->role, "send") == 0 || strcmp(s->role, "recv") == 0) {
+        r->exit_code[i] = code;
+        r->have_exit[i] = 1;
+    }
+    if (!code || s->killed || r->interrupted)
+        return;
+    char msg[2048];
+    const char *what = i == 0 ? "sending the tree" : "receiving the tree";
+    if (code == RD_EPARTIAL) {
+        fail(r, 40, code, "");
+    } else if (code == 127 || code == 126) {
+        snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
+        fail(r, 5, 5, msg);
+    } else if (code > 128 && code <= 128 + 64) {
+        /* killed there (the OOM killer, an admin): the transfer broke; 128+N is for
+         * rdcp itself killed by N, as the exit codes say */
+        snprintf(msg, sizeof msg, "%s: %s was killed by signal %d", x->host, what, code - 128);
+        fail(r, 10, RD_ESTREAM, msg);
+    } else if (x->said && strcmp(m, x->said) == 0) {
+        fail(r, code == 4 ? 30 : 20, code, "");   /* said above */
+    } else {
+        snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host, what, code, *m ? ": " : "", m);
+        fail(r, code == 4 ? 30 : 20, code, msg);
+    }
+}
+
+/* A role's log line: the "@rdcp" notes (progress, totals, statistics, names made) or a
+ * message for the user. */
+static void handle_note(struct run *r, int i, const char *t)
+{
+    struct end *x = &r->e[i];
+    struct rdc_note o;
+    switch (rdc_note_parse(t, &o)) {
+    case RDC_NOTE_PROGRESS:
+        r->files = o.v[0];
+        r->bytes = o.v[1];
+        r->skipped = o.v[2];
+        draw(r, 0);
+        break;
+    case RDC_NOTE_NOTDIR:
+        r->dst_not_dir |= i == 1;
+        break;
+    case RDC_NOTE_MADE:
+        /* the destination's own names, for its next run: bounded all the same */
+        if (i == 1 && r->report_made && r->made->n < RDC_MADE_MAX)
+            add_made(r->made, o.text);
+        break;
+    case RDC_NOTE_TOTAL:
+        r->tot_files = o.v[0];
+        r->tot_bytes = o.v[1];
+        r->have_total = 1;
+        break;
+    case RDC_NOTE_SENT:
+    case RDC_NOTE_RECV:
+        memcpy(o.kind == RDC_NOTE_SENT ? r->sent : r->recvd, o.v, sizeof o.v);
+        *(o.kind == RDC_NOTE_SENT ? &r->have_sent : &r->have_recvd) = 1;
+        break;
+    case RDC_NOTE_TEXT:
+        clear_progress(r);
+        warnx("%s: %s", x->host, o.text);
+        free(x->said);
+        x->said = strdup(o.text);
+        break;
+    case RDC_NOTE_TAGGED:
+        break;
+    }
+}
+
 /* What an agent says beyond the setup replies: the resume manifest, logs (progress and
  * statistics among them), exits. */
 static void handle_line(void *ctx, int i, char **w, int n)
 {
     struct run *r = ctx;
     struct end *x = &r->e[i];
-    if (strcmp(w[0], "manifest") == 0 && n == 2) {
+    struct rdr_said s;
+    switch (rdr_said_parse(w, n, &s)) {
+    case RDR_SAID_MANIFEST:
         /* kept only from the destination, asked with --resume, before it is ready: an agent
          * that sends more costs this host no memory */
         if (i != 1 || !r->resume || x->l.ready)
-            return;
+            break;
         if (r->nman == r->capman) {
             r->capman = r->capman ? r->capman * 2 : 256;
             r->manifest = realloc(r->manifest, r->capman * sizeof *r->manifest);
             if (!r->manifest)
                 rd_oom();
         }
-        if (!(r->manifest[r->nman++] = strdup(w[1])))
+        if (!(r->manifest[r->nman++] = strdup(s.word)))
             rd_oom();
-    } else if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdr_unhex_text(w[1]);
-        if (!t)
-            return;
-        unsigned long long v[6] = { 0 };
-        double secs = 0;
-        if (strncmp(t, RDC_TAG "progress ", 15) == 0) {
-            sscanf(t + 15, "%llu %llu %llu", &r->files, &r->bytes, &r->skipped);
-            draw(r, 0);
-        } else if (strcmp(t, RDC_TAG "notdir") == 0) {
-            r->dst_not_dir |= i == 1;
-        } else if (strncmp(t, RDC_TAG "made ", 11) == 0) {
-            /* the destination's own names, for its next run: bounded all the same */
-            if (i == 1 && r->report_made && r->made->n < RDC_MADE_MAX && t[11] &&
-                strspn(t + 11, "0123456789abcdef") == strlen(t + 11))
-                add_made(r->made, t + 11);
-        } else if (strncmp(t, RDC_TAG "total ", 12) == 0) {
-            sscanf(t + 12, "%llu %llu", &r->tot_files, &r->tot_bytes);
-            r->have_total = 1;
-        } else if (strncmp(t, RDC_TAG "sent ", 11) == 0) {
-            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
-                memcpy(r->sent, v, sizeof v);
-                r->have_sent = 1;
-            }
-        } else if (strncmp(t, RDC_TAG "recv ", 11) == 0) {
-            if (sscanf(t + 11, "%llu %llu %llu %llu %llu %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &secs) == 6) {
-                memcpy(r->recvd, v, sizeof v);
-                r->have_recvd = 1;
-            }
-        } else if (t[0] != '@') {
-            const char *m = strncmp(t, "rdcp: ", 6) == 0 ? t + 6 : t;
-            clear_progress(r);
-            warnx("%s: %s", x->host, m);
-            free(x->said);
-            x->said = strdup(m);
-        }
-        free(t);
-    } else if (strcmp(w[0], "stat") == 0 && n == 5) {
-        if (strcmp(w[1], "recv") == 0)
-            rdr_stat_transport(w[4], r->transport_used, sizeof r->transport_used);
-    } else if (strcmp(w[0], "exit") == 0 && n == 5) {
-        int code = atoi(w[2]), killed = atoi(w[3]);
-        char *m = rdr_unhex_text(w[4]);
-        if (strcmp(w[1], "send") == 0 || strcmp(w[1], "recv") == 0) {
-            r->exit_code[i] = code;
-            r->have_exit[i] = 1;
-        }
-        if (code && !killed && !r->interrupted) {
-            char msg[2048];
-            if (code == RD_EPARTIAL) {
-                fail(r, 40, code, "");
-            } else if (code == 127 || code == 126) {
-                snprintf(msg, sizeof msg, "%s: cannot run rdcp there (exit %d): is rdcp installed next to rdpipe?", x->host, code);
-                fail(r, 5, 5, msg);
-            } else if (code > 128) {
-                /* killed there (the OOM killer, an admin): the transfer broke; 128+N is for
-                 * rdcp itself killed by N, as the exit codes say */
-                snprintf(msg, sizeof msg, "%s: %s was killed by signal %d", x->host,
-                         i == 0 ? "sending the tree" : "receiving the tree", code - 128);
-                fail(r, 10, RD_ESTREAM, msg);
-            } else if (m && x->said && strcmp(m, x->said) == 0) {
-                fail(r, code == 4 ? 30 : 20, code, "");   /* said above */
-            } else {
-                snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->host,
-                         i == 0 ? "sending the tree" : "receiving the tree", code, m && *m ? ": " : "", m ? m : "");
-                fail(r, code == 4 ? 30 : 20, code, msg);
-            }
-        }
-        free(m);
+        break;
+    case RDR_SAID_LOG:
+        handle_note(r, i, s.text);
+        break;
+    case RDR_SAID_STAT:
+        if (strcmp(s.role, "recv") == 0)
+            rdr_stat_transport(s.word, r->transport_used, sizeof r->transport_used);
+        break;
+    case RDR_SAID_EXIT:
+        handle_exit(r, i, &s);
+        break;
+    default:
+        break;
     }
+    rdr_said_free(&s);
 }
 
 static void lost(void *ctx, int i)

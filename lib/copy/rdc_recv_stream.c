@@ -7,6 +7,7 @@
 #include "copy/rdc_recv_int.h"
 #include "copy/rdc_flush.h"
 #include "copy/rdc_manifest.h"
+#include "copy/rdc_note.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_xattr.h"
 
@@ -370,8 +371,8 @@ void rdc_rcv_report(struct rdc_rcv *r, double secs)
         free(dir);
     }
     if (r->dst_not_dir)   /* the initiator runs no other source host's copy into it */
-        dprintf(STDERR_FILENO, RDC_TAG "notdir\n");
-    dprintf(STDERR_FILENO, RDC_TAG "recv %llu %llu %llu %llu %llu %.6f\n", (unsigned long long)r->files,
+        dprintf(STDERR_FILENO, RDC_NOTE_NOTDIR_LINE);
+    dprintf(STDERR_FILENO, RDC_NOTE_RECV_FMT, (unsigned long long)r->files,
             (unsigned long long)r->ndir, (unsigned long long)r->copied, (unsigned long long)r->skipped,
             (unsigned long long)r->errors, secs);
 }
@@ -406,14 +407,14 @@ static void made_line(const char *rel, void *ctx)
     char *h = rdr_hex_str(rel);
     if (!h)
         rd_oom();
-    size_t need = strlen(RDC_TAG "made \n") + strlen(h);   /* and snprintf's NUL: +1 */
+    size_t need = strlen(RDC_NOTE_MADE_FMT) - 2 + strlen(h);   /* and snprintf's NUL: +1 */
     if (o->n + need + 1 > sizeof o->buf)
         made_flush(o);
     if (need + 1 > sizeof o->buf) {   /* longer than PATH_MAX: never made */
         free(h);
         return;
     }
-    o->n += (size_t)snprintf(o->buf + o->n, sizeof o->buf - o->n, RDC_TAG "made %s\n", h);
+    o->n += (size_t)snprintf(o->buf + o->n, sizeof o->buf - o->n, RDC_NOTE_MADE_FMT, h);
     free(h);
 }
 

@@ -5,6 +5,7 @@
  */
 #include "copy/rdc_tree.h"
 #include "copy/rdc_count.h"
+#include "copy/rdc_note.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
 #include "copy/rdc_safe.h"
@@ -203,7 +204,7 @@ static void progress(struct snd *s, int force)
         return;
     s->last_progress = now;
     /* holes count as done for the progress line (they are part of the total) */
-    dprintf(STDERR_FILENO, RDC_TAG "progress %llu %llu %llu\n", (unsigned long long)s->files,
+    dprintf(STDERR_FILENO, RDC_NOTE_PROGRESS_FMT, (unsigned long long)s->files,
             (unsigned long long)(s->bytes + s->holes), (unsigned long long)s->skipped);
 }
 
@@ -647,7 +648,7 @@ static void *count_main(void *arg)
     struct snd *s = arg;
     rd_thread_name("rdc-count");
     struct rdc_count c = rdc_count_sources(s->srcs, s->nsrc, s->recursive, s->follow);
-    dprintf(STDERR_FILENO, RDC_TAG "total %llu %llu\n", (unsigned long long)c.files,
+    dprintf(STDERR_FILENO, RDC_NOTE_TOTAL_FMT, (unsigned long long)c.files,
             (unsigned long long)c.bytes);
     return NULL;
 }
@@ -810,7 +811,7 @@ int rdc_tree_send_main(int argc, char **argv)
     int rc = rd_send_source(&o, &src);
     double t1 = rd_now();
     progress(&s, 1);
-    dprintf(STDERR_FILENO, RDC_TAG "sent %llu %llu %llu %llu %llu %.6f\n", (unsigned long long)s.files,
+    dprintf(STDERR_FILENO, RDC_NOTE_SENT_FMT, (unsigned long long)s.files,
             (unsigned long long)s.dirs, (unsigned long long)s.bytes, (unsigned long long)s.skipped,
             (unsigned long long)s.errors, t1 - t0);
     if (o.key)

@@ -18,6 +18,7 @@
 #include "remote/rdr_line.h"
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
+#include "remote/rdr_said.h"
 #include "remote/rdr_spec.h"
 #include "util/rd_error.h"
 #include "util/rd_secret.h"
@@ -59,7 +60,7 @@ static int big_pipe(int p[2])
 static void fail_local(struct agent *a, const char *role, int code, const char *msg)
 {
     char *h = rdr_hex_str(msg);
-    if (a->cout >= 0 && rdr_send(a->cout, "exit %s %d 0 %s", role, code, h) < 0)
+    if (a->cout >= 0 && rdr_send(a->cout, RDR_SAID_EXIT_FMT, role, code, 0, h) < 0)
         a->cout = -1;
     free(h);
     a->file_failed = 1;

@@ -6,6 +6,7 @@
 
 #include "remote/rdr_proc.h"
 #include "remote/rdr_role.h"
+#include "remote/rdr_said.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -251,14 +252,13 @@ void rdpa_report(struct agent *a)
         }
         char line[256];
         if (c->have_stat) {
-            snprintf(line, sizeof line, "stat %s %llu %.6f %s", role_name[i], c->bytes, c->seconds,
+            snprintf(line, sizeof line, RDR_SAID_STAT_FMT, role_name[i], c->bytes, c->seconds,
                      c->transport[0] ? c->transport : "-");
             rdpa_send_line(a, line);
         }
         char *h = rdr_hex_str(c->code ? c->error : NULL);
-        snprintf(line, sizeof line, "exit %s %d %d ", i == C_RECV && a->kind == RDR_PASS &&
-                 a->out == RDR_OUT_SEND ? "relay" : role_name[i], c->code, c->killed);
-        if (a->cout >= 0 && rdr_send(a->cout, "%s%s", line, h) < 0)
+        const char *role = i == C_RECV && a->kind == RDR_PASS && a->out == RDR_OUT_SEND ? "relay" : role_name[i];
+        if (a->cout >= 0 && rdr_send(a->cout, RDR_SAID_EXIT_FMT, role, c->code, c->killed, h) < 0)
             a->cout = -1;
         free(h);
         /* A failing rdrecv, rdsend or copy ends the segment: above all no clean END may go

@@ -12,6 +12,7 @@
 #include "remote/rdr_link.h"
 #include "remote/rdr_opts.h"
 #include "remote/rdr_proc.h"
+#include "remote/rdr_said.h"
 #include "remote/rdr_shell.h"
 #include "remote/rdr_spec.h"
 #include "remote/rdr_warn.h"
@@ -302,7 +303,7 @@ static void add_failure(struct run *r, int node, const char *role, int rank, int
  * write, an input that cannot be read, both exit 5), whichever end's line came first. */
 static int transport_rank(int code)
 {
-    return code > 128 ? 15 : code == RD_ESTREAM ? 25 : 20;
+    return code > 128 && code <= 128 + 64 ? 15 : code == RD_ESTREAM ? 25 : 20;
 }
 
 /* Our stdout is a pipe or socket whose reader has closed it (poll: POLLERR on a pipe's
@@ -313,81 +314,85 @@ static int stdout_reader_gone(void)
     return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
 }
 
+/* A role of segment i failed with code (not 0, not a kill the agent chose), saying m. */
+static void handle_exit(struct run *r, int i, const char *role, int code, const char *m)
+{
+    struct node *x = &r->n[i];
+    char lb[512], msg[2048];
+    int rank;
+    if (strcmp(role, "cmd") == 0) {
+        /* killed by SIGPIPE: a consequence of a failure after it (named before it, as
+         * is the cut it met, closed_early), but the last one's reader is the caller's
+         * stdout (rdpipe ... | head): its own cause, as in bash */
+        rank = code == 128 + SIGPIPE && i + 1 < r->count ? 31 : 0;
+        if (code > 128 && code < 128 + 65)
+            snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
+                     x->shown, code - 128);
+        else
+            snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
+                     x->shown, code);
+    } else if (strcmp(role, "recv") == 0 && x->s.out == RDR_OUT_STDOUT && !x->s.dest && stdout_reader_gone()) {
+        /* our stdout's reader went away (rdpipe ... | head): as bash names that pipeline,
+         * by the SIGPIPE of its last command, whatever the hop to here reported */
+        rank = 0;
+        code = 128 + SIGPIPE;
+        snprintf(msg, sizeof msg, "the reader of stdout went away (SIGPIPE)");
+    } else if (strcmp(role, "recv") == 0) {
+        rank = transport_rank(code);
+        snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
+                 x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
+                 *m ? ": " : "", m);
+    } else if (strcmp(role, "relay") == 0) {
+        rank = transport_rank(code);
+        snprintf(msg, sizeof msg, "%s: relaying the stream from %s to %s failed (rdrecv exit %d)%s%s",
+                 x->s.host, i > 0 ? r->n[i - 1].s.host : "?", i + 1 < r->count ? r->n[i + 1].s.host : "?",
+                 code, *m ? ": " : "", m);
+    } else if (strcmp(role, "send") == 0) {
+        rank = transport_rank(code);
+        snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",
+                 x->s.host, label(x, lb, sizeof lb), i + 1 < r->count ? r->n[i + 1].s.host : "?",
+                 code, *m ? ": " : "", m);
+    } else {
+        rank = strcmp(role, "file") == 0 ? 0 : 20;
+        snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->s.host, label(x, lb, sizeof lb),
+                 code, *m ? ": " : "", m);
+    }
+    add_failure(r, i, role, rank, code, msg);
+}
+
 /* What an agent says beyond the setup replies: logs, statistics, exits. */
 static void handle_line(void *ctx, int i, char **w, int n)
 {
     struct run *r = ctx;
     struct node *x = &r->n[i];
-    char lb[512];
-    if (strcmp(w[0], "closed") == 0 && n == 1) {
+    struct rdr_said s;
+    switch (rdr_said_parse(w, n, &s)) {
+    case RDR_SAID_CLOSED:
         closed_early(r, i);
-    } else if (strcmp(w[0], "note") == 0 && n == 2) {   /* for the user, -v or not */
-        char *t = rdr_unhex_text(w[1]);
-        char *shown = t ? rdr_printable(t, strlen(t)) : NULL;
-        if (shown)
-            fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, shown);
-        free(shown);
-        free(t);
-    } else if (strcmp(w[0], "log") == 0 && n == 2) {
-        char *t = rdr_unhex_text(w[1]);
-        if (t && r->verbose)
-            fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, t);
-        free(t);
-    } else if (strcmp(w[0], "stat") == 0 && n == 5) {
-        if (strcmp(w[1], "recv") == 0) {
+        break;
+    case RDR_SAID_NOTE:   /* for the user, -v or not */
+        fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, s.text);
+        break;
+    case RDR_SAID_LOG:
+        if (r->verbose)
+            fprintf(stderr, "rdpipe: %s: %s\n", x->s.host, s.text);
+        break;
+    case RDR_SAID_STAT:
+        if (strcmp(s.role, "recv") == 0) {
             x->has_recv_stat = 1;
-            x->recv_bytes = strtoull(w[2], NULL, 10);
-            x->recv_seconds = strtod(w[3], NULL);
-            rdr_stat_transport(w[4], x->recv_transport, sizeof x->recv_transport);
+            x->recv_bytes = s.bytes;
+            x->recv_seconds = s.seconds;
+            rdr_stat_transport(s.word, x->recv_transport, sizeof x->recv_transport);
         }
-    } else if (strcmp(w[0], "exit") == 0 && n == 5) {
-        int code = atoi(w[2]), killed = atoi(w[3]);
-        if (code == 0 || killed || r->interrupted)
-            return;
-        char *m = rdr_unhex_text(w[4]);
-        char msg[2048];
-        const char *role = w[1];
-        int rank;
-        if (strcmp(role, "cmd") == 0) {
-            /* killed by SIGPIPE: a consequence of a failure after it (named before it, as
-             * is the cut it met, closed_early), but the last one's reader is the caller's
-             * stdout (rdpipe ... | head): its own cause, as in bash */
-            rank = code == 128 + SIGPIPE && i + 1 < r->count ? 31 : 0;
-            if (code > 128 && code < 128 + 65)
-                snprintf(msg, sizeof msg, "%s: command '%s' was killed by signal %d", x->s.host,
-                         x->shown, code - 128);
-            else
-                snprintf(msg, sizeof msg, "%s: command '%s' failed with exit status %d", x->s.host,
-                         x->shown, code);
-        } else if (strcmp(role, "recv") == 0 && x->s.out == RDR_OUT_STDOUT && !x->s.dest && stdout_reader_gone()) {
-            /* our stdout's reader went away (rdpipe ... | head): as bash names that pipeline,
-             * by the SIGPIPE of its last command, whatever the hop to here reported */
-            rank = 0;
-            code = 128 + SIGPIPE;
-            snprintf(msg, sizeof msg, "the reader of stdout went away (SIGPIPE)");
-        } else if (strcmp(role, "recv") == 0) {
-            rank = transport_rank(code);
-            snprintf(msg, sizeof msg, "%s: receiving the stream for %s from %s failed (rdrecv exit %d)%s%s",
-                     x->s.host, label(x, lb, sizeof lb), i > 0 ? r->n[i - 1].s.host : "?", code,
-                     m && *m ? ": " : "", m ? m : "");
-        } else if (strcmp(role, "relay") == 0) {
-            rank = transport_rank(code);
-            snprintf(msg, sizeof msg, "%s: relaying the stream from %s to %s failed (rdrecv exit %d)%s%s",
-                     x->s.host, i > 0 ? r->n[i - 1].s.host : "?", i + 1 < r->count ? r->n[i + 1].s.host : "?",
-                     code, m && *m ? ": " : "", m ? m : "");
-        } else if (strcmp(role, "send") == 0) {
-            rank = transport_rank(code);
-            snprintf(msg, sizeof msg, "%s: sending the stream of %s to %s failed (rdsend exit %d)%s%s",
-                     x->s.host, label(x, lb, sizeof lb), i + 1 < r->count ? r->n[i + 1].s.host : "?",
-                     code, m && *m ? ": " : "", m ? m : "");
-        } else {
-            rank = strcmp(role, "file") == 0 ? 0 : 20;
-            snprintf(msg, sizeof msg, "%s: %s failed (exit %d)%s%s", x->s.host, label(x, lb, sizeof lb),
-                     code, m && *m ? ": " : "", m ? m : "");
-        }
-        add_failure(r, i, role, rank, code, msg);
-        free(m);
+        break;
+    case RDR_SAID_EXIT:
+        if (s.code && !s.killed && !r->interrupted)
+            handle_exit(r, i, s.role, s.code, s.text);
+        break;
+    default:
+        break;
     }
+    rdr_said_free(&s);
 }
 
 static void lost(void *ctx, int i)

@@ -240,4 +240,6 @@ void rdr_stat_transport(const char *word, char *out, size_t n)
     for (char *q = out; *q; q++)
         if (*q == '-' && q[1] && q != out)
             *q = ' ';
+        else if ((unsigned char)*q < 0x20 || (unsigned char)*q >= 0x7f)
+            *q = '?';   /* shown on the terminal: a hostile agent's escapes stay out */
 }

@@ -46,7 +46,8 @@ char *rdr_unhex_text(const char *hex);
 char *rdr_printable(const char *text, size_t n);
 
 /* A stat line's transport word as the tool said it: the agent writes its spaces as '-' (words
- * are space separated: "tcp, 3 streams" travels as "tcp,-3-streams"). */
+ * are space separated: "tcp, 3 streams" travels as "tcp,-3-streams"). Any byte but printable
+ * ASCII becomes '?' (transports are named in ASCII; the text goes to the terminal). */
 void rdr_stat_transport(const char *word, char *out, size_t n);
 
 /* Split a line into at most max words in place; returns the count. */

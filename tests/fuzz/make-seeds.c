@@ -1,6 +1,7 @@
 /* make-seeds.c - writes the seed corpora of the fuzz targets (make fuzz-seeds).
  *
  * usage: make-seeds DIR   -> DIR/proto/, DIR/handshake/, DIR/relay/, DIR/agent_line/,
+ *                           DIR/initiator_line/,
  *                           DIR/codec/, DIR/bench_client/
  * Every seed is built with the library's own encoders and the scripts of fz_input.h, so the
  * seeds stay valid when the formats change: regenerate and commit. Files named regress-*
@@ -10,7 +11,10 @@
 #include "fz_input.h"
 
 #include "bench/rdb_msg.h"
+#include "copy/rdc_note.h"
 #include "copy/rdc_tree.h"
+#include "remote/rdr_line.h"
+#include "remote/rdr_said.h"
 #include "wire/rd_compress.h"
 #include "wire/rd_proto.h"
 #include "wire/rd_tag.h"
@@ -535,6 +539,62 @@ static void seeds_agent_line(void)
     save("agent_line", "manifest", man, strlen(man));
 }
 
+/* ---- what an agent says after setup, as rdpipe's and rdcp's initiators read it
+ *      (fuzz_initiator_line.c) ---- */
+
+/* append "log HEX(text)\n" */
+static void add_log(char *buf, size_t cap, const char *text)
+{
+    char *h = rdr_hex_str(text);
+    if (h && strlen(buf) + strlen(h) + 6 < cap)
+        strcat(strcat(strcat(buf, "log "), h), "\n");
+    free(h);
+}
+
+static void seeds_initiator_line(void)
+{
+    char pipe[1024] = "", copy[2048] = "", line[256];
+    char *h = rdr_hex_str("rdrecv: the stream broke off");
+    strcat(pipe, "note 72647069706520736179732068656c6c6f\nclosed\n");
+    snprintf(line, sizeof line, RDR_SAID_STAT_FMT "\n", "recv", 1073741824ULL, 0.731245, "tcp,-2-streams");
+    strcat(pipe, line);
+    snprintf(line, sizeof line, RDR_SAID_EXIT_FMT "\n", "recv", 4, 0, h);
+    strcat(pipe, line);
+    snprintf(line, sizeof line, RDR_SAID_EXIT_FMT "\n", "cmd", 141, 1, "-");
+    strcat(pipe, line);
+    free(h);
+    save("initiator_line", "rdpipe", pipe, strlen(pipe));
+
+    strcat(copy, "manifest 5401000000\n");
+    snprintf(line, sizeof line, RDC_NOTE_TOTAL_FMT, 20000ULL, 663000000ULL);
+    line[strlen(line) - 1] = '\0';
+    add_log(copy, sizeof copy, line);
+    snprintf(line, sizeof line, RDC_NOTE_PROGRESS_FMT, 1200ULL, 40000000ULL, 3ULL);
+    line[strlen(line) - 1] = '\0';
+    add_log(copy, sizeof copy, line);
+    add_log(copy, sizeof copy, "@rdcp made 612f622e747874");
+    add_log(copy, sizeof copy, "@rdcp notdir");
+    add_log(copy, sizeof copy, "rdcp: cannot open 'a/b': Permission denied");
+    snprintf(line, sizeof line, RDC_NOTE_SENT_FMT, 20000ULL, 12ULL, 663000000ULL, 3ULL, 1ULL, 3.25);
+    line[strlen(line) - 1] = '\0';
+    add_log(copy, sizeof copy, line);
+    snprintf(line, sizeof line, RDC_NOTE_RECV_FMT, 20000ULL, 12ULL, 663000000ULL, 3ULL, 1ULL, 3.5);
+    line[strlen(line) - 1] = '\0';
+    add_log(copy, sizeof copy, line);
+    strcat(copy, "exit recv 23 0 -\n");
+    save("initiator_line", "rdcp", copy, strlen(copy));
+
+    /* what atoi and sscanf once took: a wrapped status, a negative count, inf seconds */
+    static const char hostile[] =
+        "exit recv 4294967296 0 -\n"
+        "exit send 4 2 -\n"
+        "stat recv 10 inf -\n"
+        "stat recv -1 0x10 -\n"
+        "stat recv 10 1.0 tcp\033]0;owned\007\n"
+        "log 4072646370207072677265737320312032202d33\n";
+    save("initiator_line", "regress-atoi", hostile, sizeof hostile - 1);
+}
+
 /* ---- codec: 2 bytes of raw length, then a payload (fuzz_codec.c) ---- */
 static void save_codec(const char *name, const uint8_t *raw, size_t n, int level)
 {
@@ -686,6 +746,7 @@ int main(int argc, char **argv)
     seeds_handshake();
     seeds_relay();
     seeds_agent_line();
+    seeds_initiator_line();
     seeds_codec();
     seeds_bench_client();
     printf("make-seeds: %d seeds in %s\n", written, root);

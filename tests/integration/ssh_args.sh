@@ -144,6 +144,7 @@ read -r banner
 hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
 echo "hello 10.0.0.9 10.0.0.1 42"
 echo "log $(hexof $'\e[2J\e[1;31mFAKE: transfer complete\e[0m\nrdpipe: all good caf\xc3\xa9')"
+echo "stat recv 10 1.0 tcp"$'\e]0;owned\a'   # a word, not hex: shown in -v's summary
 echo "exit file 5 0 $(hexof $'\e]0;owned\a\e[1A\e[2Kforged line')"
 echo "exit send 5 0 $(hexof $'\e]0;owned\a\e[1A\e[2Kforged line')"
 sleep 1
@@ -162,6 +163,8 @@ for tool in rdpipe rdcp; do
         t_fail "the exit message is not shown escaped: $(cat -v "$C/e" | head -5)"
     grep -qF '\033[2J\033[1;31mFAKE: transfer complete\033[0m\012rdpipe: all good café' "$C/e" ||
         t_fail "the log line is not shown escaped: $(cat -v "$C/e" | head -5)"
+    [ $tool = rdpipe ] && ! grep -qF 'over tcp?]0;owned?' "$C/e" &&
+        t_fail "the transport a stat line names is not shown with its control bytes replaced: $(cat -v "$C/e" | head -5)"
     t_end
 done
 
