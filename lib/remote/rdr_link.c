@@ -2,9 +2,11 @@
 #include "remote/rdr_link.h"
 
 #include "remote/rdr_proc.h"
+#include "remote/rdr_said.h"
 #include "remote/rdr_shell.h"
 #include "remote/rdr_spec.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -112,17 +114,39 @@ void rdr_link_reap(struct rdr_link *l)
     }
 }
 
+/* An address of SSH_CONNECTION as the agent said it: an IP address (an IPv6 one with a scope
+ * made of letters, digits, '_', '.' or '-'), else "-". It becomes the next hop's address and
+ * is shown with -v, so a hostile agent's word with control bytes in it is neither. */
+static void take_addr(char *out, size_t n, const char *word)
+{
+    char ip[INET6_ADDRSTRLEN + 1], bin[sizeof(struct in6_addr)];
+    size_t len = strcspn(word, "%");
+    int ok = len < sizeof ip && strlen(word) < n;
+    if (ok) {
+        memcpy(ip, word, len);
+        ip[len] = '\0';
+        const char *scope = word + len;
+        ok = (!*scope && inet_pton(AF_INET, ip, bin) == 1) ||
+             (inet_pton(AF_INET6, ip, bin) == 1 &&
+              (!*scope || (scope[1] && strspn(scope + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+                                          strlen(scope + 1))));
+    }
+    snprintf(out, n, "%s", ok ? word : "-");
+}
+
 int rdr_link_setup_line(struct rdr_link *l, char **w, int n)
 {
     if (strcmp(w[0], "hello") == 0) {
         if (n >= 3) {
-            snprintf(l->srv, sizeof l->srv, "%s", w[1]);
-            snprintf(l->cli, sizeof l->cli, "%s", w[2]);
+            take_addr(l->srv, sizeof l->srv, w[1]);
+            take_addr(l->cli, sizeof l->cli, w[2]);
             l->hello = 1;
         }
     } else if (strcmp(w[0], "port") == 0) {
-        if (n == 2)
-            l->port = atoi(w[1]);
+        unsigned long long port;
+        /* a port the next hop can connect to; anything else leaves none (0), which fails there */
+        if (n == 2 && rdr_parse_ull(w[1], &port) == 0 && port >= 1 && port <= 65535)
+            l->port = (int)port;
     } else if (strcmp(w[0], "ready") == 0) {
         l->ready = 1;
     } else if (strcmp(w[0], "done") == 0) {

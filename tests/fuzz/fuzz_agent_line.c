@@ -5,7 +5,8 @@
  * child), and every complete line is handed to
  *   - rdp_agent_parse, the agent's instruction parser (seg/key/manifest/next/...), and for a
  *     seg line that names a role, rdr_role_argv (what the agent would start for it),
- *   - rdr_link_setup_line, the initiator's parser of the agent's replies (hello/port/...),
+ *   - rdr_link_setup_line, the initiator's parser of the agent's replies (hello/port/...):
+ *     an address that is not an IP address is "-", a port outside 1..65535 none,
  *   - rdr_parse_segment (+ rdr_plan over the lines so far), the pipeline spec parser,
  *   - rdr_unhex on every word, with a rdr_hex round trip, and rdr_unhex_text (what the
  *     initiator shows of an agent's text: no control byte left),
@@ -204,6 +205,12 @@ static void link_line(const char *line)
         int taken = rdr_link_setup_line(&l, w, n);
         CHECK(taken == 0 || taken == 1);
         CHECK(memchr(l.srv, '\0', sizeof l.srv) && memchr(l.cli, '\0', sizeof l.cli));
+        /* an address or "-", a port or none: what becomes the next hop and is shown */
+        CHECK(l.port >= 0 && l.port <= 65535);
+        for (const char *a = l.srv; *a; a++)
+            CHECK(*a > 0x20 && *a < 0x7f);
+        for (const char *a = l.cli; *a; a++)
+            CHECK(*a > 0x20 && *a < 0x7f);
     }
     free(copy);
 }

@@ -8,6 +8,7 @@
  * is shown with its control bytes escaped (rdr_unhex_text).
  */
 #include "remote/rdr_line.h"
+#include "remote/rdr_link.h"
 
 #include "check.h"
 
@@ -154,8 +155,42 @@ static void t_unhex_text(void)
     CHECK(rdr_unhex_text("4") == NULL);   /* malformed hex, as rdr_unhex */
 }
 
+/* The agent's hello and port replies: the next hop connects to what they say, and -v shows
+ * it, so only an IP address and a port in 1..65535 are taken (before 2026-12-07 any word, and
+ * atoi's reading of the port: "-1", "70000", "99999999999"). */
+static void link_reply(struct rdr_link *l, const char *line)
+{
+    char buf[256], *w[8];
+    snprintf(buf, sizeof buf, "%s", line);
+    memset(l, 0, sizeof *l);
+    rdr_link_setup_line(l, w, rdr_split(buf, w, 8));
+}
+
+static void t_link_hello_and_port(void)
+{
+    struct rdr_link l;
+    link_reply(&l, "hello 10.0.0.9 10.0.0.1 42");
+    CHECK(l.hello && strcmp(l.srv, "10.0.0.9") == 0 && strcmp(l.cli, "10.0.0.1") == 0);
+    link_reply(&l, "hello fe80::1%eth0 fd77::2 42");
+    CHECK(strcmp(l.srv, "fe80::1%eth0") == 0 && strcmp(l.cli, "fd77::2") == 0);
+    link_reply(&l, "hello - - -");
+    CHECK(l.hello && strcmp(l.srv, "-") == 0);
+    link_reply(&l, "hello evil.example\033]0;x\007 10.0.0.1%x 42");
+    CHECK(l.hello && strcmp(l.srv, "-") == 0 && strcmp(l.cli, "-") == 0);
+    link_reply(&l, "hello fe80::1% ::1%a\033b 42");
+    CHECK(strcmp(l.srv, "-") == 0 && strcmp(l.cli, "-") == 0);
+    link_reply(&l, "port 40001");
+    CHECK_EQ_I(l.port, 40001);
+    static const char *bad[] = { "port -1", "port 0", "port 65536", "port 99999999999", "port 4x", "port +5", "port" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        link_reply(&l, bad[i]);
+        CHECK_EQ_I(l.port, 0);
+    }
+}
+
 int main(void)
 {
+    RUN(t_link_hello_and_port);
     RUN(t_unhex_text);
     RUN(t_burst_from_file);
     RUN(t_burst_from_pipe);
