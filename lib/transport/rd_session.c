@@ -1,11 +1,13 @@
 #include "transport/rd_session.h"
 
 #include "transport/rd_rails.h"
+#include "util/rd_clock.h"
 #include "util/rd_error.h"
 #include "util/rd_memlock.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Tag b's sealed frame (payload in place) under key. */
 static int tag_frame(struct rd_transport *tp, struct rd_buf *b, const uint8_t key[RD_KEY_LEN], int dir)
@@ -379,11 +381,27 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
-/* claim: NULL, or the receiver's one stream (rd_receiver_arg) that the first sender to prove
- * the key takes before its ACCEPT */
-static int receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
-                    struct rd_params *agreed, atomic_int *claim)
+/* Take the one stream (a->claim), waiting up to a->claim_wait_ms for it to be given back. */
+static int take_claim(const struct rd_receiver_arg *a)
 {
+    double until = rd_now() + a->claim_wait_ms / 1000.0;
+    for (;;) {
+        int free_ = 0;
+        if (atomic_compare_exchange_strong(a->claim, &free_, 1))
+            return 1;
+        if (rd_now() >= until)
+            return 0;
+        struct timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* a: NULL, or what rd_receiver_arg adds: the receiver's one stream (claim) that the first
+ * sender to prove the key takes before its ACCEPT */
+static int receiver(struct rd_transport *tp, const struct rd_key *k, const struct rd_params *limits,
+                    struct rd_params *agreed, const struct rd_receiver_arg *a)
+{
+    atomic_int *claim = a ? a->claim : NULL;
     struct rd_hello h;
     struct rd_buf *b;
     struct rd_frame f;
@@ -465,15 +483,15 @@ static int receiver(struct rd_transport *tp, const struct rd_key *k, const struc
      * closed without a word, which read as a broken stream (exit 4) */
     int claimed = 0;
     if (!rc && claim) {
-        int free_ = 0;
-        if (!atomic_compare_exchange_strong(claim, &free_, 1))
-            rc = rd_fail(RD_ECONNECT, "sender %s turned away: another sender was served first", tp->peer);
+        if (!take_claim(a))
+            rc = rd_fail(RD_ECONNECT, "sender %s turned away: %s", tp->peer,
+                         a->busy ? a->busy : "another sender was served first");
         else
             claimed = 1;
     }
     if (rc)   /* the sender proved the key: it learns why this end cannot take its stream */
         rd_send_reason(tp, RD_REJECT, rd_error_code(), rc == RD_ECONNECT && claim && !claimed
-                       ? "the receiver is serving another sender" : rd_error_msg());
+                       ? (a->busy ? a->busy : "the receiver is serving another sender") : rd_error_msg());
     if (!rc) {
         keep_keys(tp, &keys, 0, &c, agreed);
         agreed->depth_asked = c.depth < asked ? asked : 0;
@@ -568,5 +586,5 @@ void rd_session_receiver_discarded(void *arg)
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed)
 {
     const struct rd_receiver_arg *a = arg;
-    return receiver(tp, a->key, &a->limits, agreed, a->claim);
+    return receiver(tp, a->key, &a->limits, agreed, a);
 }

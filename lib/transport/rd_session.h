@@ -64,6 +64,12 @@ struct rd_receiver_arg {
     /* NULL, or one stream for all the set's handshakes (rdrecv): the first to prove the key
      * takes it before its ACCEPT, the others get a REJECT (RD_ECONNECT) */
     atomic_int *claim;
+    /* the REJECT's text for those (NULL: "the receiver is serving another sender") */
+    const char *busy;
+    /* a claim taken: wait up to this long for it to be given back before turning the sender
+     * away (rdbench --server gives it back after each client: the served client's next
+     * connection may prove the key an instant before) */
+    int claim_wait_ms;
 };
 int rd_session_receiver_arg(struct rd_transport *tp, void *arg, void *agreed);
 /* rd_waiting_cfg.discarded for it: a session dropped after it took the claim gives it back */
