@@ -122,6 +122,10 @@ int rdb_connect(const struct rd_reach *reach, const struct rd_key *key, uint32_t
     if (!rc && (c->agreed.chunk_size < want_size || c->agreed.depth < 1))
         rc = rd_fail(RD_ESTREAM, "server %s grants messages of %u bytes at depth %u, not %u at %u",
                      c->tp->peer, c->agreed.chunk_size, c->agreed.depth, want_size, want_depth);
+    /* the server's REJECT names it "receiver", as for rdsend: say it in rdbench's words */
+    if (rc == RD_ECONNECT && strstr(rd_error_msg(), RDB_BUSY_TEXT))
+        rc = rd_fail_instead(RD_ECONNECT, "server %s is " RDB_BUSY_TEXT ": try again when it is done",
+                             c->tp->peer);
     if (rc) {
         c->tp->ops->close(c->tp);
         c->tp = NULL;

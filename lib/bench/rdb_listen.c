@@ -6,11 +6,15 @@
  * first to complete is served, so a connection that is silent, or sends half a HELLO and
  * stalls, costs the client nothing; an address whose handshakes keep failing is slowed down
  * (transport/rd_throttle). The set lives as long as the server: handshakes that arrive while
- * a client is served go on, and the next one served is the first of them to complete.
- * Serving itself is bounded by --timeout, and watched by rdb_guard. */
+ * a client is served go on. One client is served at a time: while it is, the doorman
+ * (rdb_door.h) accepts the rest, and each that proves the key is told at once that the
+ * server is busy (exit 2 there), as iperf3 does; before 2026-12-07 it waited unanswered 30 s.
+ * Serving is bounded by --timeout, and a client that stalls (RDB_STALL_MS) is dropped, the
+ * guard (rdb_guard) ending a send it does not read. */
 #include "bench/rdb_net.h"
 
 #include "bench/rdb_dev.h"
+#include "bench/rdb_door.h"
 #include "bench/rdb_guard.h"
 #include "transport/rd_throttle.h"
 #include "transport/rd_waiting.h"
@@ -27,7 +31,7 @@ static int serve_one(struct rd_transport *tp, const struct rd_params *agreed, co
                      double deadline, int *bye)
 {
     struct rdb_guard g;
-    int guarded = rdb_guard_start(&g, tp, deadline, RDB_SEND_MS, cfg->watch_fd) == RD_OK;
+    int guarded = rdb_guard_start(&g, tp, deadline, RDB_STALL_MS, cfg->watch_fd) == RD_OK;
     if (!guarded) {   /* out of threads: serve it anyway; its own limits still hold */
         rd_report();
         rd_error_clear();
@@ -65,20 +69,26 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
         rd_warn("listening on port %u (%s)", port, kinds);
     struct rd_throttle throttle;   /* an address that keeps failing handshakes is slowed down */
     rd_throttle_init(&throttle);
+    atomic_int claim = 0;   /* the one client served: the others are told RDB_BUSY_TEXT */
     struct rd_receiver_arg ha = {
         .key = key,
+        .claim = &claim,
+        .busy = RDB_BUSY_TEXT,
+        .claim_wait_ms = RDB_BUSY_WAIT_MS,
         .limits = { .chunk_size = RDB_MAX_SIZE, .depth = RDB_MAX_DEPTH, .streams = 1,
                     .max_inflight = RDB_SERVER_INFLIGHT },
     };
     struct rd_params agreed = { 0 };
     struct rd_waiting_cfg wcfg = { .handshake = rd_session_receiver_arg, .arg = &ha, .arg_size = sizeof ha,
                                    .result_size = sizeof agreed, .deadline_ms = RD_HANDSHAKE_MS,
-                                   .throttle = &throttle };
+                                   .throttle = &throttle, .discarded = rd_session_receiver_discarded };
     struct rd_waiting *waiting = rd_waiting_new(&wcfg);
     if (!waiting) {
         rd_listener_close(&lis);
         return rd_error_or(RD_EIO);
     }
+    struct rdb_door door;
+    rdb_door_init(&door, waiting, &lis);
     double deadline = reach->timeout_s >= 0 ? rd_now() + reach->timeout_s : -1;
     for (;;) {
         struct rd_transport *tp = NULL;
@@ -104,7 +114,13 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
         }
         came++;
         int bye = 0;
+        rdb_door_open(&door);
         int why = serve_one(tp, &agreed, cfg, deadline, &bye);
+        /* the claim is given back once the door is closed: a handshake that takes it is
+         * the loop's to serve, never the doorman's. One that waits for it (RDB_BUSY_WAIT_MS)
+         * is the client's next connection, come while its last one was being closed here */
+        rdb_door_close(&door);
+        atomic_store(&claim, 0);
         served += bye >= 0;   /* an rdsend, refused, was not served */
         explicit_bzero(&agreed, sizeof agreed);   /* the session's keys */
         tp->ops->close(tp);
@@ -121,6 +137,7 @@ int rdb_serve(const struct rd_reach *reach, const struct rd_key *key, const stru
             break;
         }
     }
+    rdb_door_free(&door);
     rd_waiting_free(waiting);
     rd_listener_close(&lis);
     return rc;

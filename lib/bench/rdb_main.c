@@ -30,7 +30,8 @@ static const char usage[] =
     "Sweeps message size x depth; for each point: latency (p50, p99), operations/s and GB/s;\n"
     "then fits latency and bandwidth: GB/s = depth x size / (latency + size / bandwidth).\n"
     "\noptions:\n"
-    "      --server           serve clients one after another (until --timeout or a signal)\n"
+    "      --server           serve clients one at a time (until --timeout or a signal);\n"
+    "                         another is told at once that the server is busy (exit 2)\n"
     "      --quick            a short sweep (4 sizes x 4 depths, 64M in flight), under 10 s\n"
     "      --json FILE        every result as one JSON object in FILE ('-' for stdout)\n"
     "      --svg FILE         bandwidth and latency against message size, a line per depth,\n"
@@ -59,9 +60,9 @@ static const char usage[] =
     "      --no-progress      never show the progress line\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n"
-    "\nexit codes: 0 success, 1 usage, 2 cannot connect or timed out, 3 authentication failed,\n"
-    "            4 connection broken or protocol error, 5 local input/output error (--json,\n"
-    "            --svg, --io), 101 --transport rdma and no RDMA device\n";
+    "\nexit codes: 0 success, 1 usage, 2 cannot connect, timed out, or the server is busy,\n"
+    "            3 authentication failed, 4 connection broken or protocol error, 5 local\n"
+    "            input/output error (--json, --svg, --io), 101 --transport rdma and no RDMA device\n";
 
 enum { O_SERVER = 256, O_QUICK, O_JSON, O_SVG, O_TRANSPORT, O_SIZES, O_DEPTHS, O_INFLIGHT, O_POINT,
        O_IO, O_IO_SIZE, O_IO_LANES, O_BIND, O_KEY_FILE, O_TIMEOUT, O_NO_PROGRESS, O_PASSES };

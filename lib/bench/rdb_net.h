@@ -24,9 +24,17 @@
 #define RDB_MAX_SIZE (64u << 20)     /* the largest message: what rdrecv grants too */
 #define RDB_MAX_DEPTH 64u
 #define RDB_LAT_SAMPLES (1u << 17)   /* latencies kept per point for the percentiles */
-#define RDB_ANSWER_MS 30000          /* an answer that takes longer is a dead peer */
-#define RDB_IDLE_MS 60000            /* server: a client silent this long is dropped */
-#define RDB_SEND_MS 30000            /* a send blocked this long: the peer stopped reading */
+#define RDB_ANSWER_MS 30000          /* client: an answer that takes longer is a dead server */
+#define RDB_SEND_MS 30000            /* client: a send blocked this long: the server stopped reading */
+/* server: a client that sends nothing (its next request, an ACK), or reads nothing, this long
+ * is dropped; every other client is turned away while one is served, so a stalled one holds
+ * the server this long at most (before 2026-12-07: 60 s silent, 30 s not reading) */
+#define RDB_STALL_MS 10000
+/* server: the REJECT for a client that proves the key while another is served (rdb_door.h) */
+#define RDB_BUSY_TEXT "busy with another client's test (rdbench --server runs one at a time)"
+/* server: how long such a client's handshake waits for the served one to finish first: the
+ * served client's next connection (one per message size) may come an instant before */
+#define RDB_BUSY_WAIT_MS 1000
 #define RDB_SERVER_INFLIGHT (256u << 20)   /* server: chunk x depth it grants a client at most
                                             * (each ring; rdbench's default --max-inflight) */
 

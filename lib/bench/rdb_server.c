@@ -62,6 +62,14 @@ static int refuse(struct rd_transport *tp, struct rdb_guard *g, int code, const 
     return rc;
 }
 
+/* A receive that failed: a timeout (RD_ECONNECT) is a client that stalled, told as such. */
+static int silent(struct rd_transport *tp, int rc)
+{
+    if (rc != RD_ECONNECT)
+        return rc;
+    return rd_fail_instead(RD_ECONNECT, "client %s sent nothing for %d s: dropped", tp->peer, RDB_STALL_MS / 1000);
+}
+
 /* REVERSE: send for ms, keeping depth messages of size unanswered, then END. */
 static int reverse_run(struct rd_transport *tp, struct rdb_guard *g, uint32_t size, unsigned depth, unsigned ms)
 {
@@ -83,8 +91,8 @@ static int reverse_run(struct rd_transport *tp, struct rdb_guard *g, uint32_t si
             break;
         struct rd_buf *b;
         struct rdb_hdr h;
-        if ((rc = rdb_recv_msg(tp, RDB_ANSWER_MS, &b, &h, "client")))
-            return rc;
+        if ((rc = rdb_recv_msg(tp, RDB_STALL_MS, &b, &h, "client")))
+            return silent(tp, rc);
         tp->ops->release(tp, b);
         if (h.type != RDB_ACK || h.seq != acked)
             return refuse(tp, g, RD_ESTREAM, "expected ACK %llu, got %s %llu", (unsigned long long)acked,
@@ -126,9 +134,9 @@ int rdb_serve_conn(struct rd_transport *tp, const struct rd_params *agreed,
     for (;;) {
         struct rd_buf *b;
         struct rdb_hdr h;
-        rc = tp->ops->recv(tp, &b, RDB_IDLE_MS);
+        rc = tp->ops->recv(tp, &b, RDB_STALL_MS);
         if (rc)
-            return rc;
+            return silent(tp, rc);
         int pe = rdb_hdr_decode(b->data, b->len, &h);
         tp->ops->release(tp, b);   /* only the header matters, and it is in h now */
         if (pe == RDB_P_MAGIC) {

@@ -271,6 +271,39 @@ t_note "client took ${dt}s"
 stop_server
 t_end
 
+# A client that proved the key and then stalls (stopped mid-point: it sends nothing more, and
+# reads nothing) must cost the next client nothing. Before 2026-12-07 the next one waited in the
+# listen queue, unanswered, until its handshake timed out (30 s, exit 2 "timed out waiting"),
+# and the stalled one held the server 60 s. Now, as iperf3, a second client is told at once
+# that the server is busy (exit 2, one line), and the stalled one is dropped after 10 s.
+t_begin "a stalled client: the next is told at once the server is busy (exit 2), the stalled one dropped in 10 s"
+server -v
+start cp /dev/null "$C/o1" "$C/e1" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 60 \
+    --no-progress 127.0.0.1 "$SPORT" "$KEY"
+wait_for_text "$C/serr" "client 127\.0\.0\.1:[0-9]+ over tcp" "$(lim 10)" || t_fail "the first client was not served: $(cat "$C/serr" "$C/e1")"
+sleep 0.2
+kill -STOP "$cp"
+t_stall=$(now)
+timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; dt=$(elapsed "$t_stall")
+expect_rc $rc 2 "rdbench while another client is served and stalled" "$(head -c 300 "$C/e")"
+expect_err "$C/e" rdbench "^rdbench: server 127\.0\.0\.1:$SPORT is busy with another client's test \(rdbench --server runs one at a time\): try again when it is done$"
+expect_within "$dt" "$(lim 5)" "being told the server is busy"
+grep -q "turned away: busy with another client's test" "$C/serr" || t_fail "the server did not say it turned the client away: $(cat "$C/serr")"
+wait_for_text "$C/serr" "^rdbench: client 127\.0\.0\.1:[0-9]+ sent nothing for 10 s: dropped$" "$(lim 20)" ||
+    t_fail "the stalled client was not dropped within $(lim 20) s: $(tr '\n' '|' < "$C/serr")"
+timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+    127.0.0.1 "$SPORT" "$KEY" > "$C/o" 2> "$C/e"
+rc=$?; ds=$(elapsed "$t_stall")
+expect_rc $rc 0 "rdbench once the stalled client was dropped" "$(head -c 300 "$C/e")"
+expect_within "$ds" "$(lim 15)" "serving the next client after a stall"
+kill_reap "$cp"
+kill -0 "$SPID" 2> /dev/null || t_fail "the server died"
+t_note "told busy after ${dt}s, served again ${ds}s after the stall"
+stop_server
+t_end
+
 t_begin "a key that starts with '-' (after --) works at both ends"
 port=$(free_port)
 start sp /dev/null "$C/sout" "$C/serr" "$RDBENCH" --server --timeout "$(lim 20)" "$port" -- "-$KEY"
@@ -353,7 +386,7 @@ wait_pid "$SPID" 10; expect_rc $? 0 "rdbench --server --timeout 3 after a client
 t_end
 
 # --timeout bounds serving too: a client that holds the key cannot keep the server past it
-# (each message it sends resets only the per-message limit, a minute)
+# (each message it sends resets only the per-message limit, 10 s)
 t_begin "server --timeout cuts off a client still being served: one line, the server exits 0"
 server --timeout 2
 t0=$(now)

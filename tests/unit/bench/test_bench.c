@@ -766,7 +766,7 @@ static int guarded_open(struct rdb_conn *c, struct guarded *s, pthread_t *th)
 }
 
 /* A client that proved the key and then sits there: served until the deadline, not the
- * per-message idle limit (RDB_IDLE_MS, a minute) */
+ * per-message idle limit (RDB_STALL_MS, 10 s) */
 static void t_guard_deadline(void)
 {
     struct rdb_conn c;
