@@ -467,6 +467,7 @@ static int receiver(struct rd_transport *tp, const struct rd_key *k, const struc
         rd_send_reason(tp, RD_REJECT, RD_EAUTH, "authentication failed (wrong key)");
         return rd_fail(RD_EAUTH, "authentication failed for sender %s (wrong key?)", tp->peer);
     }
+    tp->proved = 1;
     /* rdrecv --encrypt, told only to a sender that proved the key: a stranger learns no policy,
      * and a wrong key is named as such first */
     if ((h.caps & limits->require_caps) != limits->require_caps) {

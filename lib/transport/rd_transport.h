@@ -162,6 +162,9 @@ struct rd_transport {
     uint8_t hop_key[32];
     int hop_dir;
     int lost;            /* the peer closed or reset the connection (TCP: EOF, ECONNRESET) */
+    int proved;          /* receiver, set by the handshake: the peer proved the key, so a
+                          * handshake that fails after that (turned away: another sender is
+                          * served) was no key guess, and rd_waiting does not count it */
     int answer_ms;       /* sender: how long the handshake waits for each answer of the
                           * receiver (0: RD_SENDER_WAIT_MS; rdsend --timeout bounds it) */
 };

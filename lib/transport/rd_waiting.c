@@ -413,7 +413,8 @@ static void count_failure(struct rd_waiting *w, const struct job *j, double now)
         rd_throttle_failed(w->cfg.throttle, j->src, now);
 }
 
-/* One line for a handshake that failed; it counts against its address if the peer spoke. */
+/* One line for a handshake that failed; it counts against its address if the peer spoke,
+ * unless it proved the key (turned away because another sender is served: no guess). */
 static void report(struct rd_waiting *w, const struct job *j, double now)
 {
     if (j->first == SILENT) {
@@ -429,7 +430,8 @@ static void report(struct rd_waiting *w, const struct job *j, double now)
                 j->fails);
     else
         say(w, "%s", j->msg);
-    count_failure(w, j, now);
+    if (!j->tp->proved)
+        count_failure(w, j, now);
 }
 
 /* Finished handshakes that failed: one line each, then they go. */

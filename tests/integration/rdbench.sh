@@ -291,6 +291,13 @@ expect_rc $rc 2 "rdbench while another client is served and stalled" "$(head -c 
 expect_err "$C/e" rdbench "^rdbench: server 127\.0\.0\.1:$SPORT is busy with another client's test \(rdbench --server runs one at a time\): try again when it is done$"
 expect_within "$dt" "$(lim 5)" "being told the server is busy"
 grep -q "turned away: busy with another client's test" "$C/serr" || t_fail "the server did not say it turned the client away: $(cat "$C/serr")"
+# a client turned away proved the key: no guess, so its address is not slowed down for it
+for i in 1 2 3; do
+    timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
+        127.0.0.1 "$SPORT" "$KEY" > /dev/null 2>&1
+    expect_rc $? 2 "rdbench turned away again ($i)"
+done
+grep -q "failed [0-9]* handshakes lately" "$C/serr" && t_fail "clients turned away for being busy were counted as failed handshakes: $(tr '\n' '|' < "$C/serr")"
 wait_for_text "$C/serr" "^rdbench: client 127\.0\.0\.1:[0-9]+ sent nothing for 10 s: dropped$" "$(lim 20)" ||
     t_fail "the stalled client was not dropped within $(lim 20) s: $(tr '\n' '|' < "$C/serr")"
 timeout "$(lim 20)" "$RDBENCH" --sizes 4K-4K --depths 1-1 --passes 1 --point-time 0.01 --no-progress \
