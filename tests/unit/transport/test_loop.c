@@ -1,6 +1,7 @@
 /* test_loop.c - the pass-by-pointer transport (transport/rd_loop): frames change hands
  * without a copy, flow control, shutdown waking both ends, then a handshake and a 10 MB stream
- * through the real engines, and a shutdown in mid-stream failing both of them.
+ * through the real engines, a shutdown in mid-stream failing both of them, and a receiver
+ * whose one stream is claimed turning a sender away (or serving it once given back).
  *
  * rd_fail() keeps one error per process, shared by both peers here: every case clears it. */
 #include "check.h"
@@ -367,6 +368,96 @@ static void t_shutdown_sender_end_mid_stream(void)
     shutdown_mid_stream(0);
 }
 
+/* ---- one stream, claimed (rd_receiver_arg.claim): rdrecv, rdbench --server ---- */
+
+struct busy {
+    struct rd_transport *a, *b;
+    atomic_int claim;
+    int wait_ms;
+    int send_rc, recv_rc;
+    char send_msg[512];
+};
+
+/* Plain threads: each end's error is its own (rd_thread_create would share the case's). */
+static void *busy_sender(void *arg)
+{
+    struct busy *x = arg;
+    struct rd_key k;
+    struct rd_params want = { .chunk_size = 64 * 1024, .depth = 2 }, agreed = { 0 };
+    rd_key_derive(&k, secret, strlen(secret));
+    x->send_rc = rd_session_sender(x->a, &k, &want, &agreed);
+    rd_key_wipe(&k);
+    rd_error_copy(x->send_msg, sizeof x->send_msg);
+    return NULL;
+}
+
+static void *busy_receiver(void *arg)
+{
+    struct busy *x = arg;
+    struct rd_key k;
+    rd_key_derive(&k, secret, strlen(secret));
+    struct rd_receiver_arg ha = { .key = &k, .limits = { .chunk_size = 64 * 1024, .depth = 2 },
+                                  .claim = &x->claim, .busy = "busy with a test of its own",
+                                  .claim_wait_ms = x->wait_ms };
+    struct rd_params agreed = { 0 };
+    x->recv_rc = rd_session_receiver_arg(x->b, &ha, &agreed);
+    rd_key_wipe(&k);
+    return NULL;
+}
+
+/* The claim held, then given back after give_back_ms (< 0: never); the sender's result. */
+static void busy_run(struct busy *x, long give_back_ms)
+{
+    x->send_rc = x->recv_rc = -1;
+    atomic_init(&x->claim, 1);
+    CHECK_OR(rd_loop_pair(&x->a, &x->b) == RD_OK, return);
+    pthread_t ts, tr;
+    CHECK_OR(pthread_create(&tr, NULL, busy_receiver, x) == 0, return);
+    CHECK_OR(pthread_create(&ts, NULL, busy_sender, x) == 0, return);
+    if (give_back_ms >= 0) {
+        sleep_ms(give_back_ms);
+        atomic_store(&x->claim, 0);
+    }
+    pthread_join(ts, NULL);
+    pthread_join(tr, NULL);
+}
+
+/* Taken, and not given back within claim_wait_ms: the sender proved the key and is told the
+ * receiver's busy text (RD_ECONNECT: exit 2 there), and the receiver marks it as proved, so
+ * rd_waiting does not count it against its address */
+static void t_claimed_stream_turns_the_sender_away(void)
+{
+    struct busy x = { .wait_ms = 200 };
+    double t0 = now_s();
+    busy_run(&x, -1);
+    double took = now_s() - t0;
+    CHECK_EQ_I(x.recv_rc, RD_ECONNECT);
+    CHECK_EQ_I(x.send_rc, RD_ECONNECT);
+    CHECK_HAS(x.send_msg, "busy with a test of its own");
+    CHECK(x.b && x.b->proved);
+    CHECK(took >= 0.19 && took < 10);
+    CHECK_EQ_I(atomic_load(&x.claim), 1);
+    if (x.a) {
+        x.a->ops->close(x.a);
+        x.b->ops->close(x.b);
+    }
+}
+
+/* Given back within the wait (rdbench --server between two connections of one client): the
+ * sender is served, and the stream is its */
+static void t_claim_given_back_in_time_serves_the_sender(void)
+{
+    struct busy x = { .wait_ms = 5000 };
+    busy_run(&x, 100);
+    CHECK_EQ_I(x.recv_rc, RD_OK);
+    CHECK_EQ_I(x.send_rc, RD_OK);
+    CHECK_EQ_I(atomic_load(&x.claim), 1);
+    if (x.a) {
+        x.a->ops->close(x.a);
+        x.b->ops->close(x.b);
+    }
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -382,5 +473,7 @@ int main(void)
     RUN(t_stream_10mb_three_lanes);
     RUN(t_shutdown_receiver_end_mid_stream);
     RUN(t_shutdown_sender_end_mid_stream);
+    RUN(t_claimed_stream_turns_the_sender_away);
+    RUN(t_claim_given_back_in_time_serves_the_sender);
     return check_summary();
 }
