@@ -1,8 +1,9 @@
 /* rdb_door.h - the bench server's doorman: while one client is served (rdb_listen.c), a
  * thread of its own goes on accepting and running handshakes on the server's rd_waiting set,
- * so that a second client is told at once that the server is busy (its handshake finds the
- * one stream claimed: rd_receiver_arg.claim, .busy) instead of waiting unanswered in the
- * listen queue until the first is done (30 s and "timed out" before 2026-12-07).
+ * so that a second client is told within a second (RDB_BUSY_WAIT_MS) that the server is
+ * busy (its handshake finds the one stream claimed: rd_receiver_arg.claim, .busy) instead of
+ * waiting unanswered in the listen queue until the first is done (30 s and "timed out"
+ * before 2026-12-07).
  *
  * The set belongs to one thread at a time: the doorman between rdb_door_open and
  * rdb_door_close, the accept loop otherwise (the handover is the thread's start and join). */

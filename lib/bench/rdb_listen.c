@@ -7,7 +7,7 @@
  * stalls, costs the client nothing; an address whose handshakes keep failing is slowed down
  * (transport/rd_throttle). The set lives as long as the server: handshakes that arrive while
  * a client is served go on. One client is served at a time: while it is, the doorman
- * (rdb_door.h) accepts the rest, and each that proves the key is told at once that the
+ * (rdb_door.h) accepts the rest, and each that proves the key is told within a second that the
  * server is busy (exit 2 there), as iperf3 does; before 2026-12-07 it waited unanswered 30 s.
  * Serving is bounded by --timeout, and a client that stalls (RDB_STALL_MS) is dropped, the
  * guard (rdb_guard) ending a send it does not read. */

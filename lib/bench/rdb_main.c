@@ -31,7 +31,7 @@ static const char usage[] =
     "then fits latency and bandwidth: GB/s = depth x size / (latency + size / bandwidth).\n"
     "\noptions:\n"
     "      --server           serve clients one at a time (until --timeout or a signal);\n"
-    "                         another is told at once that the server is busy (exit 2)\n"
+    "                         another is told within a second that it is busy (exit 2)\n"
     "      --quick            a short sweep (4 sizes x 4 depths, 64M in flight), under 10 s\n"
     "      --json FILE        every result as one JSON object in FILE ('-' for stdout)\n"
     "      --svg FILE         bandwidth and latency against message size, a line per depth,\n"
