@@ -290,7 +290,10 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
         r->dst_is_dir = S_ISDIR(st.st_mode);
         r->dst_special = S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
                        : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : NULL;
-    } else if (errno != ENOENT) {
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        /* ENOTDIR: "FILE/" (or "FILE/x"), a name with a slash after a non-directory: no
+         * directory is there, as for a missing "DIR/": each root says so (exit 23), as cp
+         * says "Not a directory" for it; before 2026-12-07 it was exit 5, "cannot access" */
         goto fail;
     }
     if (r->dst_is_dir) {   /* DST itself is the user's word: it may be reached through links */

@@ -662,3 +662,32 @@ timeout -k 2 "$(lim 10)" "$RDRECV" --ready-fd 3 --timeout 1 0 key "$C/keep" 2> "
 expect_rc $? 2 "rdrecv --timeout 1 (existing FILE)"
 [ "$(cat "$C/keep" 2>/dev/null)" = precious ] || t_fail "the existing FILE changed"
 t_end
+
+# a stand-in ssh for the rdcp cases below: each host is this machine (cwd: this one's)
+standin_ssh() {
+    printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nexec bash -c "$*"\n' "$RD_BIN" > "$C/ssh" && chmod +x "$C/ssh"
+}
+
+
+t_begin "rdcp FILE/ (a regular file named with a trailing '/'): as a source, local or on a host, and as DST, local or on a host: cp's words, exit 23 (DST was exit 5, 'cannot access')"
+standin_ssh
+printf 'A' > "$C/afile"; printf 'B' > "$C/bfile"; mkdir -p "$C/dd"
+for src in "$C/afile/" "h2:$C/afile/"; do
+    host=localhost; case $src in h2:*) host=h2 ;; esac
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" "$src" "$C/dd/" > "$C/o" 2> "$C/e"
+    expect_rc $? 23 "rdcp $src dd/"
+    expect_err "$C/e" rdcp "^rdcp: $host: cannot stat '.*/afile/': Not a directory$"
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" "$src" "$C/new" > "$C/o" 2> "$C/e"
+    expect_rc $? 23 "rdcp $src new"
+    expect_err "$C/e" rdcp "^rdcp: $host: cannot stat '.*/afile/': Not a directory$"
+    [ -e "$C/new" ] && t_fail "rdcp $src new made new"
+done
+for dst in "$C/afile/" "h2:$C/afile/" "$C/nodir/"; do
+    host=localhost; case $dst in h2:*) host=h2 ;; esac
+    timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" "$C/bfile" "$dst" > "$C/o" 2> "$C/e"
+    expect_rc $? 23 "rdcp bfile $dst"
+    expect_err "$C/e" rdcp "^rdcp: $host: destination '.*/(afile|nodir)/' is not a directory$"
+done
+[ "$(cat "$C/afile")" = A ] || t_fail "afile changed: $(cat "$C/afile")"
+[ -e "$C/nodir" ] && t_fail "nodir was made"
+t_end
