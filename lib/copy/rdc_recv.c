@@ -260,7 +260,8 @@ static void discard_file(struct rdc_rcv *r, uint64_t size, uint8_t flags)
 
 static void set_times_at(int dfd, const char *name, const struct rdc_meta *m)
 {
-    struct timespec ts[2] = { { m->mtime_s, m->mtime_ns }, { m->mtime_s, m->mtime_ns } };
+    struct timespec ts[2];
+    rdc_meta_times(m, ts);
     utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
@@ -474,7 +475,8 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     final_mode(r, fd, &r->m);
     rdc_rcv_set_xattrs(r, fd, r->xattr, r->xattr_len, r->final);   /* after the owner: a chown clears some */
     if (r->times) {
-        struct timespec ts[2] = { { r->m.mtime_s, r->m.mtime_ns }, { r->m.mtime_s, r->m.mtime_ns } };
+        struct timespec ts[2];
+        rdc_meta_times(&r->m, ts);
         futimens(fd, ts);
     }
     r->fd = -1;
@@ -564,7 +566,8 @@ written:
     if (j->xattr)
         j->xattr_err = rdc_xattr_apply(fd, j->xattr, j->xattr_len, &j->xattr_failed, &j->xattr_more);
     if (r->times) {
-        struct timespec ts[2] = { { j->m.mtime_s, j->m.mtime_ns }, { j->m.mtime_s, j->m.mtime_ns } };
+        struct timespec ts[2];
+        rdc_meta_times(&j->m, ts);
         futimens(fd, ts);
     }
     if (anon) {
@@ -1010,7 +1013,8 @@ static void skipped_file(struct rdc_rcv *r, char *f, int pfd, const char *name, 
             rdc_rcv_err(r, "cannot set the mode of", f, errno);
     }
     if (r->times) {
-        struct timespec ts[2] = { { m->mtime_s, m->mtime_ns }, { m->mtime_s, m->mtime_ns } };
+        struct timespec ts[2];
+        rdc_meta_times(m, ts);
         futimens(fd, ts);
     }
     rdc_set_add(&r->made_files, f);

@@ -152,6 +152,7 @@ struct rdc_rcv {
     struct rdc_job *job;      /* the current file, when it goes to the pool */
     struct rdc_job *big;      /* the current file, when its pieces go to the pool */
     struct rd_sink *sink;     /* the engine's, which lends its frames (NULL: the fuzzer's) */
+    int atimes;               /* an 'a' record came: metas carry the atime (rdc_tree.h) */
     int resume;               /* --resume: the sender may skip or continue a file (manifest sent) */
     int lost;                 /* the transfer failed while a hole was hashed: consume no more */
     /* the current file */

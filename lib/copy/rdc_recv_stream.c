@@ -63,7 +63,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
     }
     case 'd':
         path = rdc_get_str(&rd, &pl);
-        rdc_get_meta(&rd, &m);
+        rdc_get_meta(&rd, &m, r->atimes);
         if (rd.short_)
             break;
         if (r->in_file)
@@ -73,7 +73,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         return (ssize_t)rd.off;
     case 'f': {
         path = rdc_get_str(&rd, &pl);
-        rdc_get_meta(&rd, &m);
+        rdc_get_meta(&rd, &m, r->atimes);
         uint64_t size = rdc_get_u64(&rd), start = rdc_get_u64(&rd);
         uint8_t flags = rdc_get_u8(&rd);
         t = rdc_get_str(&rd, &tl);
@@ -108,7 +108,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
     }
     case 'l':
         path = rdc_get_str(&rd, &pl);
-        rdc_get_meta(&rd, &m);
+        rdc_get_meta(&rd, &m, r->atimes);
         t = rdc_get_str(&rd, &tl);
         if (rd.short_)
             break;
@@ -118,7 +118,7 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         return (ssize_t)rd.off;
     case 'n': {
         path = rdc_get_str(&rd, &pl);
-        rdc_get_meta(&rd, &m);
+        rdc_get_meta(&rd, &m, r->atimes);
         uint8_t node = rdc_get_u8(&rd);
         if (rd.short_)
             break;
@@ -139,6 +139,11 @@ static ssize_t record(struct rdc_rcv *r, const unsigned char *p, size_t n)
         rdc_rcv_link(r, path, pl, root, t, tl);
         return (ssize_t)rd.off;
     }
+    case 'a':   /* every meta from here on carries the atime too (rdc_tree.h) */
+        if (r->in_file)
+            return -1;
+        r->atimes = 1;
+        return (ssize_t)rd.off;
     case 'Z':
         if (r->in_file)
             return -1;
@@ -245,7 +250,8 @@ int rdc_rcv_finish(void *ctx)
         }
         rdc_rcv_set_xattrs(r, fd, d->xattr, d->xattr_len, d->path);
         if (r->times) {
-            struct timespec ts[2] = { { d->m.mtime_s, d->m.mtime_ns }, { d->m.mtime_s, d->m.mtime_ns } };
+            struct timespec ts[2];
+            rdc_meta_times(&d->m, ts);
             if (futimens(fd, ts))
                 rdc_rcv_err(r, "cannot set the times of", d->path, errno);
         }

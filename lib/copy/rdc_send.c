@@ -60,6 +60,7 @@ struct link_ent {
 
 struct snd {
     int recursive, follow, resume;
+    int atimes;                /* -p: the 'a' record goes first, every meta carries the atime */
     unsigned xattrs;           /* attribute families sent (rdc_xattr.h): -p ACLs, -X user.* */
     char **srcs;
     int nsrc, next_src;
@@ -122,6 +123,8 @@ static void meta_of(const struct stat *st, struct rdc_meta *m)
     m->gid = st->st_gid;
     m->mtime_s = st->st_mtim.tv_sec;
     m->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+    m->atime_s = st->st_atim.tv_sec;   /* stat'ed before it was read (rdc_walk.c) */
+    m->atime_ns = (uint32_t)st->st_atim.tv_nsec;
 }
 
 static size_t link_hash(dev_t dev, ino_t ino)
@@ -331,7 +334,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
         flags |= RDC_F_NOHASH;   /* the frame tags cover it (rdc_tree.h) */
     rdc_put_u8(&s->pend, 'f');
     rdc_put_str(&s->pend, rel, strlen(rel));
-    rdc_put_meta(&s->pend, &m);
+    rdc_put_meta(&s->pend, &m, s->atimes);
     rdc_put_u64(&s->pend, size);
     rdc_put_u64(&s->pend, start);
     rdc_put_u8(&s->pend, flags);
@@ -454,7 +457,7 @@ static void walk(struct snd *s)
         case RDC_E_DIR:
             rdc_put_u8(&s->pend, 'd');
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
-            rdc_put_meta(&s->pend, &m);
+            rdc_put_meta(&s->pend, &m, s->atimes);
             put_xattrs(s, e.fd, e.fs, 1);
             s->dirs++;
             break;
@@ -469,14 +472,14 @@ static void walk(struct snd *s)
         case RDC_E_LINK:
             rdc_put_u8(&s->pend, 'l');
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
-            rdc_put_meta(&s->pend, &m);
+            rdc_put_meta(&s->pend, &m, s->atimes);
             rdc_put_str(&s->pend, e.target, e.tlen);
             s->files++;
             break;
         case RDC_E_NODE:
             rdc_put_u8(&s->pend, 'n');
             rdc_put_str(&s->pend, e.rel, strlen(e.rel));
-            rdc_put_meta(&s->pend, &m);
+            rdc_put_meta(&s->pend, &m, s->atimes);
             rdc_put_u8(&s->pend, S_ISFIFO(e.st.st_mode) ? 'p' : 's');
             put_xattrs(s, e.fd, e.fs, 0);   /* O_PATH: opening a FIFO would wait for a writer */
             s->files++;
@@ -773,7 +776,7 @@ int rdc_tree_send_main(int argc, char **argv)
         case 'c': count = 1; break;
         case 'r': s.recursive = 1; break;
         case 'L': s.follow = 1; break;
-        case 'p': s.xattrs |= RDC_XATTR_ACLS; break;
+        case 'p': s.xattrs |= RDC_XATTR_ACLS; s.atimes = 1; break;
         case 'X': s.xattrs |= RDC_XATTR_USER; break;
         case 'S': break;
         case 'v': o.verbose++; break;
@@ -800,6 +803,8 @@ int rdc_tree_send_main(int argc, char **argv)
     pthread_t ct;
     if (count && rd_thread_create(&ct, NULL, count_main, &s) == 0)
         pthread_detach(ct);
+    if (s.atimes)   /* before any record with a meta (rdc_tree.h) */
+        rdc_put_u8(&s.pend, 'a');
     s.w = rdc_walk_start(s.srcs, s.nsrc, s.recursive, s.follow, s.xattrs != 0, walk_ahead(),
                          RDC_WALK_AHEAD_BYTES);
     struct rd_source src;

@@ -56,13 +56,17 @@ void rdc_put_str(struct rdc_buf *b, const char *s, size_t n)
     rdc_put(b, s, n);
 }
 
-void rdc_put_meta(struct rdc_buf *b, const struct rdc_meta *m)
+void rdc_put_meta(struct rdc_buf *b, const struct rdc_meta *m, int atimes)
 {
     rdc_put_u32(b, m->mode);
     rdc_put_u32(b, m->uid);
     rdc_put_u32(b, m->gid);
     rdc_put_u64(b, (uint64_t)m->mtime_s);
     rdc_put_u32(b, m->mtime_ns);
+    if (atimes) {
+        rdc_put_u64(b, (uint64_t)m->atime_s);
+        rdc_put_u32(b, m->atime_ns);
+    }
 }
 
 void rdc_buf_free(struct rdc_buf *b)
@@ -121,13 +125,29 @@ const char *rdc_get_str(struct rdc_rd *r, size_t *len)
     return (const char *)p;
 }
 
-void rdc_get_meta(struct rdc_rd *r, struct rdc_meta *m)
+void rdc_get_meta(struct rdc_rd *r, struct rdc_meta *m, int atimes)
 {
     m->mode = rdc_get_u32(r);
     m->uid = rdc_get_u32(r);
     m->gid = rdc_get_u32(r);
     m->mtime_s = (int64_t)rdc_get_u64(r);
     m->mtime_ns = rdc_get_u32(r);
+    m->atime_s = m->mtime_s;
+    m->atime_ns = m->mtime_ns;
+    if (atimes) {
+        m->atime_s = (int64_t)rdc_get_u64(r);
+        m->atime_ns = rdc_get_u32(r);
+        if (!r->short_ && m->atime_ns >= 1000000000u)
+            r->short_ = 2;
+    }
+}
+
+void rdc_meta_times(const struct rdc_meta *m, struct timespec ts[2])
+{
+    ts[0].tv_sec = (time_t)m->atime_s;
+    ts[0].tv_nsec = (long)m->atime_ns;
+    ts[1].tv_sec = (time_t)m->mtime_s;
+    ts[1].tv_nsec = (long)m->mtime_ns;
 }
 
 void rdc_get_bytes(struct rdc_rd *r, void *out, size_t n)

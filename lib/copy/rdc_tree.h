@@ -20,9 +20,13 @@
  *                 'f' or 'n' record just before it (a file's come before its data); at most one;
  *                 anywhere else the stream is malformed. Which names a receiver takes:
  *                 copy/rdc_xattr.h
+ *   'a' atimes    (no body) from here on every meta also carries the access time: sent first,
+ *                 under -p. A stream without it (an older sender) gives each file the mtime
+ *                 as its atime, as before 2026-12-07
  *   'Z' end of tree
- * meta = u32 mode, u32 uid, u32 gid, i64 mtime_s, u32 mtime_ns. Paths are relative to their
- * root ("" = the root itself); records of root i follow its 'R'.
+ * meta = u32 mode, u32 uid, u32 gid, i64 mtime_s, u32 mtime_ns, and after an 'a' record
+ * i64 atime_s, u32 atime_ns (below 10^9, else the stream is malformed). Paths are relative to
+ * their root ("" = the root itself); records of root i follow its 'R'.
  *
  * Resume manifest (destination -> source, before the stream; one binary entry per line, hex):
  *   u8 kind ('T' dst type: size = 1 if DST is a directory, 'F' complete file, 'P' partial file),
@@ -37,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define RDC_F_SKIP 1u
 #define RDC_F_SPARSE 2u            /* the source has holes: no fallocate */
@@ -53,6 +58,8 @@ struct rdc_meta {
     uint32_t mode, uid, gid;
     int64_t mtime_s;
     uint32_t mtime_ns;
+    int64_t atime_s;           /* the access time (-p): on the wire after an 'a' record only */
+    uint32_t atime_ns;
 };
 
 /* growable byte buffer */
@@ -65,7 +72,8 @@ void rdc_put_u8(struct rdc_buf *b, uint8_t v);
 void rdc_put_u32(struct rdc_buf *b, uint32_t v);
 void rdc_put_u64(struct rdc_buf *b, uint64_t v);
 void rdc_put_str(struct rdc_buf *b, const char *s, size_t n);
-void rdc_put_meta(struct rdc_buf *b, const struct rdc_meta *m);
+/* atimes: the stream's 'a' record was sent (the atime follows the mtime) */
+void rdc_put_meta(struct rdc_buf *b, const struct rdc_meta *m, int atimes);
 void rdc_buf_free(struct rdc_buf *b);
 
 /* reader over bytes; short is set when the data ended early */
@@ -79,7 +87,11 @@ uint32_t rdc_get_u32(struct rdc_rd *r);
 uint64_t rdc_get_u64(struct rdc_rd *r);
 /* points into the data (not NUL-terminated); *len its length */
 const char *rdc_get_str(struct rdc_rd *r, size_t *len);
-void rdc_get_meta(struct rdc_rd *r, struct rdc_meta *m);
+/* atimes: after an 'a' record (else the atime is the mtime); an atime_ns of 10^9 or more
+ * sets short_ = 2 (malformed) */
+void rdc_get_meta(struct rdc_rd *r, struct rdc_meta *m, int atimes);
+/* { atime, mtime } for utimensat/futimens */
+void rdc_meta_times(const struct rdc_meta *m, struct timespec ts[2]);
 void rdc_get_bytes(struct rdc_rd *r, void *out, size_t n);
 
 struct rdc_manifest_entry {

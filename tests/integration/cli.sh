@@ -668,6 +668,34 @@ standin_ssh() {
     printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\nexec bash -c "$*"\n' "$RD_BIN" > "$C/ssh" && chmod +x "$C/ssh"
 }
 
+t_begin "rdcp -p and -a keep the access times of files and directories as cp -p does (as they were before rdcp read them; local and to a host), without -p they are not copied"
+standin_ssh
+mkdir -p "$C/at/src/d"
+printf 'one' > "$C/at/src/d/f"; printf 'two' > "$C/at/src/g"
+touch -m -d '2010-01-02 03:04:05.5' "$C/at/src/d/f" "$C/at/src/g"
+old='2001-02-03 04:05:06.123456789'
+for how in local remote; do
+    for opt in -rp -a -r; do
+        # the atimes again before each copy (the copy reads them, which may move them)
+        touch -a -d "$old" "$C/at/src/d/f" "$C/at/src/g"; touch -a -d "$old" "$C/at/src/d" "$C/at/src"
+        want=$(stat -c '%X.%x' "$C/at/src/d/f" "$C/at/src/g" "$C/at/src/d" | tr '\n' ' ')
+        dst=$C/at/dst-$how$opt; dstarg=$dst
+        [ $how = remote ] && dstarg=h2:$dst
+        timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" $opt "$C/at/src/" "$dstarg" > "$C/o" 2> "$C/e"
+        expect_rc $? 0 "rdcp $opt src/ ($how)"
+        expect_empty "$C/e" "rdcp $opt src/ ($how) stderr"
+        got=$(stat -c '%X.%x' "$dst/d/f" "$dst/g" "$dst/d" 2>/dev/null | tr '\n' ' ')   # before reading them
+        [ "$(cat "$dst/d/f" "$dst/g" 2>/dev/null)" = onetwo ] || t_fail "$opt ($how): the files' contents"
+        if [ $opt = -r ]; then   # not asked for: a fresh atime, not the source's
+            case $got in *2001-02-03*) t_fail "-r ($how) copied an atime: $got" ;; esac
+        else
+            [ "$got" = "$want" ] || t_fail "$opt ($how): atimes of d/f g d: $got, the source's: $want"
+            [ "$(stat -c %y "$dst/d/f")" = "$(stat -c %y "$C/at/src/d/f")" ] || t_fail "$opt ($how): the mtime of d/f: $(stat -c %y "$dst/d/f")"
+        fi
+    done
+done
+t_end
+
 
 t_begin "rdcp FILE/ (a regular file named with a trailing '/'): as a source, local or on a host, and as DST, local or on a host: cp's words, exit 23 (DST was exit 5, 'cannot access')"
 standin_ssh
