@@ -217,9 +217,51 @@ static void drop_file(struct rdc_rcv *r)
     rdc_rcv_settle(r);
     if (r->fd >= 0)
         close(r->fd);
-    if (r->tmp && r->pfd >= 0)
-        unlinkat(r->pfd, r->tmp, 0);
+    if (r->tmp && r->tdfd >= 0)
+        unlinkat(r->tdfd, r->tmp, 0);
     r->fd = -1;
+}
+
+/* The current file's temporary, complete, kept for its hard links (struct rdc_orphan) */
+static void keep_orphan(struct rdc_rcv *r)
+{
+    int dfd = fcntl(r->tdfd, F_DUPFD_CLOEXEC, 0);
+    if (dfd < 0) {
+        unlinkat(r->tdfd, r->tmp, 0);
+        return;
+    }
+    if (r->norphans == r->caporphans) {
+        r->caporphans = r->caporphans ? r->caporphans * 2 : 16;
+        r->orphans = realloc(r->orphans, r->caporphans * sizeof *r->orphans);
+        if (!r->orphans)
+            rd_oom();
+    }
+    r->orphans[r->norphans++] = (struct rdc_orphan){ .final = r->final, .dfd = dfd, .tmp = r->tmp };
+    r->final = r->tmp = NULL;
+}
+
+static struct rdc_orphan *find_orphan(struct rdc_rcv *r, const char *final)
+{
+    for (size_t i = r->norphans; i-- > 0;)   /* the latest: a name may fail twice (two roots) */
+        if (strcmp(r->orphans[i].final, final) == 0)
+            return &r->orphans[i];
+    return NULL;
+}
+
+void rdc_rcv_orphans_free(struct rdc_rcv *r)
+{
+    for (size_t i = 0; i < r->norphans; i++) {
+        struct rdc_orphan *o = &r->orphans[i];
+        if (o->tmp)   /* none of its names could be made */
+            unlinkat(o->dfd, o->tmp, 0);
+        close(o->dfd);
+        free(o->final);
+        free(o->alias);
+        free(o->tmp);
+    }
+    free(r->orphans);
+    r->orphans = NULL;
+    r->norphans = r->caporphans = 0;
 }
 
 static void clear_file(struct rdc_rcv *r)
@@ -234,6 +276,8 @@ static void clear_file(struct rdc_rcv *r)
     r->xattr = NULL;
     r->final = r->name = r->tmp = NULL;
     r->fd = -1;
+    r->tdfd = -1;
+    r->linked = r->orphan = 0;
     r->in_file = 0;
     r->discard = 0;
     r->got = 0;
@@ -297,7 +341,7 @@ static void final_mode(const struct rdc_rcv *r, int fd, const struct rdc_meta *m
 /* A file for the pool: sent whole and unhashed (the tags cover it), small, no holes. */
 static int pooled(const struct rdc_rcv *r, uint64_t size, uint64_t start, uint8_t flags)
 {
-    return r->workers > 0 && (flags & RDC_F_NOHASH) && !(flags & RDC_F_SPARSE) && start == 0 &&
+    return r->workers > 0 && (flags & RDC_F_NOHASH) && !(flags & (RDC_F_SPARSE | RDC_F_LINKED)) && start == 0 &&
            size <= RDC_POOL_MAX_FILE && size <= r->max_file;
 }
 
@@ -313,6 +357,8 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     r->size = size;
     r->hpos = 0;
     r->fd = -1;
+    r->tdfd = r->pfd;
+    r->linked = (flags & RDC_F_LINKED) != 0;
     /* a continued file is always hashed: the prefix already here was never in a tagged frame */
     r->hashed = !(flags & RDC_F_NOHASH) || start > 0;
     if (pooled(r, size, start, flags)) {
@@ -482,13 +528,21 @@ void rdc_rcv_end_file(struct rdc_rcv *r, uint8_t status, const unsigned char wan
     r->fd = -1;
     if (close(fd)) {
         rdc_rcv_err(r, "cannot write", r->final, errno);
-        unlinkat(r->pfd, r->tmp, 0);
+        unlinkat(r->tdfd, r->tmp, 0);
+        clear_file(r);
+        return;
+    }
+    if (r->orphan) {   /* its name was refused (said): its hard links may take it */
+        keep_orphan(r);
         clear_file(r);
         return;
     }
     if (renameat(r->pfd, r->tmp, r->pfd, r->name)) {
         rdc_rcv_err(r, "cannot rename into place", r->final, errno);
-        unlinkat(r->pfd, r->tmp, 0);
+        if (r->linked)   /* something in the way: its other names still get it */
+            keep_orphan(r);
+        else
+            unlinkat(r->pfd, r->tmp, 0);
         clear_file(r);
         return;
     }
@@ -648,7 +702,7 @@ int rdc_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 #define RDC_PIECE_MIN (64u << 10)
 static int lend_piece(struct rdc_rcv *r, const unsigned char *p, size_t n)
 {
-    if (r->hashed || !r->sink || !r->workers || n < RDC_PIECE_MIN)
+    if (r->hashed || r->linked || !r->sink || !r->workers || n < RDC_PIECE_MIN)
         return 0;
     struct rd_hold *h = rd_sink_hold(r->sink);
     if (!h)
@@ -1030,18 +1084,54 @@ refused:
     free(f);
 }
 
+/* A file with other names (RDC_F_LINKED) whose name was refused (said already), or lies in a
+ * directory that could not be made: its data goes into a temporary in base, kept for the first
+ * of its hard links that can be made (struct rdc_orphan). Else it is discarded. */
+static void orphan_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
+                        uint64_t start, uint8_t flags)
+{
+    if (!(flags & RDC_F_LINKED) || (flags & RDC_F_SKIP) || start > 0 || !r->root ||
+        (pl && rdc_name_bad(path, pl)) || size > r->max_file) {
+        discard_file(r, size, flags);
+        return;
+    }
+    char *t = strndup(path, pl), *f = rdc_join(r->root, t);
+    free(t);
+    const char *name;
+    char *dir = rdc_dir_of(f, &name);
+    free(dir);
+    int fd = *f ? rdc_create_tmp(r->base, name, create_mode(r, m->mode), &r->tmp) : -1;
+    if (fd < 0) {
+        r->tmp = NULL;
+        free(f);
+        discard_file(r, size, flags);
+        return;
+    }
+    r->in_file = 1;
+    r->final = f;
+    r->name = NULL;
+    r->m = *m;
+    r->size = size;
+    r->hpos = 0;
+    r->fd = fd;
+    r->tdfd = r->base;
+    r->linked = r->orphan = 1;
+    r->hashed = !(flags & RDC_F_NOHASH);
+    XXH3_128bits_reset(r->hs);
+}
+
 void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct rdc_meta *m, uint64_t size,
                   uint64_t start, uint8_t flags, const char *t, size_t tl)
 {
     if (!r->root || skipped_path(r, path, pl)) {
-        discard_file(r, size, flags);
+        orphan_file(r, path, pl, m, size, start, flags);
         return;
     }
     int pfd;
     const char *name;
     char *f = place(r, path, pl, &pfd, &name);
     if (!f) {
-        discard_file(r, size, flags);
+        orphan_file(r, path, pl, m, size, start, flags);
         return;
     }
     if (((flags & RDC_F_SKIP) || start > 0) && !r->resume) {
@@ -1054,7 +1144,7 @@ void rdc_rcv_file(struct rdc_rcv *r, const char *path, size_t pl, const struct r
     }
     if (refuse_just_made(r, f) || folds_onto_made(r, f, pfd, name) || device_in_the_way(r, f, pfd, name)) {
         free(f);
-        discard_file(r, size, flags);
+        orphan_file(r, path, pl, m, size, start, flags);
         return;
     }
     rdc_stale_list(&r->stale, pfd, r->pdir);
@@ -1163,6 +1253,24 @@ void rdc_rcv_link(struct rdc_rcv *r, const char *path, size_t pl, uint32_t root,
         free(tt);
         if (rdc_pool_pending(r, tf))   /* the target is being written (f itself: refused by leaf) */
             rdc_pool_reap(r, 1);
+        struct rdc_orphan *o = rdc_set_has(&r->made_files, tf) ? NULL : find_orphan(r, tf);
+        if (o && o->alias) {   /* an earlier hard link became the file: link to that */
+            free(tf);
+            tf = strdup(o->alias);
+        } else if (o && strcmp(tf, f) != 0) {   /* the first of its names that can be made */
+            if (renameat(o->dfd, o->tmp, pfd, name)) {
+                rdc_rcv_err(r, "cannot create hard link", f, errno);
+            } else {
+                free(o->tmp);
+                o->tmp = NULL;
+                o->alias = strdup(f);
+                r->files++;
+                rdc_set_add(&r->made_files, f);
+            }
+            free(tf);
+            free(f);
+            return;
+        }
         if (!rdc_set_has(&r->made_files, tf) && rdc_set_has(&r->failed_files, tf))
             why = "not made, as its first name failed (said above)";
         else if (!rdc_set_has(&r->made_files, tf))

@@ -102,6 +102,16 @@ struct rdc_pool {
     uint64_t bytes;
 };
 
+/* A file with other names (RDC_F_LINKED) whose first name could not be made: its data, complete,
+ * under a temporary name, for the first of its hard links ('h' records naming final) that can
+ * be made; the others link to that one (alias). Removed at the end if none could. */
+struct rdc_orphan {
+    char *final;              /* the first name, relative to base: what its 'h' records name */
+    char *alias;              /* the name that became the file, or NULL */
+    int dfd;                  /* tmp's directory */
+    char *tmp;                /* NULL once renamed */
+};
+
 struct dirmeta {
     char *path;               /* relative to base */
     struct rdc_meta m;
@@ -161,6 +171,12 @@ struct rdc_rcv {
     uint64_t size, hpos;
     struct rdc_meta m;
     int hashed;               /* its end record's hash is checked (not RDC_F_NOHASH) */
+    int linked;               /* RDC_F_LINKED: written here (not on the pool), kept if its
+                               * name fails (an orphan) */
+    int orphan;               /* its name was refused: written into tdfd, kept as an orphan */
+    int tdfd;                 /* the directory tmp is in (pfd, or base for an orphan) */
+    struct rdc_orphan *orphans;
+    size_t norphans, caporphans;
     unsigned char *xattr;     /* its attributes (rdc_xattr.h), when written by this thread */
     size_t xattr_len;
     /* what an 'x' record would belong to: 'f' the current file, 'd' the directory of the last
@@ -205,6 +221,8 @@ int rdc_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 /* the current file's pieces written and its job forgotten (r->fd is the stream thread's
  * alone again): a piece's write error, or 0 */
 int rdc_rcv_settle(struct rdc_rcv *r);
+/* the orphans none of whose names could be made removed, the rest forgotten */
+void rdc_rcv_orphans_free(struct rdc_rcv *r);
 
 /* the records ('R', 'd', 'f', 'l', 'h'; paths as they came, not NUL-terminated) */
 void rdc_rcv_root(struct rdc_rcv *r, uint32_t idx, uint8_t kind, uint8_t contents, const char *base, size_t bl);

@@ -280,7 +280,7 @@ struct rdc_rcv *rdc_rcv_new(const char *dst, int nsrc, int preserve, int xattrs,
     if (!r)
         rd_oom();
     rdc_pool_init(r);
-    r->fd = r->pfd = r->base = r->xfd = -1;
+    r->fd = r->pfd = r->base = r->xfd = r->tdfd = -1;
     r->dst = dst;
     r->nsrc = nsrc;
     r->preserve = preserve;
@@ -445,6 +445,7 @@ void rdc_rcv_free(struct rdc_rcv *r)
         return;
     rdc_pool_stop(r);   /* every piece written: r->big's file is r->fd's alone */
     rdc_flush_stop(r->flush);
+    rdc_rcv_orphans_free(r);
     rdc_job_free(r->job);
     rdc_job_free(r->big);
     for (size_t i = 0; i < r->ndirs; i++) {

@@ -290,6 +290,7 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
         }
         add_link(s, st.st_dev, st.st_ino, rel);
     }
+    int linked = st.st_nlink > 1;   /* its other names may follow as 'h' records */
     struct rdc_meta m;
     meta_of(&st, &m);
     uint64_t size = (uint64_t)st.st_size, start = 0;
@@ -332,6 +333,8 @@ static void start_file(struct snd *s, const char *fs, const char *rel, const str
         flags |= RDC_F_SPARSE;
     if (start == 0)
         flags |= RDC_F_NOHASH;   /* the frame tags cover it (rdc_tree.h) */
+    if (linked)
+        flags |= RDC_F_LINKED;
     rdc_put_u8(&s->pend, 'f');
     rdc_put_str(&s->pend, rel, strlen(rel));
     rdc_put_meta(&s->pend, &m, s->atimes);

@@ -7,7 +7,8 @@
  *                 a trailing '/': its contents go into DST), str basename
  *   'd' dir       str path, meta
  *   'f' file      str path, meta, u64 size, u64 start (bytes the destination already has: the
- *                 prefix of a partial file), u8 flags (RDC_F_SKIP: complete at the destination),
+ *                 prefix of a partial file), u8 flags (RDC_F_SKIP: complete at the destination,
+ *                 RDC_F_LINKED: 'h' records name it again, ...),
  *                 str tmp (the partial file to continue, "" = new temporary file)
  *   'D' data      u64 offset, u64 len, then len bytes of the current file
  *   'e' end       u8 status (0 ok, 1 the source failed: discard), 16 bytes XXH3-128 of the file
@@ -51,6 +52,10 @@
  * partial one (start > 0) is always hashed: its hash also covers the prefix the destination
  * already holds, which no tag saw; the receiver ignores the flag there. */
 #define RDC_F_NOHASH 4u
+/* The file has other names, sent as 'h' records after it: a receiver that cannot make this
+ * first name still keeps its data, for the first of them it can make (older receivers ignore
+ * the bit: the other names are then refused, as before 2026-12-07). */
+#define RDC_F_LINKED 8u
 #define RDC_MAX_HDR (1u << 17)     /* biggest non-data record */
 #define RDC_TMP_PREFIX ".rdcp."
 

@@ -696,6 +696,33 @@ for how in local remote; do
 done
 t_end
 
+t_begin "rdcp -a: a hard link whose first name cannot be made (a directory in the way, a directory that cannot be made) still gets its other names, linked (exit 23, the failure said)"
+standin_ssh
+mkdir -p "$C/hl/src/d1" "$C/hl/src/d2" "$C/hl/dst1/src/a" "$C/hl/dst2/src"
+printf 'linked data' > "$C/hl/src/a"; ln "$C/hl/src/a" "$C/hl/src/b"; ln "$C/hl/src/a" "$C/hl/src/c"
+printf 'deep' > "$C/hl/src/d1/x"; ln "$C/hl/src/d1/x" "$C/hl/src/d2/y"; ln "$C/hl/src/d1/x" "$C/hl/src/d2/z"
+# dst1: a directory where the first name 'a' lands
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" -a "$C/hl/src" "$C/hl/dst1/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -a src dst1/ (a directory in a's way)"
+expect_err "$C/e" rdcp "^rdcp: localhost: cannot rename into place '.*/hl/dst1/src/a': Is a directory$"
+[ -d "$C/hl/dst1/src/a" ] || t_fail "dst1/src/a is no longer the directory"
+[ "$(cat "$C/hl/dst1/src/b" "$C/hl/dst1/src/c" 2>/dev/null)" = "linked datalinked data" ] || t_fail "dst1: b and c: $(ls -la "$C/hl/dst1/src" | tr '\n' '|')"
+[ "$(stat -c %i "$C/hl/dst1/src/b" 2>/dev/null)" = "$(stat -c %i "$C/hl/dst1/src/c" 2>/dev/null)" ] || t_fail "dst1: b and c are not one file"
+[ "$(stat -c %h "$C/hl/dst1/src/b" 2>/dev/null)" = 2 ] || t_fail "dst1: b has $(stat -c %h "$C/hl/dst1/src/b" 2>/dev/null) names, not 2"
+[ "$(stat -c %Y "$C/hl/dst1/src/b" 2>/dev/null)" = "$(stat -c %Y "$C/hl/src/a")" ] || t_fail "dst1: b lost its mtime (-a)"
+# dst2 (to a host): a file where the directory d1 goes, so d1/x (the first name) cannot be made
+printf 'blocker' > "$C/hl/dst2/src/d1"
+timeout -k 2 "$(lim 20)" "$RD_BIN/rdcp" --ssh "$C/ssh" -a "$C/hl/src" "h2:$C/hl/dst2/" > "$C/o" 2> "$C/e"
+expect_rc $? 23 "rdcp -a src h2:dst2/ (a file in d1's way)"
+expect_err "$C/e" rdcp "^rdcp: h2: cannot create directory '.*/hl/dst2/src/d1': File exists$"
+[ "$(cat "$C/hl/dst2/src/d1")" = blocker ] || t_fail "dst2/src/d1 changed"
+[ "$(cat "$C/hl/dst2/src/d2/y" "$C/hl/dst2/src/d2/z" 2>/dev/null)" = deepdeep ] || t_fail "dst2: d2/y and d2/z: $(ls -la "$C/hl/dst2/src/d2" 2>&1 | tr '\n' '|')"
+[ "$(stat -c %i "$C/hl/dst2/src/d2/y" 2>/dev/null)" = "$(stat -c %i "$C/hl/dst2/src/d2/z" 2>/dev/null)" ] || t_fail "dst2: y and z are not one file"
+[ "$(cat "$C/hl/dst2/src/a" "$C/hl/dst2/src/b" 2>/dev/null)" = "linked datalinked data" ] || t_fail "dst2: a and b"
+# nothing left behind: no temporary file anywhere
+left=$(find "$C/hl/dst1" "$C/hl/dst2" -name '.rdcp.*')
+[ -z "$left" ] || t_fail "temporary files left: $left"
+t_end
 
 t_begin "rdcp FILE/ (a regular file named with a trailing '/'): as a source, local or on a host, and as DST, local or on a host: cp's words, exit 23 (DST was exit 5, 'cannot access')"
 standin_ssh
