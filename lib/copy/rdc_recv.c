@@ -428,6 +428,15 @@ static void begin_file(struct rdc_rcv *r, char *f, const char *name, const struc
     if (r->fd < 0) {
         rdc_rcv_err(r, "cannot create a file in the directory of", f, errno);
         r->tmp = NULL;
+        if (r->linked && start == 0 && size <= r->max_file &&
+            (r->fd = rdc_create_tmp(r->base, name, create_mode(r, m->mode), &r->tmp)) >= 0) {
+            r->tdfd = r->base;   /* kept for its hard links (an orphan) */
+            r->orphan = 1;
+            return;
+        }
+        r->tmp = NULL;
+        r->fd = -1;
+        rdc_set_add(&r->failed_files, f);   /* its hard links say why they are not made */
         r->discard = 1;
         return;
     }
