@@ -446,6 +446,8 @@ void rdc_rcv_free(struct rdc_rcv *r)
     rdc_pool_stop(r);   /* every piece written: r->big's file is r->fd's alone */
     rdc_flush_stop(r->flush);
     rdc_rcv_orphans_free(r);
+    if (r->orphan && r->tmp && r->tdfd >= 0)   /* a linked file's data cut short: no partial to continue */
+        unlinkat(r->tdfd, r->tmp, 0);
     rdc_job_free(r->job);
     rdc_job_free(r->big);
     for (size_t i = 0; i < r->ndirs; i++) {
