@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #define LOGIN_TIMEOUT_S 60.0
+/* how long a failure that may be a consequence waits for the other end to report (settled) */
+#define SETTLE_S 1.0
 
 static const char usage_text[] =
     "usage: rdcp [options] SRC... DST\n"
@@ -116,6 +118,7 @@ struct run {
     int interrupted;
     int fail_code, fail_rank;
     char *fail_msg;
+    double settle_at;          /* the first failure + SETTLE_S: see settled() */
     int exit_code[2];
     int have_exit[2];
     /* statistics */
@@ -243,12 +246,29 @@ static void say(struct end *x, const char *fmt, ...)
 
 static void fail(struct run *r, int rank, int code, const char *msg)
 {
+    if (!r->fail_msg)
+        r->settle_at = rd_now() + SETTLE_S;
     if (r->fail_msg && r->fail_rank <= rank)
         return;
     free(r->fail_msg);
     r->fail_msg = strdup(msg);
     r->fail_rank = rank;
     r->fail_code = code;
+}
+
+/* A failure ends the copy once its cause is known: one that names it (a role killed, no
+ * agent) at once; one that may be a consequence (a role's error, most often the broken stream
+ * its peer left) once the other end has reported too, or SETTLE_S later. Whichever end's exit
+ * line came first decided before 2026-12-07, so a killed sender was sometimes named as the
+ * receiver's "connection closed by peer". */
+static int settled(const struct run *r)
+{
+    if (r->fail_rank < 20 || rd_now() >= r->settle_at)
+        return 1;
+    for (int i = 0; i < 2; i++)
+        if (!r->have_exit[i] && !r->e[i].l.eof)
+            return 0;
+    return 1;
 }
 
 static void draw(struct run *r, int force)
@@ -566,7 +586,7 @@ static int run_copy(struct run *r, struct totals *t)
     for (;;) {
         if (r->interrupted > 0)
             break;
-        if (r->fail_msg && r->fail_rank < 40)
+        if (r->fail_msg && r->fail_rank < 40 && settled(r))
             break;
         if (started && r->e[0].l.done && r->e[1].l.done)
             break;
