@@ -522,7 +522,17 @@ pid=$!
 for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
 (exec "$BIN/rdsend" 127.0.0.1 "$(cat "$W/port")" hostile-key "$W/stream" 2> "$W/send.err") &
 spid=$!   # rdsend itself (before 2026-11-27 a `timeout` around it, so the kill missed rdsend)
-sleep 1
+# killed once its socket holds unsent data against the closed window (ss: Send-Q) and rdsend's
+# watcher, which looks twice a second, has seen the window closed: that is what this case is
+# about. After a fixed second a loaded machine had not got there, and the kill closed the
+# socket gently, its FIN waiting behind the full ring (2026-12-07)
+rport=$(cat "$W/port")
+for i in $(seq 200); do
+    sq=$(ss -tnH state established "( dport = :$rport )" 2>/dev/null | awk '{ s += $2 } END { print s + 0 }')
+    [ "${sq:-0}" -gt 1048576 ] && break
+    sleep 0.1
+done
+sleep 1.2
 kill -9 $spid; wait $spid 2>/dev/null
 t0=$EPOCHREALTIME
 wait $pid; rc=$?
