@@ -18,7 +18,9 @@ void rdb_door_init(struct rdb_door *d, struct rd_waiting *waiting, struct rd_lis
     d->stop[0] = d->stop[1] = -1;
 }
 
-/* A plain pthread: its errors (a failed poll) are its own, not the served client's. */
+/* A plain pthread (tests/integration/layers.sh lists it): it does strangers' work, the
+ * handshakes of other clients, so its errors (a failed poll) are its own, not the served
+ * client's. */
 static void *door_main(void *arg)
 {
     struct rdb_door *d = arg;
