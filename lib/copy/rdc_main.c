@@ -260,7 +260,8 @@ static void fail(struct run *r, int rank, int code, const char *msg)
  * agent) at once; one that may be a consequence (a role's error, most often the broken stream
  * its peer left) once the other end has reported too, or SETTLE_S later. Whichever end's exit
  * line came first decided before 2026-12-07, so a killed sender was sometimes named as the
- * receiver's "connection closed by peer". */
+ * receiver's "connection closed by peer". (Before the roles are started, nothing follows: the
+ * caller does not wait.) */
 static int settled(const struct run *r)
 {
     if (r->fail_rank < 20 || rd_now() >= r->settle_at)
@@ -586,7 +587,7 @@ static int run_copy(struct run *r, struct totals *t)
     for (;;) {
         if (r->interrupted > 0)
             break;
-        if (r->fail_msg && r->fail_rank < 40 && settled(r))
+        if (r->fail_msg && r->fail_rank < 40 && (!started || settled(r)))
             break;
         if (started && r->e[0].l.done && r->e[1].l.done)
             break;
