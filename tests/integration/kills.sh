@@ -182,8 +182,9 @@ port=$(free_port); mkfifo "$C/quiet"
 ( exec sleep "$(lim 30)" ) > "$C/quiet" & feeder=$!; RD_PIDS+=("$feeder")
 start RP /dev/null /dev/null "$C/rerr" "$RDRECV" "$port" key
 wait_listen "$port" || t_fail "rdrecv not listening"
-timeout 6 "$RDSEND" 127.0.0.1 "$port" key < "$C/quiet" 2> "$C/serr"; rc=$?
-[ "$rc" = 124 ] || t_fail "rdsend waiting for input, under timeout 6: exit $rc, expected 124 (timed out)"
+# (a sanitizer build under load needs more than 6 s to have connected and started every thread)
+timeout "$(lim 6)" "$RDSEND" 127.0.0.1 "$port" key < "$C/quiet" 2> "$C/serr"; rc=$?
+[ "$rc" = 124 ] || t_fail "rdsend waiting for input, under timeout $(lim 6): exit $rc, expected 124 (timed out)"
 want_fn=()   # a function of ours by name, where the binary has its symbols (not the .deb's)
 nm "$RDSEND" 2> /dev/null | grep -q ' rd_engine_send$' && want_fn=('#[0-9]+ rd_engine_send( |$)')
 for want in 'thread rdsend \(' 'thread rd-reader \(' 'thread rd-monitor \(' 'thread rd-lane0 \(' \

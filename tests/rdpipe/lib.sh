@@ -19,6 +19,10 @@ done
 
 T=$(mktemp -d /tmp/rdpipe-test.XXXXXX)
 P=rdpt$$
+# how long the pipelines that must be killed sleep: a number no other run uses (the stray check
+# looks at the whole machine, and two runs may share it), and the pgrep pattern that finds them
+NAP=1234.$$
+NAP_RE="sleep 1234[.]$$"'( |$)'
 HOSTS="h0 h1 h2 h3"
 declare -A ADDR=([h0]=10.99.0.10 [h1]=10.99.0.11 [h2]=10.99.0.12 [h3]=10.99.0.13)
 
@@ -120,7 +124,7 @@ strays() {
             [ -n "$cmd" ] && echo "$h pid $p: $cmd"
         done
     done
-    pgrep -af 'sleep 123[4]' 2>/dev/null | sed 's/^/anywhere: /'
+    pgrep -af "$NAP_RE" 2>/dev/null | sed 's/^/anywhere: /'
 }
 # no pipeline process may be left anywhere a few seconds after rdpipe returned
 no_strays() {

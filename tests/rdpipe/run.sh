@@ -210,14 +210,14 @@ if [ $rc = 7 ] && grep -q "h3: command 'cat; exit 7' failed with exit status 7" 
     after "$name" && ok "$name"
 else bad "$name" "rc=$rc err=$(head -c 600 "$T/err")"; fi
 
-# start a pipeline that runs until it is killed: sleep 1234 on three hosts
+# start a pipeline that runs until it is killed: sleep $NAP on three hosts
 start_sleepers() {
     (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
-        rdpipe --ssh "$SSH" h1:'sleep 1234' h2:'cat; sleep 1234' h3:'sleep 1234' </dev/null >/dev/null 2>"$T/err") &
+        rdpipe --ssh "$SSH" h1:"sleep $NAP" h2:"cat; sleep $NAP" h3:"sleep $NAP" </dev/null >/dev/null 2>"$T/err") &
     RP=$!
     ( sleep 60; kill -9 $RP 2>/dev/null ) &
     GUARD=$!
-    wait_procs 'sleep 123[4]' 3
+    wait_procs "$NAP_RE" 3
 }
 finish_sleepers() {   # finish_sleepers NAME EXPECTED-RC GREP
     local rc=0
@@ -268,11 +268,11 @@ else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 
 # a plain `cat` between two hops is one relay process that forwards frames unchanged
 start_relay() {
     (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
-        rdpipe --ssh "$SSH" h1:"cat $T/big.img; sleep 1234" h2:'cat' h3:'cat > /dev/null; sleep 1234' </dev/null >/dev/null 2>"$T/err") &
+        rdpipe --ssh "$SSH" h1:"cat $T/big.img; sleep $NAP" h2:'cat' h3:"cat > /dev/null; sleep $NAP" </dev/null >/dev/null 2>"$T/err") &
     RP=$!
     ( sleep 60; kill -9 $RP 2>/dev/null ) &
     GUARD=$!
-    wait_procs 'sleep 123[4]' 2
+    wait_procs "$NAP_RE" 2
 }
 name="relay: h2:'cat' runs as rdrecv --relay-fd alone (no cat, no rdsend); killed: exit 137 naming it"
 if start_relay && vp=$(ns_pid_matching h2 'rdrecv .*--relay-fd'); then
