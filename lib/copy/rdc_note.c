@@ -2,7 +2,9 @@
 #include "copy/rdc_note.h"
 
 #include "remote/rdr_said.h"
+#include "util/rd_number.h"
 
+#include <limits.h>
 #include <string.h>
 
 #define MAX_WORDS 8
@@ -25,7 +27,7 @@ static int split_exact(char *s, char **w, int max)
 static int numbers(char **w, int n, unsigned long long *v)
 {
     for (int i = 0; i < n; i++)
-        if (rdr_parse_ull(w[i], &v[i]))
+        if (rd_parse_decimal(w[i], ULLONG_MAX, &v[i]))
             return -1;
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "remote/rdr_said.h"
 #include "remote/rdr_shell.h"
 #include "remote/rdr_spec.h"
+#include "util/rd_number.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -145,7 +146,7 @@ int rdr_link_setup_line(struct rdr_link *l, char **w, int n)
     } else if (strcmp(w[0], "port") == 0) {
         unsigned long long port;
         /* a port the next hop can connect to; anything else leaves none (0), which fails there */
-        if (n == 2 && rdr_parse_ull(w[1], &port) == 0 && port >= 1 && port <= 65535)
+        if (n == 2 && rd_parse_decimal(w[1], 65535, &port) == 0 && port >= 1)
             l->port = (int)port;
     } else if (strcmp(w[0], "ready") == 0) {
         l->ready = 1;

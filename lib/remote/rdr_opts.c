@@ -5,6 +5,7 @@
 #include "run/rd_version.h"
 #include "remote/rdr_line.h"
 #include "remote/rdr_warn.h"
+#include "util/rd_number.h"
 #include "util/rd_opterr.h"
 #include "engine/rd_lanes.h"
 #include "transport/rd_session.h"
@@ -34,11 +35,8 @@ void rdr_codecs_word(const struct rdr_init_opts *o, char *out, size_t n)
 
 unsigned rdr_count(const char *s, unsigned max)
 {
-    size_t len = strlen(s);
-    if (len == 0 || len > 9 || strspn(s, "0123456789") != len)
-        return 0;
-    unsigned long v = strtoul(s, NULL, 10);
-    return v >= 1 && v <= max ? (unsigned)v : 0;
+    unsigned long long v;
+    return rd_parse_decimal(s, max, &v) == 0 && v >= 1 ? (unsigned)v : 0;
 }
 
 void rdr_init_opts_default(struct rdr_init_opts *o)

@@ -2,23 +2,13 @@
 #include "remote/rdr_said.h"
 
 #include "remote/rdr_line.h"
+#include "util/rd_number.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-int rdr_parse_ull(const char *word, unsigned long long *v)
-{
-    if (!word[0] || strspn(word, "0123456789") != strlen(word))
-        return -1;
-    errno = 0;
-    unsigned long long x = strtoull(word, NULL, 10);
-    if (errno)
-        return -1;
-    *v = x;
-    return 0;
-}
 
 int rdr_parse_seconds(const char *word, double max, double *v)
 {
@@ -38,7 +28,7 @@ int rdr_parse_seconds(const char *word, double max, double *v)
 static int parse_small(const char *word, int max, int *v)
 {
     unsigned long long x;
-    if (rdr_parse_ull(word, &x) || x > (unsigned long long)max)
+    if (rd_parse_decimal(word, (unsigned long long)max, &x))
         return -1;
     *v = (int)x;
     return 0;
@@ -70,7 +60,7 @@ enum rdr_said_kind rdr_said_parse(char **w, int n, struct rdr_said *s)
     if (strcmp(w[0], "stat") == 0 && n == 5) {
         s->role = w[1];
         s->word = w[4];
-        if (rdr_parse_ull(w[2], &s->bytes) || rdr_parse_seconds(w[3], RDR_SAID_SECONDS_MAX, &s->seconds))
+        if (rd_parse_decimal(w[2], ULLONG_MAX, &s->bytes) || rdr_parse_seconds(w[3], RDR_SAID_SECONDS_MAX, &s->seconds))
             return other(s);
         return s->kind = RDR_SAID_STAT;
     }

@@ -48,9 +48,6 @@ struct rdr_said {
 enum rdr_said_kind rdr_said_parse(char **w, int n, struct rdr_said *s);
 void rdr_said_free(struct rdr_said *s);
 
-/* A whole word of decimal digits that fits: 0, or -1 for anything else (a sign, a space, a
- * digit too many). */
-int rdr_parse_ull(const char *word, unsigned long long *v);
 /* A whole word of digits with at most a point (as %f writes it) within [0, max]: 0, or -1. */
 int rdr_parse_seconds(const char *word, double max, double *v);
 

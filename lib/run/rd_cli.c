@@ -3,6 +3,7 @@
 #include "transport/rd_session.h"
 
 #include "util/rd_error.h"
+#include "util/rd_number.h"
 #include "util/rd_opterr.h"
 #include "util/rd_secret.h"
 #include "util/rd_stdfd.h"
@@ -196,10 +197,8 @@ static int set_key(struct rd_opts *o, const char *k)
  * and is no port to connect to */
 static int valid_port(const char *p, int is_sender)
 {
-    if (!*p || strspn(p, "0123456789") != strlen(p))
-        return 0;
-    long v = strtol(p, NULL, 10);
-    return v <= 65535 && (v > 0 || !is_sender);
+    unsigned long long v;
+    return rd_parse_decimal(p, 65535, &v) == 0 && (v > 0 || !is_sender);
 }
 
 /* A word that is a zstd level by itself ("3", "-5"; not "auto") */
@@ -287,9 +286,8 @@ int rd_cli_parse(int argc, char **argv, int is_sender, struct rd_opts *o)
         case 'd': o->device = optarg; break;
         case OPT_KEY_FILE: key_file = optarg; break;
         case OPT_TIMEOUT: {
-            char *end;
-            long t = strtol(optarg, &end, 10);   /* digits only: no sign, no blank before */
-            if (*optarg == '\0' || strspn(optarg, "0123456789") != strlen(optarg) || *end || t < 0 || t > 1000000)
+            unsigned long long t;
+            if (rd_parse_decimal(optarg, 1000000, &t))
                 return rd_fail(RD_EUSAGE, "--timeout takes whole seconds from 0 to 1000000 (11 days), not '%s'", optarg);
             o->timeout_s = (int)t;
             break;

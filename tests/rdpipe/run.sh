@@ -31,10 +31,11 @@ after() {   # after NAME: verify no strays, report them as a failure of NAME
     return 0
 }
 
-# wait until `pattern` matches N processes (pgrep -f), up to 20 s
+# wait until `pattern` matches N processes (pgrep -f), up to 20 s (times RDPIPE_SLOW: a
+# sanitizer build beside other runs needs longer to move big.img through a relay)
 wait_procs() {
     local pat=$1 n=$2
-    for _ in $(seq 200); do
+    for _ in $(seq $((200 * ${RDPIPE_SLOW:-1}))); do
         [ "$(pgrep -fc "$pat")" -ge "$n" ] && return 0
         sleep 0.1
     done
@@ -215,7 +216,7 @@ start_sleepers() {
     (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
         rdpipe --ssh "$SSH" h1:"sleep $NAP" h2:"cat; sleep $NAP" h3:"sleep $NAP" </dev/null >/dev/null 2>"$T/err") &
     RP=$!
-    ( sleep 60; kill -9 $RP 2>/dev/null ) &
+    ( sleep $((60 * ${RDPIPE_SLOW:-1})); kill -9 $RP 2>/dev/null ) &
     GUARD=$!
     wait_procs "$NAP_RE" 3
 }
@@ -270,7 +271,7 @@ start_relay() {
     (cd "$T" && exec ip netns exec "${P}h0" env PATH="$BIN:$PATH" \
         rdpipe --ssh "$SSH" h1:"cat $T/big.img; sleep $NAP" h2:'cat' h3:"cat > /dev/null; sleep $NAP" </dev/null >/dev/null 2>"$T/err") &
     RP=$!
-    ( sleep 60; kill -9 $RP 2>/dev/null ) &
+    ( sleep $((60 * ${RDPIPE_SLOW:-1})); kill -9 $RP 2>/dev/null ) &
     GUARD=$!
     wait_procs "$NAP_RE" 2
 }
