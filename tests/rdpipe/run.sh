@@ -41,6 +41,13 @@ wait_procs() {
     done
     return 1
 }
+ns_wait_pid() {   # ns_wait_pid HOST REGEX: ns_pid_matching, waiting up to 20 s (times RDPIPE_SLOW)
+    for _ in $(seq $((200 * ${RDPIPE_SLOW:-1}))); do
+        ns_pid_matching "$1" "$2" && return 0
+        sleep 0.1
+    done
+    return 1
+}
 ns_pid_matching() {   # ns_pid_matching HOST REGEX: a pid in that namespace whose cmdline matches
     for p in $(ip netns pids "$P$1"); do
         if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -Eq "$2"; then echo "$p"; return 0; fi
@@ -229,13 +236,13 @@ finish_sleepers() {   # finish_sleepers NAME EXPECTED-RC GREP
 }
 
 name="agent killed (SIGKILL): everything stops, exit 255"
-if start_sleepers && ap=$(ns_pid_matching h2 'rdpipe --agent'); then
+if start_sleepers && ap=$(ns_wait_pid h2 'rdpipe --agent'); then
     kill -9 "$ap"
     finish_sleepers "$name" 255 "rdpipe: h2: lost the connection"
 else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
 
 name="ssh killed: everything stops, exit 255"
-if start_sleepers && sp=$(ns_pid_matching h0 '^ssh .* h3 '); then
+if start_sleepers && sp=$(ns_wait_pid h0 '^ssh .* h3 '); then
     kill -9 "$sp"
     finish_sleepers "$name" 255 "rdpipe: h3: lost the connection .*ssh killed by signal 9"
 else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
@@ -261,7 +268,7 @@ if start_sleepers; then
 else bad "$name" "pipeline did not start"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
 
 name="a transfer killed (rdrecv SIGKILL): its status, nothing left"
-if start_sleepers && vp=$(ns_pid_matching h2 'rdrecv'); then
+if start_sleepers && vp=$(ns_wait_pid h2 'rdrecv'); then
     kill -9 "$vp"
     finish_sleepers "$name" 137 "rdpipe: h2: receiving the stream"
 else bad "$name" "pipeline did not start: $(head -c 400 "$T/err")"; kill -9 $RP 2>/dev/null; wait $RP; after "$name"; fi
@@ -276,7 +283,7 @@ start_relay() {
     wait_procs "$NAP_RE" 2
 }
 name="relay: h2:'cat' runs as rdrecv --relay-fd alone (no cat, no rdsend); killed: exit 137 naming it"
-if start_relay && vp=$(ns_pid_matching h2 'rdrecv .*--relay-fd'); then
+if start_relay && vp=$(ns_wait_pid h2 'rdrecv .*--relay-fd'); then
     extra=$(ns_pid_matching h2 '^(cat|rdsend|bash)( |$)')
     kill -9 "$vp"
     if [ -n "$extra" ]; then
