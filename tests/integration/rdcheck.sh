@@ -157,7 +157,9 @@ grep -qxF "✓ TCP plan for 127.0.0.1: lo reports no speed, $n core$([ "$n" = 1 
     t_fail "plan line: $(grep 'plan' "$C/o")"
 grep -Eq '^✓ TCP here → 127\.0\.0\.1: [0-9]+\.[0-9]{3} GB/s \(1\.[0-9] s, 1\.0 MiB messages at depth 8\)$' "$C/o" ||
     t_fail "traffic out: $(grep 'TCP here' "$C/o")"
-grep -Eq '^✓ TCP 127\.0\.0\.1 → here: [0-9]+\.[0-9]{3} GB/s \(1\.[0-9] s, 1\.0 MiB messages at depth 8\)$' "$C/o" ||
+# the way back is timed here from its first message to its last, while the agent sends for its
+# second: a first message late under load (0.9 s once, beside 3 ASan scripts) shortens it
+grep -Eq '^✓ TCP 127\.0\.0\.1 → here: [0-9]+\.[0-9]{3} GB/s \((0\.[5-9]|1\.[0-9]) s, 1\.0 MiB messages at depth 8\)$' "$C/o" ||
     t_fail "traffic back: $(grep 'here:' "$C/o")"
 if [ "$HAS_RDMA" = 0 ]; then
     expect_rc $rc 1 "rdcheck 127.0.0.1 on a host without RDMA"
