@@ -23,9 +23,13 @@ static void emit(int out, const struct rdc_manifest_entry *e)
     free(h);
 }
 
+/* rdc_open_noatime: hashing DST for the manifest would otherwise stamp every file in it
+ * "read now" */
+static int noatime_denied;
+
 static void man_file(int out, int dfd, const char *name, const char *rel_final, const char *tmp)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = rdc_open_noatime(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, &noatime_denied);
     if (fd < 0)
         return;
     struct stat st;

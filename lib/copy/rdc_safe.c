@@ -183,6 +183,17 @@ int rdc_tmp_lock(int fd)
     return -1;
 }
 
+int rdc_open_noatime(int dfd, const char *name, int flags, int *denied)
+{
+    if (!*denied) {
+        int fd = openat(dfd, name, flags | O_NOATIME);
+        if (fd >= 0 || errno != EPERM)
+            return fd;
+        *denied = 1;
+    }
+    return openat(dfd, name, flags);
+}
+
 char *rdc_tmp_key(const char *name)
 {
     size_t n = strlen(name);

@@ -37,6 +37,11 @@ int rdc_unshare(int dfd, const char *name, int fd, const struct stat *st);
  * errno EBUSY when another process holds it (a partial file a running rdcp writes), else 0. */
 int rdc_tmp_lock(int fd);
 
+/* openat(dfd, name, flags | O_NOATIME), where the kernel allows it (the file's owner, or
+ * root): under relatime the first read of a file whose atime is a day old sets it, and dirties
+ * its inode. *denied is set at the first EPERM (not the owner), and later calls stop asking. */
+int rdc_open_noatime(int dfd, const char *name, int flags, int *denied);
+
 /* What a temporary file's name keeps of NAME (malloc'd): NAME itself up to 200 bytes (NAME_MAX
  * is 255: room for the prefix and the suffix); a longer one as its first 184 bytes, '~' and
  * 16 hex digits of its hash (201 bytes, longer than any NAME kept whole), so that a later copy

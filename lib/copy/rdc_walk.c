@@ -3,6 +3,7 @@
  * an entry or two; the thread runs the steps, a full hand-over ring holds it back.
  */
 #include "copy/rdc_walk.h"
+#include "copy/rdc_safe.h"
 #include "copy/rdc_tree.h"
 
 #include "util/rd_error.h"
@@ -212,14 +213,8 @@ static void pop_dir(struct rdc_walk *w)
  * newer than its atime would dirty its inode) */
 static int open_file(struct rdc_walk *w, int dfd, const char *name)
 {
-    int fl = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->follow ? 0 : O_NOFOLLOW);
-    if (!w->noatime_off) {
-        int fd = openat(dfd, name, fl | O_NOATIME);
-        if (fd >= 0 || errno != EPERM)
-            return fd;
-        w->noatime_off = 1;   /* not the owner: stop asking */
-    }
-    return openat(dfd, name, fl);
+    return rdc_open_noatime(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->follow ? 0 : O_NOFOLLOW),
+                            &w->noatime_off);
 }
 
 /* a regular file: open it, stat it through the fd, start reading it into the page cache.

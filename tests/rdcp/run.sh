@@ -382,6 +382,16 @@ rdcp_h0 -v -a --resume h1:"$R/" h2:"$T/rdst" 2> "$T/err"; rc=$?
 r=1; [ $rc = 0 ] && grep -q " 0 bytes (0 B) copied" "$T/err" && same_tree "$R" "$T/rdst" t > "$T/why" && r=0
 check "$name" $r "rc=$rc $(cat "$T/why" "$T/err" | head -3 | tr '\n' ' ')"
 
+name="--resume reads the destination's files for their hashes without touching their access times"
+# relatime updates an atime older than a day on the first read: the manifest's hashing did so
+# to every file in DST/NAME until 2026-12-07 (no -p here, which would set the times itself)
+rm -rf "$T/asrc" "$T/adst" && mkdir -p "$T/asrc/d" "$T/adst" && head -c 300000 /dev/urandom > "$T/asrc/d/x" &&
+    echo small > "$T/asrc/y" && cp -r "$T/asrc" "$T/adst/" && touch -a -d @946684800 "$T/adst/asrc/d/x" "$T/adst/asrc/y"
+rdcp_h0 -v -r --resume h1:"$T/asrc" h2:"$T/adst" 2> "$T/err"; rc=$?
+at="$(stat -c %X "$T/adst/asrc/d/x") $(stat -c %X "$T/adst/asrc/y")"
+r=1; [ $rc = 0 ] && grep -q " 0 bytes (0 B) copied" "$T/err" && [ "$at" = "946684800 946684800" ] && r=0
+check "$name" $r "rc=$rc atimes $at (want 946684800 946684800) $(head -3 "$T/err" | tr '\n' ' ')"
+
 name="a later copy, without --resume, removes the partial files of what it completes: big and small files, top and nested; one a running rdcp holds, others' and what is not a regular file stay"
 # An interrupted copy keeps its partial files for --resume; a copy that then writes those files
 # whole (here without --resume) supersedes them. Before 2026-11-26 they stayed for good (a
