@@ -16,6 +16,7 @@
  */
 #include "copy/rdc_recv_int.h"
 #include "copy/rdc_anon.h"
+#include "copy/rdc_fold.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_xattr.h"
 #include "copy/rdc_set.h"
@@ -921,18 +922,13 @@ static int entry_named(int pfd, const char *name)
 
 /* On a filesystem that folds case (FAT, exFAT, ext4 casefold, SMB) 'a' after 'A' is the
  * entry 'A' again, and writing it would replace what this copy just made under another
- * spelling, with exit 0 (cp refuses it: "File exists"). Only a path whose ASCII-folded
- * spelling this copy already took is looked at (so nothing is looked up per file): once
+ * spelling, with exit 0 (cp refuses it: "File exists"). Only a path whose folded spelling
+ * (rdc_fold_key) this copy already took is looked at (so nothing is looked up per file): once
  * what the other spelling's worker writes is in place, a lookup of this name that finds an
  * entry no readdir spells so is that entry. 1: refused (one line, exit 23). */
 static int folds_onto_made(struct rdc_rcv *r, const char *f, int pfd, const char *name)
 {
-    char *k = strdup(f);
-    if (!k)
-        rd_oom();
-    for (char *c = k; *c; c++)
-        if (*c >= 'A' && *c <= 'Z')
-            *c = (char)(*c - 'A' + 'a');
+    char *k = rdc_fold_key(f);
     int seen = rdc_set_has(&r->made_folded, k);
     if (!seen)
         rdc_set_add(&r->made_folded, k);
