@@ -86,18 +86,30 @@ rd_tree() {
         for c in $(pgrep -P "$p"); do rd_tree "$c"; done
     done
 }
-# rd_stacks PID...: append the stacks of these processes and their descendants to $C/stacks
+# rd_stacks PID...: append the stacks of these processes and their descendants to $C/stacks.
+# One gdb each, all at once: gdb stops its process when it attaches, before the slow part
+# (reading symbols). One after another, the processes taken last were taken late: under load
+# in CI, gdb on rdsend took over 1.5 s, its time limit ended it meanwhile, and its peer rdrecv,
+# taken after it, had already shut the threads the stacks were to show (2026-12-07).
 rd_stacks() {
-    local p out=${C:-$RD_T}/stacks
+    local p out=${C:-$RD_T}/stacks dir n=0 jobs=()
     command -v gdb > /dev/null || { echo "(no gdb: no stacks)" >> "$out"; return 0; }
+    dir=$(mktemp -d "${RD_T:-/tmp}/stacks.XXXXXX") || return 0
     for p in $(rd_tree "$@" | awk '!seen[$0]++'); do
         case $(cat "/proc/$p/comm" 2>/dev/null) in sleep|timeout|bash|'') continue ;; esac
-        echo "--- pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
-        command timeout 20 gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
-            sed -E 's/^Thread [0-9]+ \(Thread 0x[0-9a-f]+ \(LWP ([0-9]+)\) "?([^"]*)"?\):$/thread \2 (\1)/;
-                    s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/;
-                    s/^(#[0-9]+) +0x[0-9a-f]+ in ([^ ]+) .*$/  \1 \2/' | cut -c1-160
-    done >> "$out"
+        n=$((n + 1))
+        {
+            echo "--- pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+            command timeout 20 gdb -q -n -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#[0-9])' |
+                sed -E 's/^Thread [0-9]+ \(Thread 0x[0-9a-f]+ \(LWP ([0-9]+)\) "?([^"]*)"?\):$/thread \2 (\1)/;
+                        s/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) .* at ([^ ]+)$/  \1 \3 \4/;
+                        s/^(#[0-9]+) +0x[0-9a-f]+ in ([^ ]+) .*$/  \1 \2/' | cut -c1-160
+        } > "$dir/$n" &
+        jobs+=($!)
+    done
+    [ ${#jobs[@]} = 0 ] || wait "${jobs[@]}"
+    for p in $(seq "$n"); do cat "$dir/$p"; done >> "$out"
+    rm -rf "$dir"
 }
 # timeout [OPTION]... LIMIT CMD...: coreutils' timeout, with the stacks taken a moment before
 # LIMIT (3/4 of it, or 2 s before it: gdb needs the process still there; under RDPIPE_SLOW
