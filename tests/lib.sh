@@ -253,6 +253,17 @@ never_reading_receiver() {
     start RP /dev/null "$C/never_read" "$C/rerr" "$RDRECV" -v "$@" "$port" key
     wait_listen "$port" || t_fail "rdrecv not listening"
 }
+# wait_stuck PID: wait (up to 20 s x RD_SLOW) until PID has read and written nothing for 1 s, so
+# every buffer between it and a stopped consumer is full; a fixed sleep is too short under TSan.
+wait_stuck() {
+    local pid=$1 last="" now_io i still=0
+    for ((i = 0; i < $(lim 20) * 10; i++)); do
+        now_io=$(awk '/^[rw]char:/{printf "%s ", $2}' "/proc/$pid/io" 2>/dev/null) || return 1
+        if [ "$now_io" = "$last" ]; then ((++still >= 10)) && return 0; else still=0; last=$now_io; fi
+        sleep 0.1
+    done
+    return 1
+}
 # kill_reap PID...: SIGKILL and reap quietly (no "Killed" job message)
 kill_reap() {
     local p

@@ -140,7 +140,8 @@ t_begin "rdrecv's consumer never reads, every buffer and the window fill, the se
 port=$(free_port); never_reading_receiver "$port"
 start SP /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "handshake did not complete: $(cat "$C/rerr")"
-sleep 2   # the pipe, rdrecv's buffers and both sockets are full; the watcher has seen the window closed
+wait_stuck "$SP" || t_fail "rdsend never blocked: its consumer reads?"
+sleep 1   # the pipe, rdrecv's buffers and both sockets are full; the watcher has seen the window closed
 sq=$(ss -Htn state established "( dport = :$port )" 2> /dev/null | awk '{print $2; exit}')
 [ "${sq:-0}" -gt 0 ] || t_fail "the sender's socket holds no unsent data (Send-Q '${sq:-}'): nothing would hold its FIN back"
 t0=$(now); kill -9 "$SP"; wait "$SP" 2>/dev/null

@@ -152,7 +152,7 @@ t_begin "rdsend stuck sending (the receiver's consumer never reads): SIGINT ends
 port=$(free_port); never_reading_receiver "$port"
 sig_start S /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
-sleep 1   # every buffer on the way is full: rdsend blocks in its send
+wait_stuck "$S_pid" || t_fail "rdsend never blocked: its consumer reads?"   # every buffer on the way is full
 t0=$(now); kill -INT "$S_pid"
 sig_end S "$(lim 8)" "signal 2" "stuck rdsend after SIGINT"
 dt=$(elapsed "$t0")
@@ -164,7 +164,7 @@ kill_reap "$RP"
 port=$(free_port); never_reading_receiver "$port"
 sig_start S /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
-sleep 1
+wait_stuck "$S_pid" || t_fail "rdsend never blocked: its consumer reads?"
 t0=$(now); kill -INT "$S_pid"; sleep 0.2; kill -INT "$S_pid"
 sig_end S "$(lim 5)" "signal 2" "stuck rdsend after two SIGINTs"
 dt=$(elapsed "$t0")
