@@ -33,7 +33,7 @@ held_transfer() {
     local i
     for ((i = 0; i < 200; i++)); do [ -e "$C/got" ] && break; sleep 0.05; done
     [ -e "$C/got" ] || t_fail "the receiver never passed on $HEAD bytes: $(cat "$C/rerr" "$C/serr")"
-    sleep 0.5   # the stall: every buffer between the file and the pipe fills
+    wait_stuck "$sp" || t_fail "rdsend never stalled"   # every buffer between the file and the pipe is full
     $change
     touch "$C/go"
     wait_pid "$sp" "$(lim 30)"; SRC=$?

@@ -107,7 +107,7 @@ sig_start R /dev/null "$C/never" "$C/rerr" "$RDRECV" -v "$port" key
 wait_listen "$port" || t_fail "rdrecv not listening"
 start SP /dev/null /dev/null "$C/serr" "$RDSEND" 127.0.0.1 "$port" key /dev/zero
 wait_for_text "$C/rerr" 'receiving from' 10 || t_fail "transfer did not start: $(cat "$C/rerr" "$C/serr")"
-sleep 0.5   # the pipe is full, the writer blocked
+wait_stuck "$SP" || t_fail "rdsend never blocked: rdrecv's consumer reads?"   # the pipe is full, the writer blocked
 t0=$(now); kill -HUP "$R_pid"
 sig_end R "$(lim 5)" "signal 1" "rdrecv after SIGHUP"
 expect_within "$(elapsed "$t0")" "$(lim 2)" "rdrecv's exit after SIGHUP"

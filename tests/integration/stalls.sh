@@ -40,8 +40,8 @@ t_begin "FILE a FIFO whose reader has not come: rdrecv listens at once, --timeou
 # no --ready-fd line, no --timeout, a sender refused meanwhile
 mkfifo "$C/fifo"
 ( exec "$RDRECV" --ready-fd 3 --timeout 2 0 key "$C/fifo" 3> "$C/port" 2> "$C/rerr" ) & rp=$!; RD_PIDS+=("$rp")
-for ((i = 0; i < 40; i++)); do [ -s "$C/port" ] && break; sleep 0.05; done
-[ -s "$C/port" ] || t_fail "no port on --ready-fd within 2 s: rdrecv waits for the FIFO's reader before it listens"
+for ((i = 0; i < $(lim 2) * 20; i++)); do [ -s "$C/port" ] && break; sleep 0.05; done
+[ -s "$C/port" ] || t_fail "no port on --ready-fd within $(lim 2) s: rdrecv waits for the FIFO's reader before it listens"
 wait_pid "$rp" "$(lim 6)"; expect_rc $? 2 "rdrecv --timeout 2 into a FIFO nobody reads"
 expect_err "$C/rerr" rdrecv "timed out waiting for a sender"
 [ -p "$C/fifo" ] || t_fail "the FIFO is gone or replaced"
