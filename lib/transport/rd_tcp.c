@@ -193,8 +193,10 @@ static int tcp_accept(struct rd_transport *lis, struct rd_transport **out, int t
     if (rc < 0)
         return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
     int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return rd_fail(RD_ECONNECT, "accept: %s", strerror(errno));
+    if (fd < 0) {   /* out of descriptors is this process's own trouble (exit 5), the rest the network's */
+        int e = errno;
+        return rd_fail(e == EMFILE ? RD_EIO : RD_ECONNECT, "accept: %s", strerror(e));
+    }
     struct rd_transport *tp = rd_transport_new(&rd_tcp_ops);
     if (!tp) {
         close(fd);

@@ -16,6 +16,7 @@
 #include "util/rd_clock.h"
 
 #include "util/rd_error.h"
+#include "util/rd_fdlimit.h"
 #include "wire/rd_proto.h"
 #include "transport/rd_session.h"
 #include "transport/rd_tcp.h"
@@ -631,26 +632,33 @@ static int settle(struct rd_waiting *w)
 
 /* The connections waiting in a listener that polled readable, a batch at a time. Before each,
  * a look at what finished: once a handshake has won, the connections behind it in the listen
- * queue are not for this set (the stripes of --streams come right after ACCEPT). */
-static void arrivals(struct rd_waiting *w, struct rd_transport *l)
+ * queue are not for this set (the stripes of --streams come right after ACCEPT).
+ * -1: out of descriptors with no handshake under way, so none will ever be freed. */
+static int arrivals(struct rd_waiting *w, struct rd_transport *l)
 {
     for (int k = 0; k < ACCEPT_BATCH; k++) {
         struct pollfd p[2] = { { .fd = l->ops->listen_fd(l), .events = POLLIN },
                                { .fd = w->wake[0], .events = POLLIN } };
         if (poll(p, 2, 0) <= 0 || (p[1].revents && settle(w)) || !p[0].revents)
-            return;
+            return 0;
         struct rd_transport *c;
         double now = rd_now();
-        if (l->ops->accept(l, &c, 0)) {
-            /* one line, through the same limit as the strangers' (out of descriptors, it
-             * repeats ten times a second); the loop keeps listening */
+        int rc = l->ops->accept(l, &c, 0);
+        if (rc == RD_EIO && w->n == 0) {
+            rd_error_clear();
+            return -1;
+        }
+        if (rc) {
+            /* one line, through the same limit as the strangers' (out of descriptors while
+             * handshakes hold them, it repeats ten times a second); the loop keeps listening */
             say(w, "%s", rd_error_msg());
             rd_error_clear();
             w->accept_after = now + ACCEPT_PAUSE_S;
-            return;
+            return 0;
         }
         admit(w, c, now, now);
     }
+    return 0;
 }
 
 struct rd_waiting *rd_waiting_new(const struct rd_waiting_cfg *cfg)
@@ -740,8 +748,11 @@ int rd_waiting_next(struct rd_waiting *w, struct rd_listener *lis, int watch_fd,
         if (watch_fd >= 0 && pfd[0].revents)
             return RD_OK;
         for (int i = 0; i < lis->count; i++)
-            if (pfd[first_lis + i].revents)
-                arrivals(w, lis->lis[i]);
+            if (pfd[first_lis + i].revents && arrivals(w, lis->lis[i]) < 0) {
+                stop_all(w);
+                return rd_fail(RD_EIO, "cannot take a connection: out of open files (ulimit -n is %llu)",
+                               rd_fd_limit());
+            }
     }
 }
 

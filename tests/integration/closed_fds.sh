@@ -125,3 +125,45 @@ timeout 20 "$RD_BIN/rdcheck" --transport tcp > /dev/full 2> "$C/e"
 expect_rc $? 5 "rdcheck > /dev/full"
 expect_err "$C/e" rdcheck "^rdcheck: cannot write stdout: No space left on device$"
 t_end
+
+# ---------------------------------------------------------------- ulimit -n
+# Out of descriptors a tool stopped at a random point (rdrecv: `pipe: Too many open files`,
+# libgcrypt: an abort at ulimit -n 4), or, out of them while listening, printed `accept: Too many
+# open files` ten times a second until its --timeout (for ever without one), its sender waiting.
+t_begin "ulimit -n 8 and no higher hard limit: each tool says so in one line and exits 5 before anything else"
+for t in rdsend rdrecv rdpipe rdcp rdbench rdcheck; do
+    timeout 20 prlimit --nofile=8:8 "$RD_BIN/$t" --version > "$C/o" 2> "$C/e"
+    expect_rc $? 5 "$t under ulimit -n 8" "$(cat "$C/e")"
+    expect_err "$C/e" "$t" "^$t: ulimit -n is 8 \(hard limit 8\): too few open files, at least 16 are needed$"
+    expect_empty "$C/o" "$t's stdout"
+done
+t_end
+
+t_begin "ulimit -n 8 with room below the hard limit: rdsend and rdrecv raise it, the stream arrives whole"
+gen "$C/in" 3000000
+port=$(free_port)
+start rp /dev/null "$C/out" "$C/rerr" prlimit --nofile=8:4096 "$RDRECV" --streams 2 "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+timeout -k 2 "$(lim 20)" prlimit --nofile=8:4096 "$RDSEND" --streams 2 127.0.0.1 "$port" key "$C/in" 2> "$C/serr"
+expect_rc $? 0 rdsend "$(cat "$C/serr")"
+wait_pid "$rp" "$(lim 10)"; expect_rc $? 0 rdrecv "$(cat "$C/rerr")"
+expect_same_file "$C/in" "$C/out" "the stream"
+expect_empty "$C/rerr" "rdrecv's stderr"
+t_end
+
+t_begin "rdrecv out of descriptors while it listens (prlimit on the running process): exit 5 at once naming ulimit -n, not a wait for its --timeout"
+gen "$C/in" 100000
+port=$(free_port)
+# (under ASan, LeakSanitizer's look at exit needs a descriptor too)
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" start rp /dev/null "$C/out" "$C/rerr" "$RDRECV" --timeout "$(lim 20)" "$port" key
+wait_listen "$port" || t_fail "rdrecv not listening: $(cat "$C/rerr")"
+# fds 0-2 are taken: a limit of 3 leaves it no number for the connection
+prlimit --pid "$rp" --nofile=3:3 || t_fail "prlimit --pid failed"
+t0=$(now)
+timeout -k 2 "$(lim 30)" "$RDSEND" --timeout 2 127.0.0.1 "$port" key "$C/in" 2> "$C/serr"; src=$?
+wait_pid "$rp" "$(lim 5)"; rrc=$?
+expect_rc $rrc 5 "rdrecv out of descriptors" "$(cat "$C/rerr")"
+expect_err "$C/rerr" rdrecv "^rdrecv: cannot take a connection: out of open files \(ulimit -n is 3\)$"
+expect_rc $src 2 "rdsend turned away" "$(cat "$C/serr")"
+expect_within "$(elapsed "$t0")" "$(lim 10)" "both ends"
+t_end
