@@ -168,6 +168,7 @@ static void take_json(struct child *c, const char *line)
     if (e && *e) {
         free(c->error);
         c->error = e;
+        c->json_error = 1;
     } else {
         free(e);
     }
@@ -188,10 +189,14 @@ void rdpa_read_capture(struct agent *a, struct child *c)
                 char *h = rdr_hex_str(line);
                 rdpa_say(a, "log %s", h);
                 free(h);
-                /* "rdrecv: message": keep the first one as the reason; a role's reports are none */
-                if (!c->error && line[0] != RDR_ROLE_REPORT) {
-                    const char *m = strstr(line, ": ");
-                    c->error = strdup(m ? m + 2 : line);
+                /* "rdrecv: message": the reason, until the JSON names one. The last such line,
+                 * not the first: under -v the first says where it listens, and a death with
+                 * no JSON (out of memory) says why last. Reports and warnings are no reason. */
+                const char *m = strstr(line, ": ");
+                m = m ? m + 2 : line;
+                if (!c->json_error && line[0] != RDR_ROLE_REPORT && strncmp(m, "warning: ", 9) != 0) {
+                    free(c->error);
+                    c->error = strdup(m);
                 }
             }
             free(line);

@@ -22,7 +22,8 @@ struct child {
     unsigned long long bytes;
     double seconds;
     char transport[32];
-    char *error;
+    char *error;         /* its reason: the JSON's, else its last message (rdpa_read_capture) */
+    int json_error;      /* error came from its JSON: no later line replaces it */
 };
 
 struct agent {

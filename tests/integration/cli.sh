@@ -756,3 +756,26 @@ done
 [ "$(cat "$C/afile")" = A ] || t_fail "afile changed: $(cat "$C/afile")"
 [ -e "$C/nodir" ] && t_fail "nodir was made"
 t_end
+
+t_begin "rdcp: a role that dies with no JSON (as out of memory does) between a -v line and a warning: its last message, not the -v line nor the warning, is the reason"
+# before 2026-12-07 the agent kept the role's first line: 'receiving the tree failed (exit 5):
+# listening on port ...' under -v. (After a warning the reason is named again, with its end.) The agent runs the role as its sibling rdcp: a copy of the
+# tools with a stand-in rdcp whose --tree-recv dies so, the real one behind it otherwise.
+mkdir -p "$C/fake/src" "$C/fake/dst"; echo hi > "$C/fake/src/a"
+for t in rdpipe rdsend rdrecv; do cp "$RD_BIN/$t" "$C/fake/"; done
+cp "$RD_BIN/rdcp" "$C/fake/rdcp-real"
+cat > "$C/fake/rdcp" <<FAKE
+#!/bin/bash
+if [ "\$1" = --tree-recv ]; then
+    echo "rdcp: listening on port 1 (tcp)" >&2; echo "rdcp: out of memory" >&2; echo "rdcp: warning: a warning" >&2
+    exit 5
+fi
+exec "$C/fake/rdcp-real" "\$@"
+FAKE
+chmod +x "$C/fake/rdcp"
+timeout -k 2 "$(lim 20)" "$C/fake/rdcp-real" -v -r "$C/fake/src" "$C/fake/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 5 "rdcp whose destination role died"
+grep -v '^rdcp: [0-9]* files, ' "$C/e" > "$C/e2"
+diff <(printf '%s\n' "rdcp: localhost: listening on port 1 (tcp)" "rdcp: localhost: out of memory" \
+       "rdcp: localhost: warning: a warning" "rdcp: localhost: receiving the tree failed (exit 5): out of memory") "$C/e2" > "$C/d" || t_fail "stderr: $(tr '\n' '|' < "$C/d")"
+t_end
