@@ -8,6 +8,7 @@
  * window closed) is waited for, however long (rd_tcp_watch.h).
  */
 #include "util/rd_error.h"
+#include "util/rd_fdlimit.h"
 #include "wire/rd_proto.h"
 #include "transport/rd_link.h"
 #include "transport/rd_pool.h"
@@ -193,9 +194,11 @@ static int tcp_accept(struct rd_transport *lis, struct rd_transport **out, int t
     if (rc < 0)
         return rd_fail(RD_ECONNECT, "poll: %s", strerror(errno));
     int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {   /* out of descriptors is this process's own trouble (exit 5), the rest the network's */
+    if (fd < 0) {
         int e = errno;
-        return rd_fail(e == EMFILE ? RD_EIO : RD_ECONNECT, "accept: %s", strerror(e));
+        if (e == EMFILE)   /* this process's own trouble (exit 5), not the network's */
+            return rd_fail(RD_EIO, "cannot take a connection: out of open files (ulimit -n is %llu)", rd_fd_limit());
+        return rd_fail(RD_ECONNECT, "accept: %s", strerror(e));
     }
     struct rd_transport *tp = rd_transport_new(&rd_tcp_ops);
     if (!tp) {

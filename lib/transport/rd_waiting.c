@@ -16,7 +16,6 @@
 #include "util/rd_clock.h"
 
 #include "util/rd_error.h"
-#include "util/rd_fdlimit.h"
 #include "wire/rd_proto.h"
 #include "transport/rd_session.h"
 #include "transport/rd_tcp.h"
@@ -633,7 +632,8 @@ static int settle(struct rd_waiting *w)
 /* The connections waiting in a listener that polled readable, a batch at a time. Before each,
  * a look at what finished: once a handshake has won, the connections behind it in the listen
  * queue are not for this set (the stripes of --streams come right after ACCEPT).
- * -1: out of descriptors with no handshake under way, so none will ever be freed. */
+ * -1: this process's own trouble (out of descriptors or memory: RD_EIO, recorded) with no
+ * handshake under way, so nothing will ever free what it lacks. */
 static int arrivals(struct rd_waiting *w, struct rd_transport *l)
 {
     for (int k = 0; k < ACCEPT_BATCH; k++) {
@@ -644,10 +644,8 @@ static int arrivals(struct rd_waiting *w, struct rd_transport *l)
         struct rd_transport *c;
         double now = rd_now();
         int rc = l->ops->accept(l, &c, 0);
-        if (rc == RD_EIO && w->n == 0) {
-            rd_error_clear();
+        if (rc == RD_EIO && w->n == 0)
             return -1;
-        }
         if (rc) {
             /* one line, through the same limit as the strangers' (out of descriptors while
              * handshakes hold them, it repeats ten times a second); the loop keeps listening */
@@ -748,11 +746,8 @@ int rd_waiting_next(struct rd_waiting *w, struct rd_listener *lis, int watch_fd,
         if (watch_fd >= 0 && pfd[0].revents)
             return RD_OK;
         for (int i = 0; i < lis->count; i++)
-            if (pfd[first_lis + i].revents && arrivals(w, lis->lis[i]) < 0) {
-                stop_all(w);
-                return rd_fail(RD_EIO, "cannot take a connection: out of open files (ulimit -n is %llu)",
-                               rd_fd_limit());
-            }
+            if (pfd[first_lis + i].revents && arrivals(w, lis->lis[i]) < 0)
+                return RD_EIO;   /* no handshake thread to stop, none to race its error */
     }
 }
 
