@@ -657,10 +657,15 @@ static void report(const struct totals *t, int verbose, int json, int rc)
         char b[32], sk[32];
         rd_format_bytes(t->bytes, b, sizeof b);
         rd_format_bytes(t->skipped, sk, sizeof sk);
+        /* errors counts the files that failed on their own (exit 23); a copy that failed as a
+         * whole (a role out of memory, a lost host) says so, or "0 errors" would read as success */
+        char whole[48] = "";
+        if (rc && rc != 23)
+            snprintf(whole, sizeof whole, "; %s (exit %d)", rc > 128 ? "interrupted" : "failed", rc);
         warnx("%llu files, %llu directories, %llu bytes (%s) copied in %.3f s (%.3f GB/s) over %s; "
-              "skipped %llu bytes (%s) already at the destination; %llu errors",
+              "skipped %llu bytes (%s) already at the destination; %llu errors%s",
               t->files, t->dirs, t->bytes, b, t->seconds, t->seconds > 0 ? t->bytes / t->seconds / 1e9 : 0.0,
-              tr, t->skipped, sk, t->errors);
+              tr, t->skipped, sk, t->errors, whole);
     }
     if (json)
         fprintf(stderr,

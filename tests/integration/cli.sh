@@ -757,7 +757,7 @@ done
 [ -e "$C/nodir" ] && t_fail "nodir was made"
 t_end
 
-t_begin "rdcp: a role that dies with no JSON (as out of memory does) between a -v line and a warning: its last message, not the -v line nor the warning, is the reason"
+t_begin "rdcp: a role that dies with no JSON (as out of memory does) between a -v line and a warning: its last message, not the -v line nor the warning, is the reason; the -v summary says the copy failed"
 # before 2026-12-07 the agent kept the role's first line: 'receiving the tree failed (exit 5):
 # listening on port ...' under -v. (After a warning the reason is named again, with its end.) The agent runs the role as its sibling rdcp: a copy of the
 # tools with a stand-in rdcp whose --tree-recv dies so, the real one behind it otherwise.
@@ -775,6 +775,7 @@ FAKE
 chmod +x "$C/fake/rdcp"
 timeout -k 2 "$(lim 20)" "$C/fake/rdcp-real" -v -r "$C/fake/src" "$C/fake/dst/" > "$C/o" 2> "$C/e"
 expect_rc $? 5 "rdcp whose destination role died"
+grep -q '^rdcp: 0 files, .*; 0 errors; failed (exit 5)$' "$C/e" || t_fail "the summary does not say the copy failed: $(grep '^rdcp: [0-9]* files, ' "$C/e")"
 grep -v '^rdcp: [0-9]* files, ' "$C/e" > "$C/e2"
 diff <(printf '%s\n' "rdcp: localhost: listening on port 1 (tcp)" "rdcp: localhost: out of memory" \
        "rdcp: localhost: warning: a warning" "rdcp: localhost: receiving the tree failed (exit 5): out of memory") "$C/e2" > "$C/d" || t_fail "stderr: $(tr '\n' '|' < "$C/d")"
