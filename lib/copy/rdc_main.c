@@ -98,6 +98,8 @@ struct end {
                         * the same, is not shown twice */
 };
 
+struct made { char **v; size_t n, cap; };
+
 struct run {
     struct end e[2];   /* 0 = source, 1 = destination */
     struct rdr_init_opts o;    /* --ssh, --transport, --remote-path, -H */
@@ -111,9 +113,14 @@ struct run {
     char key[65];
     char **manifest;
     size_t nman, capman;
+    /* --resume with a contents source (SRC/): the source host lists the names it will write at
+     * DST's top first (rdr_role.h), and the destination lists those alone (rdc_manifest.h) */
+    int listing, listed, roots_over, dst_asked;
+    struct made roots;         /* "r" + each name's hex, as the destination reads them */
+    size_t roots_bytes;
     /* several source hosts: the names the runs before this one made in DST (hex), given to
      * this run's receiver, and those it reports (report_made: a run follows) added */
-    struct made { char **v; size_t n, cap; } *made;
+    struct made *made;
     int report_made;
     int interrupted;
     int fail_code, fail_rank;
@@ -387,6 +394,39 @@ static void handle_note(struct run *r, int i, const char *t)
     }
 }
 
+/* The most names and hex bytes a source's list may hold: a directory of a million entries is
+ * listed, a flood costs this host at most 64 MiB; past either the destination tells nothing
+ * of DST, and every file is sent whole (one warning). */
+#define RDC_ROOTS_MAX (1u << 20)
+#define RDC_ROOTS_BYTES (64u << 20)
+
+/* hex: rdr_said_root_name's */
+static void take_root(struct run *r, const char *hex)
+{
+    if (r->roots_over)
+        return;
+    size_t hl = strlen(hex);
+    if (r->roots.n >= RDC_ROOTS_MAX || r->roots_bytes + hl > RDC_ROOTS_BYTES) {
+        r->roots_over = 1;   /* none of them is used now */
+        for (size_t k = 0; k < r->roots.n; k++)
+            free(r->roots.v[k]);
+        r->roots.n = 0;
+        return;
+    }
+    if (r->roots.n == r->roots.cap) {
+        r->roots.cap = r->roots.cap ? 2 * r->roots.cap : 256;
+        if (!(r->roots.v = realloc(r->roots.v, r->roots.cap * sizeof *r->roots.v)))
+            rd_oom();
+    }
+    char *w = malloc(hl + 2);
+    if (!w)
+        rd_oom();
+    w[0] = 'r';
+    memcpy(w + 1, hex, hl + 1);
+    r->roots.v[r->roots.n++] = w;
+    r->roots_bytes += hl;
+}
+
 /* What an agent says beyond the setup replies: the resume manifest, logs (progress and
  * statistics among them), exits. */
 static void handle_line(void *ctx, int i, char **w, int n)
@@ -408,6 +448,17 @@ static void handle_line(void *ctx, int i, char **w, int n)
         }
         if (!(r->manifest[r->nman++] = strdup(s.word)))
             rd_oom();
+        break;
+    case RDR_SAID_ROOT:
+        /* from the source, asked, before it is ready; a name the stream could not write at
+         * DST's top is no root; past the bounds the destination tells nothing */
+        if (i != 0 || !r->listing || x->l.ready)
+            break;
+        take_root(r, s.word);
+        break;
+    case RDR_SAID_LISTED:
+        if (i == 0 && r->listing && !x->l.ready)
+            r->listed = 1;
         break;
     case RDR_SAID_LOG:
         handle_note(r, i, s.text);
@@ -493,6 +544,68 @@ static char **manifest_roots(const struct run *r)
     return v;
 }
 
+/* the destination's seg words that every run shares */
+struct dst_args {
+    char **flags;
+    int nf;
+    const char *nsrc, *codecs;
+};
+
+/* The destination: its role, key, the names it must know (other runs' and, listing, the
+ * source's), setup. */
+static void ask_dst(struct run *r, const struct dst_args *da)
+{
+    r->dst_asked = 1;
+    char **roots = NULL;
+    int roots_in = 0;
+    if (r->listing && r->listed && !r->roots_over) {
+        roots_in = 1;
+    } else if (r->listing) {
+        /* an agent that cannot list (older), or a list past its bounds: tell it nothing */
+        warnx("warning: %s: %s: --resume tells it nothing of %s; every file is sent whole",
+              r->e[0].host, r->roots_over ? "the sources hold too many names at their top" : "its rdpipe cannot list the sources' names",
+              r->dst);
+        if (!(roots = calloc(2, sizeof *roots)) || !(roots[0] = strdup("/")))
+            rd_oom();
+    } else if (r->resume) {
+        roots = manifest_roots(r);
+    }
+    char **v = calloc(2 * (size_t)r->nsrc + 17, sizeof *v);
+    if (!v)
+        rd_oom();
+    int n = 0;
+    for (int k = 0; k < da->nf; k++)
+        v[n++] = da->flags[k];
+    for (int k = 0; roots && roots[k]; k++) {
+        v[n++] = "--root";
+        v[n++] = roots[k];
+    }
+    if (roots_in)
+        v[n++] = "--roots-in";
+    if (r->made->n)
+        v[n++] = "--earlier";
+    if (r->report_made)
+        v[n++] = "--report-made";
+    v[n++] = (char *)da->nsrc;
+    v[n++] = "--";
+    v[n++] = r->dst;
+    char *h = args_hex(v, n);
+    for (int k = 0; roots && roots[k]; k++)
+        free(roots[k]);
+    free(roots);
+    free(v);
+    say(&r->e[1], "%s\nseg %s recv none %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
+        r->o.transport, r->verbose, h, da->codecs);
+    free(h);
+    rdr_hop_key(r->key);
+    say(&r->e[1], "key %s", r->key);
+    for (size_t k = 0; k < r->made->n; k++)
+        say(&r->e[1], "manifest %s", r->made->v[k]);
+    for (size_t k = 0; roots_in && k < r->roots.n; k++)
+        say(&r->e[1], "manifest %s", r->roots.v[k]);
+    say(&r->e[1], "setup");
+}
+
 static int run_copy(struct run *r, struct totals *t)
 {
     if (rdr_watch_signals()) {
@@ -512,7 +625,7 @@ static int run_copy(struct run *r, struct totals *t)
             return 5;
         }
     }
-    /* the destination: tree-recv */
+    /* the destination's role: tree-recv */
     char *flags[10];
     int nf = 0;
     if (r->recursive)
@@ -531,40 +644,25 @@ static int run_copy(struct run *r, struct totals *t)
     snprintf(nsrc, sizeof nsrc, "--nsrc=%d", r->nsrc_all);
     char codecs[48];
     rdr_codecs_word(&r->o, codecs, sizeof codecs);
-    {
-        char **v = calloc(2 * (size_t)r->nsrc + 16, sizeof *v), **roots = r->resume ? manifest_roots(r) : NULL;
-        if (!v)
-            rd_oom();
-        int n = 0;
-        for (int k = 0; k < nf; k++)
-            v[n++] = flags[k];
-        for (int k = 0; roots && roots[k]; k++) {
-            v[n++] = "--root";
-            v[n++] = roots[k];
-        }
-        if (r->made->n)
-            v[n++] = "--earlier";
-        if (r->report_made)
-            v[n++] = "--report-made";
-        v[n++] = nsrc;
-        v[n++] = "--";
-        v[n++] = r->dst;
-        char *h = args_hex(v, n);
+    struct dst_args da = { flags, nf, nsrc, codecs };
+    if (r->resume) {
+        /* a contents source (SRC/) or a home (~): the initiator cannot name what they write
+         * at DST's top, so the source host lists it first, and the destination is asked
+         * once it has (in the loop below) */
+        char **roots = manifest_roots(r);
+        for (int k = 0; roots && roots[k]; k++)
+            r->listing |= strcmp(roots[k], "/") == 0;
+        r->listing |= !roots;
         for (int k = 0; roots && roots[k]; k++)
             free(roots[k]);
         free(roots);
-        free(v);
-        say(&r->e[1], "%s\nseg %s recv none %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_RECV].name,
-            r->o.transport, r->verbose, h, codecs);
-        free(h);
-        rdr_hop_key(r->key);
-        say(&r->e[1], "key %s", r->key);
-        for (size_t k = 0; k < r->made->n; k++)
-            say(&r->e[1], "manifest %s", r->made->v[k]);
-        say(&r->e[1], "setup");
     }
+    if (!r->listing)
+        ask_dst(r, &da);
     {
         char **v = calloc((size_t)r->nsrc + 16, sizeof *v);
+        if (!v)
+            rd_oom();
         int n = 0;
         for (int k = 0; k < nf; k++)
             v[n++] = flags[k];
@@ -579,6 +677,8 @@ static int run_copy(struct run *r, struct totals *t)
         say(&r->e[0], "%s\nseg %s none send %s %d %s -%s", RDR_PROTO, rdr_roles[RDR_ROLE_TREE_SEND].name,
             r->o.transport, r->verbose, h, codecs);
         free(h);
+        if (r->listing)
+            say(&r->e[0], "list");
         say(&r->e[0], "setup");
     }
     double login_deadline = rd_now() + LOGIN_TIMEOUT_S;
@@ -591,6 +691,8 @@ static int run_copy(struct run *r, struct totals *t)
             break;
         if (started && r->e[0].l.done && r->e[1].l.done)
             break;
+        if (r->listing && !r->dst_asked && r->e[0].l.ready)
+            ask_dst(r, &da);
         if (!started && r->e[0].l.ready && r->e[1].l.ready) {
             for (size_t k = 0; k < r->nman; k++)
                 say(&r->e[0], "manifest %s", r->manifest[k]);
@@ -872,6 +974,9 @@ int rdc_main(int argc, char **argv)
         for (size_t k = 0; k < run.nman; k++)
             free(run.manifest[k]);
         free(run.manifest);
+        for (size_t k = 0; k < run.roots.n; k++)
+            free(run.roots.v[k]);
+        free(run.roots.v);
         free(run.fail_msg);
         if (!rc)
             rc = got;   /* the first failure's code; the other hosts' sources are still copied */

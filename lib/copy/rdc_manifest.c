@@ -50,31 +50,41 @@ static void man_file(int out, int dfd, const char *name, const char *rel_final, 
     close(fd);
 }
 
-/* The names a walk of DST lists at its top: each root, and its partial files by its
- * temporary key (rdc_tmp_key); NULL: every name. */
-struct only {
-    char *const *roots;
-    char **keys;
-    int n;
-};
+void rdc_roots_add_name(struct rdc_roots *o, const char *name)
+{
+    rdc_set_add(&o->names, name);
+    char *k = rdc_tmp_key(name);
+    rdc_set_add(&o->keys, k);
+    free(k);
+}
 
-static int listed(const struct only *o, const char *name, int is_key)
+void rdc_roots_free(struct rdc_roots *o)
+{
+    rdc_set_free(&o->names);
+    rdc_set_free(&o->keys);
+}
+
+/* name (a partial file's key when is_key) is one a root of o names; pat_keys: rdc_tmp_key of
+ * each of o->pats */
+static int listed(const struct rdc_roots *o, char *const *pat_keys, const char *name, int is_key)
 {
     if (!o)
         return 1;
-    for (int i = 0; i < o->n; i++) {
+    if (rdc_set_has(is_key ? &o->keys : &o->names, name))
+        return 1;
+    for (int i = 0; i < o->npats; i++) {
         /* a source's pattern (rdc_is_pattern) lists what it may match, and the partial files
          * of those (a short name is its own key; a long one's, a hash, matches no pattern:
          * that file is sent again) */
-        if (strcmp(name, is_key ? o->keys[i] : o->roots[i]) == 0 ||
-            (rdc_is_pattern(o->roots[i]) && fnmatch(o->roots[i], name, FNM_PERIOD) == 0))
+        if (strcmp(name, is_key ? pat_keys[i] : o->pats[i]) == 0 ||
+            (rdc_is_pattern(o->pats[i]) && fnmatch(o->pats[i], name, FNM_PERIOD) == 0))
             return 1;   /* (a name with '[' in it is itself too, as the source takes it) */
     }
     return 0;
 }
 
 /* the directory dfd, at rel (relative to DST); takes dfd */
-static void walk(int out, int dfd, const char *rel, int depth, const struct only *only)
+static void walk(int out, int dfd, const char *rel, int depth, const struct rdc_roots *only, char *const *pat_keys)
 {
     DIR *d = fdopendir(dfd);
     if (!d) {
@@ -90,17 +100,17 @@ static void walk(int out, int dfd, const char *rel, int depth, const struct only
         if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW))
             continue;
         if (S_ISDIR(st.st_mode)) {
-            if (!listed(only, nm, 0))
+            if (!listed(only, pat_keys, nm, 0))
                 continue;
             int sub = depth < MAX_DEPTH ? openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
             if (sub >= 0) {
                 char *r = rdc_join(rel, nm);
-                walk(out, sub, r, depth + 1, NULL);
+                walk(out, sub, r, depth + 1, NULL, NULL);
                 free(r);
             }
         } else if (S_ISREG(st.st_mode)) {
             char *fin = rdc_tmp_final(nm);
-            if (!listed(only, fin ? fin : nm, fin != NULL)) {
+            if (!listed(only, pat_keys, fin ? fin : nm, fin != NULL)) {
                 free(fin);
                 continue;
             }
@@ -113,22 +123,23 @@ static void walk(int out, int dfd, const char *rel, int depth, const struct only
     closedir(d);
 }
 
-void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir, char *const *roots, int nroots)
+void rdc_make_manifest(int out, int base, const char *pre, int dst_is_dir, const struct rdc_roots *roots)
 {
     struct rdc_manifest_entry t = { .kind = 'T', .size = (uint64_t)dst_is_dir, .path = "", .tmp = "" };
     emit(out, &t);
     if (dst_is_dir) {
-        struct only o = { roots, calloc((size_t)nroots + 1, sizeof *o.keys), nroots };
-        if (!o.keys)
+        int np = roots ? roots->npats : 0;
+        char **keys = calloc((size_t)np + 1, sizeof *keys);
+        if (!keys)
             rd_oom();
-        for (int i = 0; i < nroots; i++)
-            o.keys[i] = rdc_tmp_key(roots[i]);
+        for (int i = 0; i < np; i++)
+            keys[i] = rdc_tmp_key(roots->pats[i]);
         int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
         if (fd >= 0)
-            walk(out, fd, "", 0, nroots > 0 ? &o : NULL);
-        for (int i = 0; i < nroots; i++)
-            free(o.keys[i]);
-        free(o.keys);
+            walk(out, fd, "", 0, roots, keys);
+        for (int i = 0; i < np; i++)
+            free(keys[i]);
+        free(keys);
         return;
     }
     /* DST is a file (or missing): itself, and its partial files in its directory */

@@ -20,9 +20,10 @@ struct rd_sink;
  * workers write big files' bytes out of them. Without it (the fuzzer) they are written on
  * the thread that consumes the stream. */
 void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s);
-/* The --resume manifest ("m HEX" lines) on fd out, of the nroots names in DST that this copy
- * writes (rdc_manifest.h; 0: all of DST). */
-void rdc_rcv_manifest(struct rdc_rcv *r, int out, char *const *roots, int nroots);
+/* The --resume manifest ("m HEX" lines) on fd out, of the names in DST that this copy writes
+ * (rdc_manifest.h; NULL: all of DST). */
+struct rdc_roots;
+void rdc_rcv_manifest(struct rdc_rcv *r, int out, const struct rdc_roots *roots);
 /* Sources on several hosts copy in one run per host, each with a receiver of its own; what
  * the earlier runs made (rdc_rcv_report_made) is refused here as a name this run made, so
  * `rdcp h1:x h2:x DST/` refuses the second x as `rdcp a/x b/x DST/` does, never replaces it. */

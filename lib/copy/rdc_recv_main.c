@@ -1,10 +1,12 @@
 /* rdc_recv_main.c - `rdcp --tree-recv`: run by an rdpipe agent on the destination host; the
  * key comes in RDPIPE_KEY. With --resume it first reports the manifest of DST on the ready
  * fd, then the port; it receives one rd engine stream into the tree receiver (rdc_recv.h).
- * With --earlier, stdin names what the runs from other source hosts made; with --report-made
- * it says what it made, for the runs after it. */
+ * With --earlier, stdin names what the runs from other source hosts made; with --roots-in, the
+ * source's top-level names, which the manifest lists alone; with --report-made it says what it
+ * made, for the runs after it. */
 #include "copy/rdc_end.h"
 #include "util/rd_clock.h"
+#include "copy/rdc_manifest.h"
 #include "copy/rdc_recv.h"
 #include "copy/rdc_tree.h"
 
@@ -22,9 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* stdin: one hex name a line, what the runs of this copy from other source hosts made (the
- * initiator's, through the agent: rdr_role.h). Only ever looked up, never opened. */
-static void read_earlier(struct rdc_rcv *r)
+/* stdin, one a line (the initiator's, through the agent: rdr_role.h): with --earlier a hex
+ * name that the runs of this copy from other source hosts made (only ever looked up, never
+ * opened); with --roots-in "r" + the hex of one of the source's top-level names, which the
+ * --resume manifest lists alone (rdc_manifest.h). A name with a '/', "." or ".." is no
+ * top-level name: dropped (listing less only sends more again). */
+static void read_stdin(struct rdc_rcv *r, int earlier, struct rdc_roots *roots)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -32,9 +37,14 @@ static void read_earlier(struct rdc_rcv *r)
     while ((n = getline(&line, &cap, stdin)) > 0) {
         if (line[n - 1] == '\n')
             line[n - 1] = '\0';
-        char *name = rdr_unhex(line, NULL);
-        if (name && *name)
-            rdc_rcv_earlier(r, name);
+        int root = line[0] == 'r';
+        char *name = rdr_unhex(line + root, NULL);
+        if (name && *name) {
+            if (root && roots && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, ".."))
+                rdc_roots_add_name(roots, name);
+            else if (!root && earlier)
+                rdc_rcv_earlier(r, name);
+        }
         free(name);
     }
     free(line);
@@ -42,7 +52,7 @@ static void read_earlier(struct rdc_rcv *r)
 
 int rdc_tree_recv_main(int argc, char **argv)
 {
-    enum { OPT_NO_SYNC = 256, OPT_ROOT, OPT_EARLIER, OPT_REPORT_MADE };
+    enum { OPT_NO_SYNC = 256, OPT_ROOT, OPT_ROOTS_IN, OPT_EARLIER, OPT_REPORT_MADE };
     static const struct option opts[] = {
         { "transport", required_argument, NULL, 't' },
         { "ready-fd", required_argument, NULL, 'F' },
@@ -50,6 +60,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         { "nsrc", required_argument, NULL, 'n' },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "root", required_argument, NULL, OPT_ROOT },   /* a name in DST this copy writes */
+        { "roots-in", no_argument, NULL, OPT_ROOTS_IN },   /* stdin: the source's own names */
         { "earlier", no_argument, NULL, OPT_EARLIER },   /* stdin: names other runs made */
         { "report-made", no_argument, NULL, OPT_REPORT_MADE },
         { "encrypt", no_argument, NULL, 'E' },
@@ -61,7 +72,7 @@ int rdc_tree_recv_main(int argc, char **argv)
     struct rd_opts o;
     rdc_end_init(&o);
     o.timeout_s = 120;
-    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0, earlier = 0, report_made = 0;
+    int resume = 0, nsrc = 1, preserve = 0, xattrs = 0, nosync = 0, nroots = 0, earlier = 0, report_made = 0, roots_in = 0;
     char **roots = calloc((size_t)argc + 1, sizeof *roots);   /* no more than the arguments */
     if (!roots)
         rd_oom();
@@ -82,6 +93,7 @@ int rdc_tree_recv_main(int argc, char **argv)
         case OPT_NO_SYNC: nosync = 1; break;
         case OPT_ROOT: roots[nroots++] = optarg; break;
         case OPT_EARLIER: earlier = 1; break;
+        case OPT_ROOTS_IN: roots_in = 1; break;
         case OPT_REPORT_MADE: report_made = 1; break;
         case 'r': case 'L': break;
         case 'v': o.verbose++; break;
@@ -105,10 +117,12 @@ int rdc_tree_recv_main(int argc, char **argv)
     o.key_len = strlen(key);
     rd_secret_env_drop("RDPIPE_KEY");
     o.port = "0";
-    if (earlier)
-        read_earlier(r);
+    struct rdc_roots only = { .pats = roots, .npats = nroots };
+    if (earlier || roots_in)
+        read_stdin(r, earlier, roots_in ? &only : NULL);
     if (resume)
-        rdc_rcv_manifest(r, o.ready_fd, roots, nroots);
+        rdc_rcv_manifest(r, o.ready_fd, nroots || roots_in ? &only : NULL);
+    rdc_roots_free(&only);
     free(roots);
     struct rd_sink dst;
     rd_sink_custom(&dst, dst_path, rdc_rcv_consume, rdc_rcv_finish, r);

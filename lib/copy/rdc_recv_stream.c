@@ -336,10 +336,10 @@ fail: {
 }
 }
 
-void rdc_rcv_manifest(struct rdc_rcv *r, int out, char *const *roots, int nroots)
+void rdc_rcv_manifest(struct rdc_rcv *r, int out, const struct rdc_roots *roots)
 {
     r->resume = 1;
-    rdc_make_manifest(out, r->base, r->pre, r->dst_is_dir, roots, nroots);
+    rdc_make_manifest(out, r->base, r->pre, r->dst_is_dir, roots);
 }
 
 void rdc_rcv_sink(struct rdc_rcv *r, struct rd_sink *s)

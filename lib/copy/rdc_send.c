@@ -8,6 +8,7 @@
 #include "copy/rdc_note.h"
 #include "util/rd_clock.h"
 #include "copy/rdc_end.h"
+#include "copy/rdc_list.h"
 #include "copy/rdc_safe.h"
 #include "copy/rdc_walk.h"
 #include "copy/rdc_xattr.h"
@@ -747,6 +748,7 @@ int rdc_tree_send_main(int argc, char **argv)
         { "lanes", required_argument, NULL, 'l' },
         { "streams", required_argument, NULL, 's' },
         { "nsrc", required_argument, NULL, 'n' },
+        { "list-fd", required_argument, NULL, 'F' },   /* list the roots there, send nothing */
         { NULL, 0, NULL, 0 },
     };
     struct snd s;
@@ -758,11 +760,12 @@ int rdc_tree_send_main(int argc, char **argv)
     o.timeout_s = -1;
     o.chunk_size = RD_DEFAULT_CHUNK;
     o.depth = RD_DEFAULT_DEPTH;
-    int count = 0;
+    int count = 0, list_fd = -1;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+rLpXv", opts, NULL)) != -1) {
         switch (c) {
+        case 'F': list_fd = atoi(optarg); break;
         case 'H': o.host = optarg; break;
         case 'P': o.port = optarg; break;
         case 'E': o.encrypt = 1; break;
@@ -785,6 +788,16 @@ int rdc_tree_send_main(int argc, char **argv)
         case 'v': o.verbose++; break;
         default: return 1;
         }
+    }
+    if (list_fd >= 0 && optind < argc) {
+        char **v;
+        int n = expand_sources(argv + optind, argc - optind, &v), rc = rdc_list_roots(list_fd, v, n, s.recursive, s.follow);
+        for (int i = 0; i < n; i++)
+            free(v[i]);
+        free(v);
+        if (rc)
+            rd_warn("cannot list the sources' names for --resume: %s", strerror(errno));
+        return rc;
     }
     const char *key = getenv("RDPIPE_KEY");
     if (!o.host || !o.port || !key || optind >= argc) {

@@ -1,4 +1,6 @@
-/* rdc_set.c - see rdc_set.h: open addressing, FNV-1a, grows at half full. */
+/* rdc_set.c - see rdc_set.h: open addressing, FNV-1a from a random seed per set, grows at half
+ * full. The keys come from a source host (the paths a stream made, a source's names): an
+ * unseeded hash would let it choose a million names that all probe one run of slots. */
 #include "copy/rdc_set.h"
 #include "util/rd_error.h"
 
@@ -6,17 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t hash(const char *k)
+static size_t hash(const struct rdc_set *s, const char *k)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull ^ s->seed;
     for (const unsigned char *p = (const unsigned char *)k; *p; p++)
         h = (h ^ *p) * 1099511628211ull;
     return (size_t)h;
 }
 
-static void put(char **slot, size_t cap, char *k)
+static void put(const struct rdc_set *s, char **slot, size_t cap, char *k)
 {
-    size_t i = hash(k) & (cap - 1);
+    size_t i = hash(s, k) & (cap - 1);
     while (slot[i])
         i = (i + 1) & (cap - 1);
     slot[i] = k;
@@ -28,12 +30,14 @@ void rdc_set_add(struct rdc_set *s, const char *key)
         return;
     if (2 * (s->n + 1) > s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
+        if (!s->cap)
+            s->seed = (uint64_t)arc4random() << 32 | arc4random();
         char **slot = calloc(cap, sizeof *slot);
         if (!slot)
             rd_oom();
         for (size_t i = 0; i < s->cap; i++)
             if (s->slot[i])
-                put(slot, cap, s->slot[i]);
+                put(s, slot, cap, s->slot[i]);
         free(s->slot);
         s->slot = slot;
         s->cap = cap;
@@ -41,7 +45,7 @@ void rdc_set_add(struct rdc_set *s, const char *key)
     char *k = strdup(key);
     if (!k)
         rd_oom();
-    put(s->slot, s->cap, k);
+    put(s, s->slot, s->cap, k);
     s->n++;
 }
 
@@ -49,7 +53,7 @@ int rdc_set_has(const struct rdc_set *s, const char *key)
 {
     if (!s->cap)
         return 0;
-    for (size_t i = hash(key) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
+    for (size_t i = hash(s, key) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
         if (strcmp(s->slot[i], key) == 0)
             return 1;
     return 0;

@@ -4,9 +4,12 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 struct rdc_set {
     char **slot;
     size_t cap, n;
+    uint64_t seed;   /* the hash's, drawn at the first key */
 };
 
 void rdc_set_add(struct rdc_set *s, const char *key);

@@ -322,6 +322,16 @@ static void do_setup(struct agent *a)
     open_file(a);
     if (a->file_failed)
         return;
+    if (a->kind == RDR_ROLE && a->want_list) {
+        char *why;
+        int rc = rdpa_list_roots(a, &why);
+        if (rc) {
+            fail_local(a, "send", rc, why ? why : "cannot list the sources");
+            free(why);
+            return;
+        }
+        rdpa_send_line(a, "listed");
+    }
     if (a->in != RDR_IN_RECV) {
         rdpa_send_line(a, "ready");
         return;
@@ -509,6 +519,9 @@ static int handle(struct agent *a, char *line)
             a->manifest_fd = memfd_create("agent-manifest", MFD_CLOEXEC);
         if (a->manifest_fd < 0 || dprintf(a->manifest_fd, "%s\n", m.arg[0]) < 0)
             return -1;
+        return 0;
+    case RDP_OP_LIST:
+        a->want_list = a->kind == RDR_ROLE && a->role->end == RDR_ROLE_SENDS;
         return 0;
     case RDP_OP_SETUP:
         do_setup(a);

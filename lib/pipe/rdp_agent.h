@@ -53,7 +53,7 @@ int rdp_agent_main(int ctl_in, int ctl_out);
 /* One line from the initiator, parsed without acting on it (what the fuzzer drives). */
 enum rdp_agent_op {
     RDP_OP_IGNORE,     /* empty, the protocol banner, or unknown (a newer initiator's) */
-    RDP_OP_SEG, RDP_OP_KEY, RDP_OP_MANIFEST, RDP_OP_SETUP, RDP_OP_NEXT, RDP_OP_START,
+    RDP_OP_SEG, RDP_OP_KEY, RDP_OP_MANIFEST, RDP_OP_LIST, RDP_OP_SETUP, RDP_OP_NEXT, RDP_OP_START,
     RDP_OP_ABORT,
     RDP_OP_BAD,        /* a malformed seg line: the agent goes down */
 };

@@ -54,6 +54,7 @@ struct agent {
     int relay_w;         /* relay: where rdrecv --relay-fd learns the next hop at start, or -1 */
     struct child ch[NCHILD];
     int started, killing, no_children, file_failed;
+    int want_list;       /* a sending role asked to "list" its roots at setup (rdr_role.h) */
     char ssh_server[64], ssh_client[64];
     double left_since;   /* when only processes the command left behind were still running */
     int left_said;       /* ... and the initiator was told which (rdpa_note_leftovers) */
@@ -89,6 +90,10 @@ int rdpa_start_tool(struct agent *a, int idx, char **argv, const char *key, int 
 pid_t rdpa_start_plain(struct agent *a, int idx, char **argv, int in, int out);
 /* What a child printed: its --json (bytes, seconds, transport, error), its other lines as log. */
 void rdpa_read_capture(struct agent *a, struct child *c);
+/* "list": the sending role's tool names its roots (rdr_role.h), each said as "root HEX";
+ * it runs to its end in C_SEND's slot and leaves it empty. Its exit code (0: listed), and
+ * then *why its reason (malloc'd) or NULL. */
+int rdpa_list_roots(struct agent *a, char **why);
 /* Report finished children (stat, exit); a failure ends the segment. */
 void rdpa_report(struct agent *a);
 /* Collect exited children and descendants (the agent is a subreaper). */

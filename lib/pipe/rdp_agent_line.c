@@ -109,6 +109,8 @@ enum rdp_agent_op rdp_agent_parse(char *line, struct rdp_agent_msg *m)
         m->arg[3] = n == 5 ? w[4] : NULL;   /* the stream key, when this end is the origin */
         return m->op = RDP_OP_NEXT;
     }
+    if (strcmp(w[0], "list") == 0)
+        return m->op = RDP_OP_LIST;
     if (strcmp(w[0], "setup") == 0)
         return m->op = RDP_OP_SETUP;
     if (strcmp(w[0], "start") == 0)

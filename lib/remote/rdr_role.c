@@ -61,6 +61,31 @@ char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char
     return v;
 }
 
+char **rdr_role_list_argv(const struct rdr_role *r, const char *words, size_t len)
+{
+    if (r->end != RDR_ROLE_SENDS)
+        return NULL;
+    size_t nwords = 0;
+    for (size_t i = 0; i < len; i++)
+        if (i == 0 || words[i - 1] == '\0')
+            nwords++;
+    char **v = calloc(nwords + 5, sizeof *v);
+    if (!v)
+        return NULL;
+    int n = 0;
+    if (!(v[n++] = rdr_sibling_tool(r->tool))) {
+        free(v);
+        return NULL;
+    }
+    v[n++] = (char *)r->arg;
+    v[n++] = "--list-fd";
+    v[n++] = "3";
+    for (size_t i = 0; i < len; i += strlen(words + i) + 1)
+        v[n++] = (char *)words + i;
+    v[n] = NULL;
+    return v;
+}
+
 void rdr_role_argv_free(char **v)
 {
     if (v)

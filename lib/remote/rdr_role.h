@@ -20,6 +20,11 @@
  *   sending end:   TOOL ARG --transport T --host HOST --port PORT WORDS...
  *     started at "start" once the next hop is known, env RDPIPE_KEY (the next line's key),
  *     stdin: the manifest lines received so far, one a line (empty when none).
+ *   a sending end asked to "list" before "setup" (rdcp --resume, a contents source):
+ *                  TOOL ARG --list-fd 3 WORDS...
+ *     run at setup, to its end, before "ready": it writes on fd 3 "r" + the hex of each name
+ *     the stream will write at DST's top (passed to the initiator as "root HEX"); the agent
+ *     then says "listed". An agent that predates this ignores "list" and says no "listed".
  *   Both: stderr is captured; a JSON line ('{') is the end's statistics, a line beginning
  *   with RDR_ROLE_REPORT is a report for the initiator (passed on as a log line, never the
  *   reason of a failure), any other line a message.
@@ -55,6 +60,9 @@ const struct rdr_role *rdr_role_find(const char *name);
  * words, transport, host and port; free it with rdr_role_argv_free. NULL when out of memory. */
 char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *const *opts,
                      const char *host, const char *port, const char *words, size_t len);
+/* argv for the listing run of a sending role (above), as rdr_role_argv; NULL for a receiving
+ * one. */
+char **rdr_role_list_argv(const struct rdr_role *r, const char *words, size_t len);
 void rdr_role_argv_free(char **v);
 
 #endif

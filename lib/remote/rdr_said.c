@@ -41,6 +41,16 @@ static enum rdr_said_kind other(struct rdr_said *s)
     return s->kind = RDR_SAID_OTHER;
 }
 
+int rdr_said_root_name(const char *hex)
+{
+    size_t len;
+    char *name = rdr_unhex(hex, &len);
+    int ok = name && len >= 1 && len <= NAME_MAX && strlen(name) == len && !strchr(name, '/') &&
+             strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+    free(name);
+    return ok;
+}
+
 enum rdr_said_kind rdr_said_parse(char **w, int n, struct rdr_said *s)
 {
     memset(s, 0, sizeof *s);
@@ -57,6 +67,12 @@ enum rdr_said_kind rdr_said_parse(char **w, int n, struct rdr_said *s)
         s->word = w[1];
         return s->kind = RDR_SAID_MANIFEST;
     }
+    if (strcmp(w[0], "root") == 0 && n == 2 && rdr_said_root_name(w[1])) {
+        s->word = w[1];
+        return s->kind = RDR_SAID_ROOT;
+    }
+    if (strcmp(w[0], "listed") == 0 && n == 1)
+        return s->kind = RDR_SAID_LISTED;
     if (strcmp(w[0], "stat") == 0 && n == 5) {
         s->role = w[1];
         s->word = w[4];

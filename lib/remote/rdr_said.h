@@ -29,12 +29,15 @@ enum rdr_said_kind {
     RDR_SAID_STAT,
     RDR_SAID_EXIT,
     RDR_SAID_MANIFEST,    /* "manifest HEX": an entry of rdcp's --resume manifest (rdc_tree.h) */
+    RDR_SAID_ROOT,        /* "root HEX": a name a sending role writes at DST's top (rdr_role.h),
+                           * rdr_said_root_name's */
+    RDR_SAID_LISTED,      /* "listed": the sending role named them all */
 };
 
 struct rdr_said {
     enum rdr_said_kind kind;
     const char *role;            /* STAT, EXIT: the role's word as said (points into w) */
-    const char *word;            /* STAT: the transport word; MANIFEST: the hex entry */
+    const char *word;            /* STAT: the transport word; MANIFEST, ROOT: the hex */
     int code;                    /* EXIT: 0..RDR_SAID_CODE_MAX */
     int killed;                  /* EXIT: 0 or 1 (the agent ended it: not a failure to name) */
     unsigned long long bytes;    /* STAT */
@@ -47,6 +50,10 @@ struct rdr_said {
  * outlive *s. Free s->text with rdr_said_free, whatever the kind. */
 enum rdr_said_kind rdr_said_parse(char **w, int n, struct rdr_said *s);
 void rdr_said_free(struct rdr_said *s);
+
+/* hex is the hex of a name that can stand at a directory's top: 1..NAME_MAX bytes, no NUL,
+ * no '/', not "." nor "..". 1 or 0. */
+int rdr_said_root_name(const char *hex);
 
 /* A whole word of digits with at most a point (as %f writes it) within [0, max]: 0, or -1. */
 int rdr_parse_seconds(const char *word, double max, double *v);

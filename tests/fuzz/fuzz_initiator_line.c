@@ -4,7 +4,7 @@
  * The input is the byte stream on the initiator's end of an agent's control link (a remote
  * host, possibly hostile). It goes through the initiator's line reader (rdr_chan_fill /
  * rdr_chan_line from a memfd), is split as rdr_watch splits it, and every line is handed to
- *   - rdr_said_parse: closed, note, log, stat, exit, manifest (rdr_said.h);
+ *   - rdr_said_parse: closed, note, log, stat, exit, manifest, root, listed (rdr_said.h);
  *   - for a log line, rdc_note_parse: rdcp's "@rdcp ..." notes (rdc_note.h);
  *   - for a stat line's transport word, rdr_stat_transport (printable ASCII only).
  * Checked: kinds and fields in range (an exit status 0..255, killed 0 or 1, seconds finite in
@@ -17,6 +17,7 @@
 #include "remote/rdr_line.h"
 #include "remote/rdr_said.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,7 +97,7 @@ static void check_line(char *line)
     int n = rdr_split(line, w, 8);
     struct rdr_said s;
     enum rdr_said_kind k = rdr_said_parse(w, n, &s);
-    CHECK(k >= RDR_SAID_OTHER && k <= RDR_SAID_MANIFEST && k == s.kind);
+    CHECK(k >= RDR_SAID_OTHER && k <= RDR_SAID_LISTED && k == s.kind);
     switch (k) {
     case RDR_SAID_NOTE:
     case RDR_SAID_LOG:
@@ -129,6 +130,16 @@ static void check_line(char *line)
     case RDR_SAID_MANIFEST:
         CHECK(s.word && !s.text);
         break;
+    case RDR_SAID_ROOT: {
+        /* a name the stream can write at DST's top, and nothing else */
+        CHECK(s.word && !s.text);
+        size_t len;
+        char *name = rdr_unhex(s.word, &len);
+        CHECK(name && len >= 1 && len <= NAME_MAX && strlen(name) == len && !strchr(name, '/') &&
+              strcmp(name, ".") && strcmp(name, ".."));
+        free(name);
+        break;
+    }
     default:
         CHECK(!s.text);
         break;

@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (devnull < 0 && (devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
         die("/dev/null");
     if (opt & 8)
-        rdc_rcv_manifest(r, devnull, NULL, 0);
+        rdc_rcv_manifest(r, devnull, NULL);
     rdc_rcv_max_file(r, 1 << 20);   /* no fuzzed size may preallocate the disk full */
     int rc = RD_OK;
     for (size_t off = 0; off < size && rc == RD_OK; off += piece)

@@ -577,11 +577,52 @@ HOME="$RD_T/mf/src" timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh"
 expect_rc $? 0 "rdcp --resume -r srchost:~ DST/"
 [ "$(cat "$RD_T/mf/dst/src/filebeta" 2> /dev/null)" = two ] || t_fail "srchost:~ did not land in DST/src: $(tr '\n' '|' < "$C/e")"
 grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" && t_fail "srchost:~: the manifest named DST's other files"
-# a contents copy (SRC/) writes into DST itself: all of DST is the copy's
+# ... which the source host names first: a second run finds DST/src whole (before 2026-12-08
+# '~' told nothing and sent it all again)
 : > "$RD_T/told"
-timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" --resume -r "srchost:$RD_T/mf/src/proj/" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
+HOME="$RD_T/mf/src" timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" -v --resume -r 'srchost:~' "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
+expect_rc $? 0 "rdcp --resume -r srchost:~ DST/, again"
+grep -q 'skipped 6 bytes' "$C/e" || t_fail "srchost:~ again: not the 6 bytes skipped: $(grep skipped "$C/e")"
+grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" && t_fail "srchost:~ again: the manifest named DST's other files"
+# a contents copy (SRC/) writes into DST itself, names only the source host knows: it lists
+# them first, and the destination tells it of those alone (before 2026-12-08: all of DST)
+printf 'one' > "$RD_T/mf/dst/filealpha"; : > "$RD_T/told"
+timeout -k 2 "$(lim 30)" "$RD_BIN/rdcp" --ssh "$RD_T/teessh" -v --resume -r "srchost:$RD_T/mf/src/proj/" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
 expect_rc $? 0 "rdcp --resume -r srchost:proj/ DST/"
-grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof privatenotes)" || t_fail "a contents copy's manifest lacks DST's files"
+grep -q 'skipped 3 bytes' "$C/e" || t_fail "srchost:proj/: not the 3 bytes of DST/filealpha skipped: $(grep skipped "$C/e")"
+told=$(grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f')
+grep -q "$(hexof filealpha)" <<< "$told" || t_fail "srchost:proj/: filealpha not in the manifest"
+grep -q "$(hexof privatenotes)\|$(hexof privatedir)\|$(hexof filebeta)" <<< "$told" && t_fail "srchost:proj/: the manifest named DST's other files"
+t_end
+
+t_begin "rdcp --resume, a contents source whose host lists too many names (a flood), or cannot list (an older agent): DST is told nothing, one warning, every file sent whole, exit 0"
+# the stand-in ssh again, its agent's lines changed on their way: 2^20 + 1 names before
+# 'listed' (the bound), or no 'listed' at all
+cat > "$RD_T/flood" <<'EOF'
+#!/bin/bash
+while IFS= read -r l; do
+    [ "$l" = listed ] && yes 'root 61' | head -n 1048577
+    printf '%s\n' "$l"
+done
+EOF
+printf '#!/bin/bash\nexec grep --line-buffered -v "^listed$"\n' > "$RD_T/old"
+chmod +x "$RD_T/flood" "$RD_T/old"
+for kind in flood old; do
+    printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) shift 2;; --) shift; break;; -*) shift;; *) break;; esac; done\nshift\nexport SSH_CONNECTION="127.0.0.1 1 127.0.0.1 22" PATH="%s:$PATH"\ntee -a "%s" | bash -c "$*" | "%s"\n' \
+        "$RD_BIN" "$RD_T/told" "$RD_T/$kind" > "$RD_T/sshx" && chmod +x "$RD_T/sshx"
+    : > "$RD_T/told"
+    timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" --ssh "$RD_T/sshx" -v --resume -r "srchost:$RD_T/mf/src/proj/" "$RD_T/mf/dst/" > "$C/o" 2> "$C/e"
+    expect_rc $? 0 "$kind: rdcp --resume -r srchost:proj/ DST/"
+    case $kind in
+        flood) why="the sources hold too many names at their top" ;;
+        old) why="its rdpipe cannot list the sources' names" ;;
+    esac
+    [ "$(grep -c "^rdcp: warning: srchost: $why: --resume tells it nothing of $RD_T/mf/dst/; every file is sent whole$" "$C/e")" = 1 ] ||
+        t_fail "$kind: not the one warning: $(grep -v '^rdcp: [0-9]* files' "$C/e" | tr '\n' '|')"
+    grep -q 'skipped 0 bytes' "$C/e" || t_fail "$kind: something was skipped: $(grep skipped "$C/e")"
+    grep '^manifest ' "$RD_T/told" | tr 'A-F' 'a-f' | grep -q "$(hexof filealpha)\|$(hexof privatenotes)" && t_fail "$kind: the manifest named DST's files"
+    [ "$(cat "$RD_T/mf/dst/filealpha")" = one ] || t_fail "$kind: DST/filealpha is not the source's"
+done
 t_end
 
 t_begin "rdcp: a remote pattern is expanded on the source host, as scp's remote shell does ('host:*.log', dirs with -r, no dot files, no match is 23, a file of that very name is itself)"

@@ -53,6 +53,22 @@ static void t_the_agents_own_lines(void)
     CHECK_EQ_I(said("closed", &s, buf, sizeof buf), RDR_SAID_CLOSED);
     CHECK_EQ_I(said("manifest 6162", &s, buf, sizeof buf), RDR_SAID_MANIFEST);
     CHECK(strcmp(s.word, "6162") == 0);
+    CHECK_EQ_I(said("listed", &s, buf, sizeof buf), RDR_SAID_LISTED);
+    CHECK_EQ_I(said("root 6162", &s, buf, sizeof buf), RDR_SAID_ROOT);
+    CHECK(strcmp(s.word, "6162") == 0);
+    /* a source host's "names at DST's top" that are no such name: a path, the directory
+     * itself or its parent, a NUL, nothing, not hex, one over NAME_MAX */
+    static const char *const bad_roots[] = { "root 612f62", "root 2f", "root 2e", "root 2e2e", "root 6100",
+                                             "root 00", "root ", "root 6", "root zz", "root 61 62" };
+    for (size_t i = 0; i < sizeof bad_roots / sizeof *bad_roots; i++)
+        CHECK_EQ_I(said(bad_roots[i], &s, buf, sizeof buf), RDR_SAID_OTHER);
+    char long_root[8 + 2 * 256 + 1] = "root ";
+    for (int i = 0; i < 256; i++)
+        strcat(long_root, "61");
+    char big[1024];
+    CHECK_EQ_I(said(long_root, &s, big, sizeof big), RDR_SAID_OTHER);
+    long_root[5 + 2 * 255] = '\0';
+    CHECK_EQ_I(said(long_root, &s, big, sizeof big), RDR_SAID_ROOT);
     CHECK_EQ_I(said("note 1b5b324a6869", &s, buf, sizeof buf), RDR_SAID_NOTE);
     CHECK(strcmp(s.text, "\\033[2Jhi") == 0);   /* no escape reaches the terminal */
     rdr_said_free(&s);
