@@ -1,19 +1,18 @@
-/* rdc_set.c - see rdc_set.h: open addressing, FNV-1a from a random seed per set, grows at half
- * full. The keys come from a source host (the paths a stream made, a source's names): an
- * unseeded hash would let it choose a million names that all probe one run of slots. */
+/* rdc_set.c - see rdc_set.h: open addressing, grows at half full. The keys come from a source
+ * host (the paths a stream made, a source's names): the hash is XXH3 from a random seed per
+ * set, where an unseeded one (FNV-1a until 2026-12-08) would let the host choose a million
+ * names that all probe one run of slots. */
 #include "copy/rdc_set.h"
 #include "util/rd_error.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 static size_t hash(const struct rdc_set *s, const char *k)
 {
-    uint64_t h = 1469598103934665603ull ^ s->seed;
-    for (const unsigned char *p = (const unsigned char *)k; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return (size_t)h;
+    return (size_t)XXH3_64bits_withSeed(k, strlen(k), s->seed);
 }
 
 static void put(const struct rdc_set *s, char **slot, size_t cap, char *k)

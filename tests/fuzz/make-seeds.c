@@ -498,6 +498,7 @@ static void seeds_agent_line(void)
         "rdpipe-agent-1\n"
         "seg write recv none rdma 0 - 7e2f6f75742e696d67\n"
         "manifest 66696c652d61\n"
+        "list\n"
         "setup\n"
         "abort\n";
     static const char replies[] =
@@ -566,6 +567,7 @@ static void seeds_initiator_line(void)
     save("initiator_line", "rdpipe", pipe, strlen(pipe));
 
     strcat(copy, "manifest 5401000000\n");
+    strcat(copy, "root 66696c65616c706861\nroot 2e2e\nroot 612f62\nlisted\n");   /* a source's list */
     snprintf(line, sizeof line, RDC_NOTE_TOTAL_FMT, 20000ULL, 663000000ULL);
     line[strlen(line) - 1] = '\0';
     add_log(copy, sizeof copy, line);
