@@ -1,6 +1,7 @@
 /* rdcheck - check what rdpipe needs on this host and, with HOST, between here and HOST: one
  * line per check with the fix. The work is in lib/bench/rdb_check.c. */
 #include "bench/rdb_tools.h"
+#include "util/rd_aslimit.h"
 #include "util/rd_fdlimit.h"
 #include "util/rd_secret.h"
 #include "util/rd_stdfd.h"
@@ -9,6 +10,7 @@ int main(int argc, char **argv)
 {
     rd_stdfd_reserve();   /* before anything takes a closed 0, 1 or 2 */
     rd_fd_limit_raise();  /* before anything opens a file (libgcrypt aborts when it cannot) */
+    rd_as_limit_adapt();  /* under ulimit -v, one malloc arena: each more reserves 64 MiB */
     rd_secret_process();  /* no core file or ptrace of a process that holds a key */
     return rdb_check_main(argc, argv);
 }

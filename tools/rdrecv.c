@@ -1,6 +1,7 @@
 /* rdrecv - receive one authenticated stream and write it to stdout or FILE. */
 #include "run/rd_run.h"
 #include "bench/rdb_tools.h"
+#include "util/rd_aslimit.h"
 #include "util/rd_fdlimit.h"
 #include "util/rd_secret.h"
 #include "util/rd_stdfd.h"
@@ -9,6 +10,7 @@ int main(int argc, char **argv)
 {
     rd_stdfd_reserve();   /* before anything takes a closed 0, 1 or 2 */
     rd_fd_limit_raise();  /* before anything opens a file (libgcrypt aborts when it cannot) */
+    rd_as_limit_adapt();  /* under ulimit -v, one malloc arena: each more reserves 64 MiB */
     rd_secret_process();  /* no core file or ptrace of a process that holds a key */
     if (rdb_is_check_agent(argc, argv))   /* rdrecv --check: the server rdcheck starts (lib/bench) */
         return rdb_check_agent_main(argc, argv);

@@ -167,3 +167,24 @@ expect_err "$C/rerr" rdrecv "^rdrecv: cannot take a connection: out of open file
 expect_rc $src 2 "rdsend turned away" "$(cat "$C/serr")"
 expect_within "$(elapsed "$t0")" "$(lim 10)" "both ends"
 t_end
+
+# ---------------------------------------------------------------- ulimit -v
+# glibc gave each thread that contends for malloc an arena reserving 64 MiB of address space:
+# under ulimit -v 200000 two of them left too little, and rdcp's receiver died 'out of memory'
+# in the middle of a tree, where under 100000 (no arena fits: all share one) it went through.
+t_begin "ulimit -v 100000, 200000, 300000: rdcp -r of a tree of 300 files (two of 9 MiB) arrives whole, exit 0 (one malloc arena; before, 64 MiB of address space each)"
+if ldd "$RD_BIN/rdcp" | grep -q 'lib[at]san'; then
+    t_skip "a sanitizer's shadow memory does not fit under ulimit -v"
+else
+    mkdir -p "$C/av/src/d1" "$C/av/src/d2"
+    for i in $(seq 150); do head -c $((RANDOM % 20000 + 1)) /dev/urandom > "$C/av/src/d1/f$i"; head -c $((RANDOM % 3000)) /dev/urandom > "$C/av/src/d2/g$i"; done
+    gen "$C/av/src/big1" 9437184; gen "$C/av/src/big2" 9437185
+    for v in 100000 200000 300000; do
+        rm -rf "$C/av/dst" && mkdir "$C/av/dst"
+        (ulimit -v "$v" && exec timeout -k 2 "$(lim 60)" "$RD_BIN/rdcp" -r "$C/av/src" "$C/av/dst/") > "$C/o" 2> "$C/e"
+        expect_rc $? 0 "rdcp -r under ulimit -v $v" "$(head -3 "$C/e")"
+        diff -r "$C/av/src" "$C/av/dst/src" > /dev/null || t_fail "ulimit -v $v: the tree differs"
+        expect_empty "$C/e" "rdcp's stderr under ulimit -v $v"
+    done
+fi
+t_end
