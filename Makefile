@@ -37,7 +37,7 @@ endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -pthread $(SANFLAGS)
 CPPFLAGS += -Ilib -D_GNU_SOURCE -D_FORTIFY_SOURCE=2   # as distributions build: ignored results of checked calls fail here too
-LDLIBS  += -lrdmacm -libverbs -lcrypto -lgcrypt -lsodium -lzstd -lxxhash -lnuma -pthread
+LDLIBS  += -lrdmacm -libverbs -lcrypto -lgcrypt -lsodium -lzstd -lxxhash -lnuma -lunistring -pthread
 LDFLAGS += $(SANFLAGS)
 
 # --version names the commit: git describe at build time, "unknown" outside a git tree (a

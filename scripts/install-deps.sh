@@ -8,7 +8,7 @@
 # of the tests also needs apt's package lists (it downloads Debian's kernel once); they count
 # as missing, as "apt-lists", until apt-get update has run or the kernel is cached.
 set -euo pipefail
-build=(build-essential clang pkg-config libssl-dev libgcrypt20-dev libsodium-dev libzstd-dev libxxhash-dev libnuma-dev librdmacm-dev libibverbs-dev)
+build=(build-essential clang pkg-config libssl-dev libgcrypt20-dev libsodium-dev libzstd-dev libxxhash-dev libnuma-dev libunistring-dev librdmacm-dev libibverbs-dev)
 test=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 qemu-system-x86 busybox-static
       kmod cpio iperf3 netcat-openbsd socat mbuffer openssh-server openssh-client openssl procps psmisc
       coreutils util-linux bsdutils rsync python3 python3-xxhash strace nftables acl attr

@@ -4,8 +4,12 @@
 
 #include <locale.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unicase.h>
+#include <uninorm.h>
+#include <unistr.h>
 #include <wchar.h>
 #include <wctype.h>
 
@@ -36,11 +40,31 @@ static int is_ascii(const char *p)
     return 1;
 }
 
+/* NFD + full case folding (libunistring), NUL-terminated; NULL when path is no UTF-8 */
+static char *fold_unicode(const char *path)
+{
+    size_t len = strlen(path);
+    if (u8_check((const uint8_t *)path, len))   /* it would take each stray byte for U+FFFD */
+        return NULL;
+    len = 0;
+    uint8_t *f = u8_casefold((const uint8_t *)path, strlen(path), NULL, UNINORM_NFD, NULL, &len);
+    if (!f)
+        return NULL;
+    char *k = realloc(f, len + 1);
+    if (!k)
+        rd_oom();
+    k[len] = '\0';
+    return k;
+}
+
 char *rdc_fold_key(const char *path)
 {
     /* most paths: a cheap byte loop, not a character decoder (this runs for each new file) */
     if (is_ascii(path))
         return fold_ascii(path);
+    char *u = fold_unicode(path);
+    if (u)
+        return u;
     pthread_once(&utf8_once, open_utf8);
     if (utf8 == (locale_t)0)
         return fold_ascii(path);

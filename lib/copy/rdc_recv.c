@@ -901,7 +901,7 @@ static void skip_subtree(struct rdc_rcv *r, const char *rel, size_t n)
     r->skip_len = r->skip ? n : 0;
 }
 
-#define FOLDS_ONTO "this filesystem takes it for a name this copy just made (it does not tell case apart)"
+#define FOLDS_ONTO "this filesystem takes it for a name this copy just made (it folds case or Unicode's forms)"
 
 /* pfd holds an entry spelled exactly name (readdir: a lookup would fold case) */
 static int entry_named(int pfd, const char *name)
@@ -921,7 +921,7 @@ static int entry_named(int pfd, const char *name)
 }
 
 /* On a filesystem that folds case (FAT, exFAT, ext4 casefold, SMB) 'a' after 'A' is the
- * entry 'A' again, and writing it would replace what this copy just made under another
+ * entry 'A' again (on ext4 casefold, 'é' after 'e' + U+0301 too), and writing it would replace what this copy just made under another
  * spelling, with exit 0 (cp refuses it: "File exists"). Only a path whose folded spelling
  * (rdc_fold_key) this copy already took is looked at (so nothing is looked up per file): once
  * what the other spelling's worker writes is in place, a lookup of this name that finds an

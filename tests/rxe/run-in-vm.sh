@@ -24,7 +24,9 @@ CACHE=$LAB/cache; [ "$KPKG" = linux-image-amd64 ] || CACHE=$LAB/cache-$KPKG   # 
 TIMEOUT=${RXE_TIMEOUT:-600}; MEM=${RXE_MEM:-2048}; CPUS=${RXE_CPUS:-2}
 # TCG by default: /dev/kvm may exist yet hang (nested virtualisation); RXE_ACCEL=kvm opts in
 if [ "${RXE_ACCEL:-tcg}" = kvm ]; then ACCEL="-accel kvm -cpu host"; else ACCEL="-accel tcg,thread=multi -cpu max"; fi
-MODS="virtio_pci 9pnet_virtio 9p crc32_generic veth rdma_rxe rdma_ucm"   # no crc32_pclmul: 2x slower under TCG
+# loop, ext4, crc32c_generic (ext4 metadata checksums): a casefold filesystem for rdcp (the
+# host's kernel may have no casefold)
+MODS="virtio_pci 9pnet_virtio 9p crc32_generic veth rdma_rxe rdma_ucm loop ext4 crc32c_generic"   # no crc32_pclmul: 2x slower under TCG
 die() { echo "run-in-rxe-vm: $*" >&2; exit 125; }
 [ $# -ge 2 ] || { sed -n '2,20p' "$0" >&2; exit 125; }
 SHARE=$(realpath -e "$1") || die "no such dir: $1"; shift; [ -d "$SHARE" ] || die "not a dir: $SHARE"
@@ -58,8 +60,10 @@ exec chroot /host /bin/sh /run/rxe-ctl/guest.sh
 EOF
   chmod +x "$i/init"; (cd "$i" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$w/initrd.gz"
   cp "$w/k/boot/vmlinuz-$KV" "$w/vmlinuz"; mkdir -p "$CACHE"; mv "$w/vmlinuz" "$w/initrd.gz" "$CACHE/"; rm -rf "$w"
+  echo "$MODS" > "$CACHE/mods"
 }
-mkdir -p "$LAB"; [ -s "$CACHE/vmlinuz" ] && [ -s "$CACHE/initrd.gz" ] || build_image
+# an image built with other modules is built again
+mkdir -p "$LAB"; [ -s "$CACHE/vmlinuz" ] && [ -s "$CACHE/initrd.gz" ] && [ "$(cat "$CACHE/mods" 2>/dev/null)" = "$MODS" ] || build_image
 
 RUN=$(mktemp -d "$LAB/run.XXXXXX")
 printf 'SHARE=%q\nTIMEOUT=%q\n' "$SHARE" "$TIMEOUT" > "$RUN/env"

@@ -7,7 +7,7 @@
 #      RXE_BIG_MB (128), RXE_ONLY=streams (the --streams and two-rail cases alone, multi-rail
 #      by default among them), RXE_ONLY=rails (multi-rail by default alone),
 #      RXE_ONLY=memlock (a relay and a receiver under a locked-memory limit alone),
-#      RXE_ONLY=rdcp (rdcp over RDMA alone),
+#      RXE_ONLY=rdcp (rdcp over RDMA alone), RXE_ONLY=casefold (rdcp onto ext4 casefold alone),
 #      RXE_ONLY=changing (the input file rewritten or truncated while it is sent)
 set -u
 BIN=${RDPIPE_BIN:-/work/main/bin}; SEND=$BIN/rdsend; RECV=$BIN/rdrecv
@@ -376,6 +376,32 @@ rdcp_cases() {
     else fail "rdcp -a tree over RDMA" "exit $rc: $(tr '\n' '|' < "$T/cperr")"; fi
 }
 
+# rdcp onto ext4 casefold, a filesystem that folds case and Unicode's forms: 'a' after 'A' and
+# 'café' (é one code point) after 'café' (e + U+0301) are refused (exit 23, one line each), the
+# first of each kept; before 2026-12-08 the second form replaced the first, exit 0. Over TCP:
+# the filesystem is what is tested, and the host's kernel has no casefold.
+casefold_case() {
+    local img=$T/cf.img m=$T/cfm nfc nfd
+    umount "$m" 2> /dev/null; rm -rf "$T/cfs" "$img"; mkdir -p "$T/cfs" "$m"
+    if ! { truncate -s 32M "$img" && mkfs.ext4 -q -O casefold "$img" && mount -o loop "$img" "$m" &&
+           mkdir "$m/d" && chattr +F "$m/d"; } > "$T/cferr" 2>&1; then
+        skip "rdcp onto ext4 casefold" "cannot make one in this VM: $(tail -1 "$T/cferr")"
+        umount "$m" 2> /dev/null; rm -f "$img"; return 0
+    fi
+    nfc=$(printf 'caf\xc3\xa9'); nfd=$(printf 'cafe\xcc\x81')
+    printf N > "$T/cfs/$nfd"; printf C > "$T/cfs/$nfc"; printf U > "$T/cfs/A"; printf L > "$T/cfs/a"
+    PATH=$BIN:$PATH timeout 60 "$BIN/rdcp" -r --transport tcp "$T/cfs/" "$m/d/" 2> "$T/cperr"; rc=$?
+    local why=
+    [ $rc = 23 ] || why+="exit $rc, not 23; "
+    [ "$(grep -c "refusing '.*/d/\(a\|$nfc\)': this filesystem takes it for a name this copy just made (it folds case or Unicode's forms)$" "$T/cperr")" = 2 ] &&
+        [ "$(grep -c . "$T/cperr")" = 2 ] || why+="not the two lines; "
+    [ "$(cat "$m/d/A")$(cat "$m/d/$nfd")" = UN ] || why+="the first of each not kept ($(cat "$m/d/A")$(cat "$m/d/$nfd")); "
+    [ "$(ls -A "$m/d" | wc -l)" = 2 ] || why+="$(ls -A "$m/d" | wc -l) entries, not 2; "
+    if [ -z "$why" ]; then pass "rdcp onto ext4 casefold: 'a' after 'A' and 'café' (NFC) after 'café' (NFD) refused, exit 23, the first kept"
+    else fail "rdcp onto ext4 casefold" "$why$(tr '\n' '|' < "$T/cperr")"; fi
+    umount "$m"; rm -f "$img"
+}
+
 streams_cases() {
     echo "--- --streams over RDMA"
     RO=(-v "${RS[@]}"); SO=(-v "${SS[@]}" --streams 2)
@@ -707,12 +733,13 @@ if [ -n "${RXE_ONLY:-}" ]; then
             streams) streams_cases ;;
             memlock) relay_memlock; recv_memlock ;;
             rdcp) rdcp_cases ;;
+            casefold) casefold_case ;;
             rails) default_rails_cases ;;
             measure-rails) measure_rails_cases ;;
             changing) changing_cases ;;
             linkdown) link_down_case ;;
             measure) measure_cases ;;
-            *) fail "RXE_ONLY" "no group '$g' (streams, memlock, rdcp, rails, measure-rails, changing, linkdown, measure)" ;;
+            *) fail "RXE_ONLY" "no group '$g' (streams, memlock, rdcp, casefold, rails, measure-rails, changing, linkdown, measure)" ;;
         esac
     done
     rm -rf "$T"; slowest; echo "--- vm: $npass passed, $nfail failed, $nskip skipped"; exit $nfail
@@ -1039,6 +1066,7 @@ if [ $src = 5 ] && grep -q "locked-memory limit is 2048 KiB; raise it (ulimit -l
 else fail "memlock limit too low" "exit $src: $(cat "$T/serr")"; fi
 
 rdcp_cases   # rdcp over RDMA (above)
+casefold_case   # rdcp onto ext4 casefold (above)
 
 # rdpipe over RDMA (local agents; -H puts the hops on rxe): data right, -v names the transport
 if [ -x "$BIN/rdpipe" ]; then

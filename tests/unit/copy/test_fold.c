@@ -1,7 +1,9 @@
 /* test_fold.c - rdc_fold_key: the spellings a case-folding filesystem (exFAT, FAT, ext4
  * casefold, SMB) takes for one name meet, in ASCII and beyond it (until 2026-12-07 only
- * ASCII letters were folded, so 'ä' after 'Ä' replaced it on exFAT with exit 0); names that
- * differ otherwise stay apart, and bytes that are no UTF-8 pass unchanged. */
+ * ASCII letters were folded, so 'ä' after 'Ä' replaced it on exFAT with exit 0), and the
+ * canonical forms of one name meet as ext4's casefold takes them for one (until 2026-12-08
+ * 'é' as one code point and as 'e' with a combining accent stayed apart); names that differ
+ * otherwise stay apart, and bytes that are no UTF-8 pass unchanged. */
 #include "check.h"
 
 #include "copy/rdc_fold.h"
@@ -37,7 +39,16 @@ static void t_other_names_stay_apart(void)
     CHECK(!meet("a", "b"));
     CHECK(!meet("\xc3\xa4", "a"));                                 /* ä is not a */
     CHECK(!meet("\xe6\x97\xa5\xe6\x9c\xac.txt", "\xe4\xb8\xad\xe5\x9b\xbd.txt"));   /* 日本, 中国 */
-    CHECK(!meet("\xc3\xa9", "e\xcc\x81"));                         /* é and e + accent: not normalised */
+}
+
+static void t_canonical_forms_meet(void)
+{
+    CHECK(meet("caf\xc3\xa9", "cafe\xcc\x81"));                  /* café: é (NFC), e + U+0301 (NFD) */
+    CHECK(meet("CAF\xc3\x89", "cafe\xcc\x81"));                  /* CAFÉ (NFC), café (NFD) */
+    CHECK(meet("\xea\xb0\x80", "\xe1\x84\x80\xe1\x85\xa1"));          /* 가 as one syllable, as its two jamo */
+    CHECK(meet("Stra\xc3\x9f" "e", "STRASSE"));                    /* ß folds to ss */
+    CHECK(!meet("caf\xc3\xa9", "cafe"));                          /* é is not e */
+    CHECK(!meet("\xc3\xa9", "\xc3\xa8"));                          /* é is not è */
 }
 
 static void t_bytes_that_are_no_utf8_pass(void)
@@ -57,6 +68,7 @@ int main(void)
     RUN(t_ascii_spellings_meet);
     RUN(t_unicode_spellings_meet);
     RUN(t_other_names_stay_apart);
+    RUN(t_canonical_forms_meet);
     RUN(t_bytes_that_are_no_utf8_pass);
     return check_summary();
 }
