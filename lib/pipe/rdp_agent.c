@@ -189,22 +189,10 @@ static void setup_role_recv(struct agent *a)
     rdr_chan_init(&ch, rdy[0], -1);
     int port = 0;
     while (!port && !ch.eof) {
-        /* the control channel is only watched for its hang-up here (events 0 + POLLRDHUP):
-         * its lines are the main loop's */
-        struct pollfd pfd[4] = { { .fd = rdy[0], .events = POLLIN }, { .fd = a->cin, .events = POLLRDHUP },
-                                 { .fd = rdr_sig_fd(), .events = POLLIN }, { .fd = a->ch[C_RECV].cap, .events = POLLIN } };
-        int pr = poll(pfd, a->ch[C_RECV].cap >= 0 ? 4 : 3, 1000);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
+        int r = rdpa_wait_report(a, &a->ch[C_RECV], rdy[0]);
+        if (r < 0)
             break;
-        if (rdr_sig_drain() & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
-            rdpa_teardown(a, 128 + SIGTERM);
-        if (pfd[1].revents & (POLLHUP | POLLRDHUP | POLLERR))
-            rdpa_teardown(a, 0);   /* the initiator is gone or gave up */
-        if (pfd[3].revents && a->ch[C_RECV].cap >= 0)
-            rdpa_read_capture(a, &a->ch[C_RECV]);
-        if (!pfd[0].revents)
+        if (!r)
             continue;
         rdr_chan_fill(&ch);
         char *line;

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,22 @@ void rdpa_reap(struct agent *a)
         a->no_children = 1;
     else if (p == 0)
         a->no_children = 0;
+}
+
+int rdpa_wait_report(struct agent *a, struct child *c, int fd)
+{
+    struct pollfd pfd[4] = { { .fd = fd, .events = POLLIN }, { .fd = a->cin, .events = POLLRDHUP },
+                             { .fd = rdr_sig_fd(), .events = POLLIN }, { .fd = c->cap, .events = POLLIN } };
+    int pr = poll(pfd, c->cap >= 0 ? 4 : 3, 1000);
+    if (pr < 0)
+        return errno == EINTR ? 0 : -1;
+    if (rdr_sig_drain() & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
+        rdpa_teardown(a, 128 + SIGTERM);
+    if (pfd[1].revents & (POLLHUP | POLLRDHUP | POLLERR))
+        rdpa_teardown(a, 0);   /* the initiator is gone or gave up */
+    if (pfd[3].revents && c->cap >= 0)
+        rdpa_read_capture(a, c);
+    return pfd[0].revents != 0;
 }
 
 int rdpa_start_tool(struct agent *a, int idx, char **argv, const char *key, int in, int out, int fd3)

@@ -90,6 +90,11 @@ int rdpa_start_tool(struct agent *a, int idx, char **argv, const char *key, int 
 pid_t rdpa_start_plain(struct agent *a, int idx, char **argv, int in, int out);
 /* What a child printed: its --json (bytes, seconds, transport, error), its other lines as log. */
 void rdpa_read_capture(struct agent *a, struct child *c);
+/* Wait up to 1 s for child c's report pipe fd (its fd 3) to be readable, while its stderr is
+ * drained and the control channel watched for its hang-up only (its lines are the main
+ * loop's): the initiator gone or a SIGTERM, SIGINT or SIGHUP tears everything down. 1: fd is
+ * readable (or at its end), 0: not yet, -1: poll failed. */
+int rdpa_wait_report(struct agent *a, struct child *c, int fd);
 /* "list": the sending role's tool names its roots (rdr_role.h), each said as "root HEX";
  * it runs to its end in C_SEND's slot and leaves it empty. Its exit code (0: listed), and
  * then *why its reason (malloc'd) or NULL. */

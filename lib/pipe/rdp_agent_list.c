@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -46,21 +45,10 @@ int rdpa_list_roots(struct agent *a, char **why)
     struct rdr_chan ch;
     rdr_chan_init(&ch, fd[0], -1);
     while (!ch.eof) {
-        /* as setup_role_recv: the control channel is watched only for its hang-up */
-        struct pollfd pfd[4] = { { .fd = fd[0], .events = POLLIN }, { .fd = a->cin, .events = POLLRDHUP },
-                                 { .fd = rdr_sig_fd(), .events = POLLIN }, { .fd = c->cap, .events = POLLIN } };
-        int pr = poll(pfd, c->cap >= 0 ? 4 : 3, 1000);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
+        int r = rdpa_wait_report(a, c, fd[0]);
+        if (r < 0)
             break;
-        if (rdr_sig_drain() & ((1u << SIGTERM) | (1u << SIGINT) | (1u << SIGHUP)))
-            rdpa_teardown(a, 128 + SIGTERM);
-        if (pfd[1].revents & (POLLHUP | POLLRDHUP | POLLERR))
-            rdpa_teardown(a, 0);   /* the initiator is gone or gave up */
-        if (pfd[3].revents && c->cap >= 0)
-            rdpa_read_capture(a, c);
-        if (pfd[0].revents)
+        if (r)
             relay(a, &ch);
     }
     rdr_chan_free(&ch);
