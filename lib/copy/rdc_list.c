@@ -36,13 +36,8 @@ int rdc_list_roots(int out, char *const *srcs, int nsrc, int recursive, int foll
         /* the walk's start_root: a symlink named on the command line is followed unless -r */
         if (((follow || !recursive) ? stat(src, &st) : lstat(src, &st)) || (S_ISDIR(st.st_mode) && !recursive))
             continue;
-        size_t len = strlen(src);
         char *base = rdc_basename(src);
-        if (!base)
-            rd_oom();
-        int contents = S_ISDIR(st.st_mode) &&
-                       ((len > 1 && src[len - 1] == '/') || !strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"));
-        if (!contents) {
+        if (!rdc_contents_source(src, base, S_ISDIR(st.st_mode))) {
             put_name(f, base);
             free(base);
             continue;

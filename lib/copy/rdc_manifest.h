@@ -18,7 +18,7 @@ struct rdc_roots {
     struct rdc_set names, keys;   /* keys: rdc_tmp_key of each of names */
 };
 
-/* a name from the source's list (rdc_safe_name's rules: no '/', not "." nor "..") */
+/* a name from the source's list (rdr_said_root_name's: no '/', not "." nor "..") */
 void rdc_roots_add_name(struct rdc_roots *o, const char *name);
 void rdc_roots_free(struct rdc_roots *o);
 

@@ -201,6 +201,13 @@ char *rdc_join(const char *a, const char *b)
     return s;
 }
 
+int rdc_contents_source(const char *src, const char *base, int is_dir)
+{
+    size_t len = strlen(src);
+    return is_dir && ((len > 1 && src[len - 1] == '/') || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+                      strcmp(base, "/") == 0);
+}
+
 char *rdc_basename(const char *path)
 {
     size_t n = strlen(path);

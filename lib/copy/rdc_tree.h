@@ -122,6 +122,10 @@ const char *rdc_root_rel(int dst_is_dir, int nsrc, int contents, const char *bas
 char *rdc_join(const char *a, const char *b);
 /* The last path component of a source argument ("dir/" -> "dir", "/" -> "/"); malloc'd. */
 char *rdc_basename(const char *path);
+/* A source whose contents go into DST (its entries are the roots), not itself: a directory
+ * named "d/", ".", "..", "/". base: rdc_basename(src). The walk and the --resume list
+ * (rdc_list.h) must agree on it. */
+int rdc_contents_source(const char *src, const char *base, int is_dir);
 
 /* a path for messages: control bytes and backslashes escaped as \\ooo; malloc'd */
 char *rdc_shown(const char *path);

@@ -358,11 +358,8 @@ static int start_root(struct rdc_walk *w)
         free(p);
         return put_msg(w, 1, line);
     }
-    size_t len = strlen(src);
-    int contents = S_ISDIR(st.st_mode) && len > 1 && src[len - 1] == '/';
     char *base = rdc_basename(src);
-    if (S_ISDIR(st.st_mode) && (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0))
-        contents = 1;
+    int contents = rdc_contents_source(src, base, S_ISDIR(st.st_mode));
     if (seen_root(w, &st, contents, base)) {
         /* 'f ./f': one source named twice, copied once as cp does (the second would be
          * refused as two sources with one name) */

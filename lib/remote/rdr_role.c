@@ -19,29 +19,47 @@ const struct rdr_role *rdr_role_find(const char *name)
     return NULL;
 }
 
+/* TOOL ARG, room for `more` words after them, then the words (len bytes of NUL-separated
+ * words) and a NULL; *n: the next free slot. NULL when out of memory. */
+static char **argv_new(const struct rdr_role *r, size_t more, const char *words, size_t len, int *n)
+{
+    size_t nwords = 0;
+    for (size_t i = 0; i < len; i++)
+        if (i == 0 || words[i - 1] == '\0')
+            nwords++;   /* a word starts here */
+    char **v = calloc(2 + more + nwords + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    if (!(v[0] = rdr_sibling_tool(r->tool))) {
+        free(v);
+        return NULL;
+    }
+    v[1] = (char *)r->arg;
+    *n = 2;
+    return v;
+}
+
+/* the words after what argv_new's caller put in, and the NULL */
+static char **argv_end(char **v, int n, const char *words, size_t len)
+{
+    for (size_t i = 0; i < len; i += strlen(words + i) + 1)
+        v[n++] = (char *)words + i;   /* words[len] is a NUL: the last word ends there */
+    v[n] = NULL;
+    return v;
+}
+
 char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char *const *opts,
                      const char *host, const char *port, const char *words, size_t len)
 {
     if (r->end == RDR_ROLE_SENDS && (!host || !port))
         return NULL;
-    size_t nwords = 0;
-    for (size_t i = 0; i < len; i++)
-        if (i == 0 || words[i - 1] == '\0')
-            nwords++;   /* a word starts here */
-    /* tool, arg, --transport T, at most 4 more, the words, NULL */
     size_t nopts = 0;
     while (opts && opts[nopts])
         nopts++;
-    char **v = calloc(nwords + nopts + 9, sizeof *v);
+    int n;
+    char **v = argv_new(r, 2 + nopts + 4, words, len, &n);   /* --transport T, opts, 4 more */
     if (!v)
         return NULL;
-    int n = 0;
-    v[n++] = rdr_sibling_tool(r->tool);
-    if (!v[0]) {
-        free(v);
-        return NULL;
-    }
-    v[n++] = (char *)r->arg;
     v[n++] = "--transport";
     v[n++] = (char *)transport;
     for (size_t i = 0; i < nopts; i++)
@@ -55,35 +73,20 @@ char **rdr_role_argv(const struct rdr_role *r, const char *transport, const char
         v[n++] = "--port";
         v[n++] = (char *)port;
     }
-    for (size_t i = 0; i < len; i += strlen(words + i) + 1)
-        v[n++] = (char *)words + i;   /* words[len] is a NUL: the last word ends there */
-    v[n] = NULL;
-    return v;
+    return argv_end(v, n, words, len);
 }
 
 char **rdr_role_list_argv(const struct rdr_role *r, const char *words, size_t len)
 {
     if (r->end != RDR_ROLE_SENDS)
         return NULL;
-    size_t nwords = 0;
-    for (size_t i = 0; i < len; i++)
-        if (i == 0 || words[i - 1] == '\0')
-            nwords++;
-    char **v = calloc(nwords + 5, sizeof *v);
+    int n;
+    char **v = argv_new(r, 2, words, len, &n);
     if (!v)
         return NULL;
-    int n = 0;
-    if (!(v[n++] = rdr_sibling_tool(r->tool))) {
-        free(v);
-        return NULL;
-    }
-    v[n++] = (char *)r->arg;
     v[n++] = "--list-fd";
     v[n++] = "3";
-    for (size_t i = 0; i < len; i += strlen(words + i) + 1)
-        v[n++] = (char *)words + i;
-    v[n] = NULL;
-    return v;
+    return argv_end(v, n, words, len);
 }
 
 void rdr_role_argv_free(char **v)
